@@ -1,0 +1,43 @@
+# Shared set-up for scripts/test and scripts/demo (sourced, not run).
+# Installs what a fresh Debian machine with Python 3.11 lacks, and nothing twice.
+
+_apt_packages=(tmux openssh-server openssh-client chromium)
+
+_as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+        echo "paneboard: need root (or sudo) to run: $*" >&2; return 1; fi
+}
+
+bootstrap_system() {
+    local missing=()
+    for p in "${_apt_packages[@]}"; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "== apt-get install ${missing[*]}" >&2
+        _as_root apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive _as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+}
+
+bootstrap_python() {
+    if ! command -v uv >/dev/null 2>&1; then
+        echo "== pip install uv" >&2
+        python3 -m pip install --quiet uv
+    fi
+    echo "== uv sync" >&2
+    uv sync --frozen --all-packages --quiet
+}
+
+start_postgres() {
+    # The suite's PostgreSQL tests use PANEBOARD_TEST_PG, or the local cluster if one runs.
+    if [ -n "${PANEBOARD_TEST_PG:-}" ]; then return 0; fi
+    if command -v pg_lsclusters >/dev/null 2>&1; then
+        if ! pg_lsclusters -h 2>/dev/null | awk '{print $4}' | grep -q online; then
+            local v; v=$(ls /etc/postgresql 2>/dev/null | head -n1)
+            if [ -n "$v" ]; then
+                _as_root pg_ctlcluster --skip-systemctl-redirect "$v" main start || true
+            fi
+        fi
+    fi
+}

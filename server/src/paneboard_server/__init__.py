@@ -1,0 +1,1 @@
+"""paneboard's server: ingest, persistence, staleness and the live API."""

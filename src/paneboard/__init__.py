@@ -1,0 +1,3 @@
+"""paneboard: which of your coding agents is working, done, or waiting on you."""
+
+__version__ = "0.1.0"
