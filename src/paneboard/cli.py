@@ -21,9 +21,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "token": ("paneboard_server.cli", "token_main", "create, list or revoke collector/viewer tokens"),
     "user": ("paneboard_server.cli", "user_main", "add, list or remove dashboard viewers"),
     "db": ("paneboard_server.cli", "db_main", "upgrade the database schema or show its revision"),
-    "decode": ("paneboard_protocol.cli", "decode_main", "print the status sequences in raw pane output"),
-    "replay": ("paneboard_protocol.cli", "replay_main", "drive the classifier from a recorded trace"),
-    "rules": ("paneboard_protocol.cli", "rules_main", "check or list screen-rule manifests"),
+    "decode": ("paneboard_protocol.decode_cli", "main", "print the status sequences in raw pane output"),
+    "replay": ("paneboard_protocol.replay_cli", "main", "drive the classifier from a recorded trace"),
+    "rules": ("paneboard_protocol.rules_cli", "main", "check or list screen-rule manifests"),
     "run": ("paneboard_agent.relay", "main", "run a program behind a pty relay that answers the 7501 probe"),
     "emit": ("paneboard_agent.emit", "main", "write a status report to the controlling terminal"),
 }

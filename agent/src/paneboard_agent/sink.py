@@ -82,8 +82,7 @@ class Sink(Protocol):
 
     async def pane_gone(self, key: PaneKey, t: float) -> None: ...
 
-    async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
-        ...
+    async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None: ...
 
 
 class SnapshotSource(Protocol):
