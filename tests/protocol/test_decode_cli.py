@@ -15,10 +15,13 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "samples" / "pane-output.log"
 
 
-def run(*args: str, stdin: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+def run(
+    *args: str, stdin: bytes | None = None, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "paneboard.cli", "decode", *args],
         input=stdin,
+        env=None if env is None else os.environ | env,
         capture_output=True,
         timeout=timeout,
         check=False,
@@ -123,10 +126,14 @@ def test_decode_all_reports_unterminated_tail():
     ]
 
 
-def test_decode_output_is_ascii_even_for_hostile_text():
-    result = run(stdin=osc("2;\u202eevil\u009b2J".encode()))
-    assert result.stdout.isascii()
-    assert lines(result.stdout)[0]["title"] == "\u202eevil\u009b2J"
+def test_decode_output_escapes_hostile_text_keeps_the_rest_readable():
+    title = "\u202eevil\u009b2J\u200b\U000e0041 ✳ Claude — ok"
+    result = run(stdin=osc(("2;" + title).encode()), env={"LC_ALL": "C", "PYTHONIOENCODING": ""})
+    out = result.stdout.decode("utf-8")
+    for bad in ("\u202e", "\u009b", "\u200b", "\U000e0041"):
+        assert bad not in out
+    assert "✳ Claude — ok" in out and "\\u202e" in out and "\\udb40\\udc41" in out
+    assert lines(result.stdout)[0]["title"] == title
 
 
 @pytest.mark.parametrize(
@@ -218,3 +225,20 @@ def test_bundled_sample_decodes():
     types = [e["type"] for e in lines(result.stdout)]
     for t in ("probe", "status", "agent", "progress", "title", "prompt", "rejected"):
         assert t in types, t
+
+
+def test_bundled_sample_matches_its_generator():
+    import runpy
+
+    module = runpy.run_path(str(REPO / "samples" / "make_sample.py"))
+    assert module["build"]() == SAMPLE.read_bytes(), "run `uv run python samples/make_sample.py`"
+
+
+def test_bundled_sample_has_the_expected_story():
+    events = lines(run(str(SAMPLE), "--all").stdout)
+    states = [(e["type"], e.get("state")) for e in events if e["type"] in ("status", "agent")]
+    assert ("status", "blocked") in states and states[-1] == ("agent", "idle")
+    wrapped = [e for e in events if e["type"] == "status" and e.get("title") == "Applying plan"]
+    assert len(wrapped) == 1
+    assert SAMPLE.read_bytes()[wrapped[0]["offset"] : wrapped[0]["offset"] + 7] == b"\x1bPtmux;"
+    assert [e["reason"] for e in events if e["type"] == "rejected"] == ["unknown state 'paused'"]
