@@ -97,11 +97,8 @@ def build() -> bytes:
         if k == 6:
             add(report(f"state=working:app=claude-code:progress=55:title={b64('Refactor terraform module')}"))
     # A child record asks a question (P7501-13 shape), then the root asks for permission.
-    add(
-        report(
-            f"state=blocked:app=claude-code:id=task_1.a:kind=question:msg={b64('Keep the old variable names?')}"
-        )
-    )
+    question = b64("Keep the old variable names?")
+    add(report(f"state=blocked:app=claude-code:id=task_1.a:kind=question:msg={question}"))
     add(report("state=working:app=claude-code:id=task_1.a:progress=80"))
     add(f"{OSC}9;4;1;80{BEL}")
     # The spec's own example, as terraform would send it from inside the agent's tool.
