@@ -44,6 +44,7 @@ Readings where the spec leaves a choice (documented in docs/classifier.md):
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,6 +83,7 @@ def title_has_spinner(title: str | None) -> bool:
 _INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Co", "Cs"})
 
 
+@functools.lru_cache(maxsize=4096)
 def display_text(text: str | None) -> str | None:
     """P7501-19: report text is untrusted — strip bidi, invisible formatting and control
     characters before it is shown (and so before it reaches the classification)."""
@@ -179,12 +181,13 @@ def _native_progress(native: dict[str, Any]) -> int | None:
 
 
 def _public_records(records: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    by_id = {r["id"]: r for r in records}
     return tuple(
         {
             "id": r["id"] or None,
             "state": r["state"],
             "kind": r["kind"],
-            "app": effective_app(records, r),
+            "app": effective_app(records, r, by_id),
             "msg": display_text(r["msg"]),
             "title": display_text(r["title"]),
             "progress": r["progress"],
@@ -211,12 +214,17 @@ def _decide(evidence: dict[str, Any], now: float) -> dict[str, Any]:
         "source": None,
     }
 
+    by_id = {r["id"]: r for r in records}
+
+    def app_of(r: dict[str, Any]) -> str | None:
+        return effective_app(records, r, by_id)
+
     proc_agent = proc.get("agent")
     live = [r for r in records if r["gen"] == gen]
     leftover = [r for r in records if r["gen"] != gen]
     if proc_agent:
         # RI-2: a report that names a different agent than the process-identified one does not apply.
-        live = [r for r in live if _alias(aliases, effective_app(records, r)) in (None, proc_agent)]
+        live = [r for r in live if _alias(aliases, app_of(r)) in (None, proc_agent)]
 
     # Identity.
     agent = proc_agent
@@ -225,16 +233,16 @@ def _decide(evidence: dict[str, Any], now: float) -> dict[str, Any]:
         agent = evidence["contract"]["agent"]
     winner = roll_up(live)
     if agent is None and winner is not None:
-        agent = _alias(aliases, effective_app(records, winner))
+        agent = _alias(aliases, app_of(winner))
         if agent is None:
             for r in reversed(live):  # newest first
-                agent = _alias(aliases, effective_app(records, r))
+                agent = _alias(aliases, app_of(r))
                 if agent:
                     break
     use_leftover = agent is None and winner is None and bool(leftover)
     if use_leftover:
         winner = roll_up(leftover)
-        agent = _alias(aliases, effective_app(records, winner)) or winner.get("agent")
+        agent = _alias(aliases, app_of(winner)) or winner.get("agent")
     out["agent"] = agent
 
     # State.

@@ -25,10 +25,12 @@ state still identifies the agent) — so run the decoder with `rejections=True`.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from collections.abc import Iterable
 from typing import Any
 
+from paneboard_protocol import contract as contract_mod
 from paneboard_protocol.arbitration import (
     EVIDENCE_VERSION,
     Classification,
@@ -240,7 +242,7 @@ class PaneClassifier:
         last = self._last
         if last is None or self._manifest(last.agent) is None:
             return False
-        return not any(r["gen"] == self._gen for r in self._store.snapshot())
+        return not self._store.has_gen(self._gen)
 
     def evidence(self) -> dict[str, Any]:
         """Everything arbitration needs, as plain JSON types (a deep copy: safe to keep)."""
@@ -350,7 +352,8 @@ class PaneClassifier:
         released = self._debounce.advance(now)
         if released is not None:
             self._refresh(released, caused=True)
-        self._refresh(now, caused=False)
+        if self._contract is not None and contract_mod.subject_to_staleness(self._contract):
+            self._refresh(now, caused=False)  # only a contract's ts makes time alone matter
 
     def _refresh(self, at: float, caused: bool) -> None:
         c = classify_evidence(self.evidence(), at)
@@ -371,5 +374,5 @@ class PaneClassifier:
                     self._origin = (at, self._basis, self._since)
                 self._basis = key
                 self._since = at if caused else c.since
-            c = classify_evidence(self.evidence(), at)
+            c = dataclasses.replace(c, since=self._since)  # what classify_evidence now returns
         self._last = c
