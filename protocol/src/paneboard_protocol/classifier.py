@@ -24,7 +24,6 @@ state still identifies the agent) — so run the decoder with `rejections=True`.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import os
 from collections.abc import Iterable
@@ -245,7 +244,9 @@ class PaneClassifier:
         return not self._store.has_gen(self._gen)
 
     def evidence(self) -> dict[str, Any]:
-        """Everything arbitration needs, as plain JSON types (a deep copy: safe to keep)."""
+        """Everything arbitration needs, as plain JSON types (fresh copies: safe to keep).
+
+        Every nested dict here is flat, so one level of copying is a deep copy."""
         rules = self._rules
         aliases = dict(DEFAULT_ALIASES)
         if rules is not None:
@@ -260,12 +261,15 @@ class PaneClassifier:
                 "gen": self._gen,
             },
             "observable": self._observable,
-            "contract": copy.deepcopy(self._contract),
+            "contract": None if self._contract is None else dict(self._contract),
             "records": self._store.snapshot(),
             "screen": None
             if self._screen_agent is None
-            else {"agent": self._screen_agent, "result": copy.deepcopy(reading)},
-            "native": {"title": self._title, "progress": copy.deepcopy(self._progress)},
+            else {"agent": self._screen_agent, "result": None if reading is None else dict(reading)},
+            "native": {
+                "title": self._title,
+                "progress": None if self._progress is None else dict(self._progress),
+            },
             "aliases": aliases,
             "manifests": sorted(rules.agents) if rules is not None else [],
             "basis": None if self._basis is None else list(self._basis),
