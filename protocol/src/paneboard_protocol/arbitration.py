@@ -50,9 +50,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from paneboard_protocol import contract as contract_mod
+from paneboard_protocol.evidence import EVIDENCE_VERSION, EvidenceError, check_evidence
 from paneboard_protocol.records import effective_app, roll_up
-
-EVIDENCE_VERSION = 1
 
 STATES = ("working", "blocked", "idle", "done", "error")
 
@@ -280,13 +279,20 @@ def _decide(evidence: dict[str, Any], now: float) -> dict[str, Any]:
     return out
 
 
-def classify_evidence(evidence: dict[str, Any], now: float) -> Classification:
+def classify_evidence(evidence: dict[str, Any], now: float, *, check: bool = True) -> Classification:
     """The pane's classification at `now`, from evidence alone (pure; the server re-runs it).
+
+    Evidence from elsewhere is checked first (`EvidenceError`, a ValueError naming the
+    bad field); `check=False` is for evidence this process just built itself.
 
     `since` is the evidence's own `since` while the outcome (agent, state) is what the
     evidence was built with; when time alone changed it (staleness), it is the
     staleness instant that did it.
     """
+    if check:
+        check_evidence(evidence)
+        if isinstance(now, bool) or not isinstance(now, int | float) or now != now:
+            raise EvidenceError("now must be a number")
     d = _decide(evidence, now)
     basis = evidence.get("basis")
     bsince = evidence.get("since")
@@ -311,6 +317,8 @@ def classify_evidence(evidence: dict[str, Any], now: float) -> Classification:
     )
 
 
-def evidence_deadline(evidence: dict[str, Any], now: float) -> float | None:
+def evidence_deadline(evidence: dict[str, Any], now: float, *, check: bool = True) -> float | None:
     """The next instant after `now` at which time alone may change the classification."""
+    if check:
+        check_evidence(evidence)
     return contract_mod.next_instant(evidence.get("contract"), now)

@@ -48,10 +48,18 @@ from paneboard_protocol.events import (
     StatusReport,
     Title,
 )
+from paneboard_protocol.evidence import EvidenceError
 from paneboard_protocol.records import RecordStore
 from paneboard_protocol.rules import Manifest, RuleSet
 
-__all__ = ["DEFAULT_TRANSPORTS", "Classification", "PaneClassifier", "classify_evidence", "evidence_deadline"]
+__all__ = [
+    "DEFAULT_TRANSPORTS",
+    "Classification",
+    "EvidenceError",
+    "PaneClassifier",
+    "classify_evidence",
+    "evidence_deadline",
+]
 
 DEFAULT_TRANSPORTS = frozenset(
     {
@@ -79,6 +87,9 @@ INTERPRETERS = frozenset({"node", "nodejs", "bun", "deno", "python", "python3", 
 
 DEFAULT_ALIASES = {"claude-code": "claude"}
 """RI-1 row 3, even without manifests."""
+
+MAX_SCREEN = 256 * 1024
+"""Characters of screen text kept: far more than 64 rows of any real terminal."""
 
 _SCRIPT_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".py")
 
@@ -209,6 +220,8 @@ class PaneClassifier:
     def set_screen(self, now: float, text: str | None) -> None:
         """The pane's visible screen (tmux capture-pane), read through the agent's manifest."""
         self._advance(now)
+        if text is not None and len(text) > MAX_SCREEN:
+            text = text[-MAX_SCREEN:]  # untrusted and only the bottom rows are read (RI-9)
         self._screen_text = text
         self._reread(now)
         self._refresh(now, caused=True)
@@ -230,7 +243,7 @@ class PaneClassifier:
     def next_deadline(self, now: float) -> float | None:
         """The next instant after `now` at which the classification may change on its own."""
         self._advance(now)
-        candidates = [evidence_deadline(self.evidence(), now), self._debounce.deadline()]
+        candidates = [evidence_deadline(self.evidence(), now, check=False), self._debounce.deadline()]
         later = [t for t in candidates if t is not None and t > now]
         return min(later) if later else None
 
@@ -341,7 +354,7 @@ class PaneClassifier:
     def _screen_target(self, now: float) -> str | None:
         if self._proc_agent is not None:
             return self._proc_agent
-        d = classify_evidence(self._snapshot_without_screen(), now)
+        d = classify_evidence(self._snapshot_without_screen(), now, check=False)
         return d.agent
 
     def _snapshot_without_screen(self) -> dict[str, Any]:
@@ -360,11 +373,11 @@ class PaneClassifier:
             self._refresh(now, caused=False)  # only a contract's ts makes time alone matter
 
     def _refresh(self, at: float, caused: bool) -> None:
-        c = classify_evidence(self.evidence(), at)
+        c = classify_evidence(self.evidence(), at, check=False)
         if self._screen_agent != (c.agent if self._manifest(c.agent) is not None else None):
             # The identity moved (e.g. a contract arrived or expired): read the screen for it.
             self._reread(at)
-            c = classify_evidence(self.evidence(), at)
+            c = classify_evidence(self.evidence(), at, check=False)
         key = (c.agent, c.state)
         if key != self._basis:
             origin = self._origin

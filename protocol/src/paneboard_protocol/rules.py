@@ -167,14 +167,16 @@ class Gate:
         return self._matches(_Texts(screen, title, progress))
 
     def _matches(self, texts: _Texts) -> bool:
-        text = texts.get(self.region)
-        for pat in self.regex:
-            if not pat.search(text):
-                return False
+        # Cheapest first: substring tests filter most screens before any regex runs.
         if self.contains:
             low = texts.folded(self.region)
             if not all(c in low for c in self.contains):
                 return False
+        if self.regex:
+            text = texts.get(self.region)
+            for pat in self.regex:
+                if not pat.search(text):
+                    return False
         if self.line_regex:
             lines = texts.lines(self.region)
             for pat in self.line_regex:
