@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from classifier_steps import RULES, rep
 from hypothesis import given, settings
@@ -133,7 +135,7 @@ def test_TA_6_blocked_is_never_left_on_a_half_drawn_frame(readings):
         shown.append((t, state))
         if screen is PERMISSION:
             assert state == "blocked"
-    for (t_prev, s_prev), (t_now, s_now) in zip(shown, shown[1:], strict=False):
+    for (t_prev, s_prev), (t_now, s_now) in itertools.pairwise(shown):
         if s_prev == "blocked" and s_now != "blocked":
             # Sampled every 10 ms, so the release happened in (t_prev, t_now]; the last
             # blocked reading is at least 450 ms before it (the first non-blocked reading
