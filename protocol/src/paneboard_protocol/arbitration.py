@@ -322,3 +322,33 @@ def evidence_deadline(evidence: dict[str, Any], now: float, *, check: bool = Tru
     if check:
         check_evidence(evidence)
     return contract_mod.next_instant(evidence.get("contract"), now)
+
+
+def evidence_mark_seen(evidence: dict[str, Any], now: float) -> dict[str, Any]:
+    """The evidence after the user has looked at the pane at `now` (pure).
+
+    The same rule as `PaneClassifier.mark_seen`, for a server that learns of the look
+    first: the live process's `done` records become `idle`; left-over `done`/`error`
+    results of an earlier process go (P7501-8, RI-5). `basis`/`since` are carried so
+    that `classify_evidence(new, now).since` is `now` when the look changed the state.
+    """
+    check_evidence(evidence)
+    before = classify_evidence(evidence, now, check=False)
+    gen = evidence["process"]["gen"]
+    seq = max((r["seq"] for r in evidence["records"]), default=0)
+    records = []
+    for r in sorted(evidence["records"], key=lambda r: r["seq"]):
+        if r["gen"] != gen:
+            if r["state"] in ("done", "error"):
+                continue
+        elif r["state"] == "done":
+            seq += 1
+            r = {**r, "state": "idle", "updated": now, "seq": seq}
+        records.append(dict(r))
+    records.sort(key=lambda r: r["seq"])
+    new = {**evidence, "records": records, "basis": [before.agent, before.state], "since": before.since}
+    after = classify_evidence(new, now, check=False)
+    if (after.agent, after.state) != (before.agent, before.state):
+        new["basis"] = [after.agent, after.state]
+        new["since"] = now
+    return new

@@ -35,6 +35,7 @@ from paneboard_protocol.arbitration import (
     Classification,
     classify_evidence,
     evidence_deadline,
+    evidence_mark_seen,
 )
 from paneboard_protocol.debounce import Debouncer
 from paneboard_protocol.events import (
@@ -59,6 +60,7 @@ __all__ = [
     "PaneClassifier",
     "classify_evidence",
     "evidence_deadline",
+    "evidence_mark_seen",
 ]
 
 DEFAULT_TRANSPORTS = frozenset(

@@ -137,8 +137,8 @@ class RecordStore:
         """The user looked: the live process's `done` turns `idle`; left-over results go."""
         self._snapshot = None
         changed = False
-        for rid in list(self._records):
-            rec = self._records[rid]
+        for rec in sorted(self._records.values(), key=lambda r: r.seq):  # as evidence_mark_seen
+            rid = rec.id
             if rec.gen != current_gen:
                 if rec.state in RESULT_STATES:
                     del self._records[rid]
