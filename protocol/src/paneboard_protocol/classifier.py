@@ -232,6 +232,9 @@ class PaneClassifier:
         """The user looked at the pane: `done` becomes `idle`, left-over results go (P7501-8)."""
         self._advance(now)
         self._store.seen(now, self._gen)
+        # A look is an event of its own, never part of a same-instant flicker: `since`
+        # becomes `now` exactly as `evidence_mark_seen` on the server makes it.
+        self._origin = None
         self._refresh(now, caused=True)
 
     # ------------------------------------------------------------ outputs
