@@ -162,7 +162,7 @@ class PaneClassifier:
         native_changed = False
         for ev in events:
             if isinstance(ev, StatusReport):
-                self._store.report(now, ev, self._gen, self._current_agent(now))
+                self._store.report(now, ev, self._gen, self._current_agent())
             elif isinstance(ev, ClearReport):
                 self._store.clear(ev.id)
             elif isinstance(ev, AgentReport):
@@ -212,6 +212,7 @@ class PaneClassifier:
             self._contract = None  # TA-4: a variable left behind never labels the next program
             self._title = None  # TA-18: cleared when the pane's program changes
             self._progress = None
+            self._screen_text = None  # the old program's last frame says nothing of the new one
             if self._proc_agent is not None:
                 self._store.drop_results(self._gen)  # another agent starts (RI-5)
             self._debounce.reset()
@@ -305,7 +306,7 @@ class PaneClassifier:
     def _manifest(self, agent: str | None) -> Manifest | None:
         return self._rules.for_agent(agent) if self._rules is not None else None
 
-    def _current_agent(self, now: float) -> str | None:
+    def _current_agent(self) -> str | None:
         if self._proc_agent is not None:
             return self._proc_agent
         return self._last.agent if self._last is not None else None
