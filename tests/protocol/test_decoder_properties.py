@@ -145,3 +145,28 @@ def test_P7501_2_encoded_report_reads_back(state, id_parts, app, msg, title):
     (ev,) = decode(r7501(":".join(pairs)))
     assert isinstance(ev, StatusReport)
     assert (ev.state, ev.id, ev.app, ev.msg, ev.title) == (state, rid, app, msg or None, title or None)
+
+
+pair_text = st.one_of(
+    st.sampled_from(["state=working", "state=idle", "id=a/b", "app=x", "msg=YQ", "title=", "kind=auth"]),
+    st.builds(
+        lambda k, v: f"{k}={v}",
+        st.text(alphabet="abcdeKz ", min_size=0, max_size=18),
+        st.text(alphabet="aZ09_.,+/=- :;", max_size=40),
+    ),
+    st.text(alphabet="a=: ", max_size=5),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(pair_text, max_size=8).map(":".join))
+def test_P7501_15_fast_pair_parser_equals_reference(body):
+    from paneboard_protocol import osc7501
+
+    def run(fn):
+        try:
+            return ("ok", fn(body))
+        except osc7501._Reject as exc:
+            return ("reject", str(exc))
+
+    assert run(osc7501._parse_pairs) == run(osc7501._parse_pairs_slow)
