@@ -369,11 +369,17 @@ class Decoder:
     def close(self) -> list[Event]:
         """End of stream: reject an unterminated report, and start afresh for a new stream."""
         out: list[Event] = []
+        where = (
+            "at the end of its tmux passthrough envelope (double every ESC inside it, the ST's too)"
+            if self._depth
+            else "at end of input"
+        )
         if self._state in (_OSC, _OSC_ESC):
-            self._osc_abort(out, "unterminated at end of input")
+            self._osc_abort(out, f"unterminated {where}")
         elif self._state in (_PT, _PT_ESC):
-            self._pt_abort(out, "unterminated at end of input")
+            self._pt_abort(out, f"unterminated {where}")
         self._reset_state()
+        self._pos = 0
         return out
 
     # -- helpers -------------------------------------------------------------------
