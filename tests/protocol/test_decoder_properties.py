@@ -170,3 +170,34 @@ def test_P7501_15_fast_pair_parser_equals_reference(body):
             return ("reject", str(exc))
 
     assert run(osc7501._parse_pairs) == run(osc7501._parse_pairs_slow)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=64), st.booleans())
+def test_F_5_strict_b64_round_trips_canonical_text(raw, keep_padding):
+    from paneboard_protocol.b64 import strict_b64decode
+
+    text = base64.b64encode(raw)
+    assert strict_b64decode(text if keep_padding else text.rstrip(b"=")) == raw
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet="ABYQRZaz09+/=-_.,!\n ", max_size=12).map(str.encode))
+def test_F_5_strict_b64_accepts_exactly_the_canonical_encodings(text):
+    from paneboard_protocol.b64 import Base64Error, strict_b64decode
+
+    try:
+        decoded = strict_b64decode(text)
+    except Base64Error:
+        decoded = None
+    core = text.rstrip(b"=")
+    # Reference: the text is accepted iff it is a canonical encoding, padded or not.
+    try:
+        candidate = base64.b64decode(core + b"=" * (-len(core) % 4), validate=True)
+    except ValueError:
+        candidate = None
+    canonical = candidate is not None and text in (
+        base64.b64encode(candidate),
+        base64.b64encode(candidate).rstrip(b"="),
+    )
+    assert decoded == (candidate if canonical else None)

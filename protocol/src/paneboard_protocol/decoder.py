@@ -51,6 +51,7 @@ _STR_END_RE = re.compile(rb"[\x18\x1a\x1b]")
 _C0 = bytes(range(0x20))
 _PT_PREFIX = b"tmux;"
 _DIGITS = re.compile(rb"-?[0-9]{1,10}")
+_TITLE_CODES = {b"0": 0, b"1": 1, b"2": 2}
 
 # Scanner states.
 _GROUND, _OSC, _OSC_ESC, _STR, _STR_ESC, _DCS, _PT, _PT_ESC = range(8)
@@ -117,6 +118,10 @@ def _parse_prompt(rest: bytes, offset: int) -> Event | None:
 def dispatch_osc(payload: bytes, offset: int, terminator: Literal["bel", "st"]) -> Event | None:
     """Turn one complete OSC payload (between `ESC ]` and ST, C0 removed) into an event."""
     code, semi, rest = payload.partition(b";")
+    if code in _TITLE_CODES:  # the most frequent by far: spinners animate the title
+        if not semi:
+            return None
+        return Title(offset, title=rest.decode("utf-8", "replace"), code=_TITLE_CODES[code])
     if code == b"7501":
         return osc7501.parse_report(rest, offset, terminator)
     if code == b"1337":
@@ -127,10 +132,6 @@ def dispatch_osc(payload: bytes, offset: int, terminator: Literal["bel", "st"]) 
         if rest == b"4" or rest.startswith(b"4;"):
             return _parse_progress(rest, offset)
         return None
-    if code in (b"0", b"1", b"2"):
-        if not semi:
-            return None
-        return Title(offset, title=rest.decode("utf-8", "replace"), code=int(code))
     if code == b"133":
         return _parse_prompt(rest, offset)
     return None
