@@ -238,11 +238,20 @@ class Decoder:
                         else:
                             term_len = 0
                         if term_len and k + term_len - j <= MAX_OSC:
-                            event = dispatch_osc(
-                                data[e:k].translate(None, _C0), base + j, "bel" if term_len == 1 else "st"
-                            )
-                            if event is not None and (self.rejections or not isinstance(event, Rejected)):
-                                out.append(event)
+                            payload = data[e:k].translate(None, _C0)
+                            if payload[1:2] == b";" and payload[:1] in _TITLE_CODES:
+                                # Titles are most of all OSCs (spinners): skip the dispatcher.
+                                out.append(
+                                    Title(
+                                        base + j,
+                                        payload[2:].decode("utf-8", "replace"),
+                                        _TITLE_CODES[payload[:1]],
+                                    )
+                                )
+                            else:
+                                event = dispatch_osc(payload, base + j, "bel" if term_len == 1 else "st")
+                                if event is not None and (self.rejections or event.__class__ is not Rejected):
+                                    out.append(event)
                             i = k + term_len
                             continue
                     self._seq_off = base + j
