@@ -10,6 +10,7 @@ import termios
 from pathlib import Path
 
 import pytest
+from paneboard_protocol import Decoder, Title
 from paneboard_protocol.encode import encode_probe, tmux_passthrough
 from relay_tmux import PANEBOARD, PROBE, PYTHON, Tmux, q, wait_for
 
@@ -56,6 +57,31 @@ def test_probe_supported_under_relay(tmux: Tmux, tmp_path: Path, terminator: str
     assert encode_probe(terminator) in out
     positions = [out.index(r) for r in expected]
     assert positions == sorted(positions)
+    # What a reader of the pane (the collector's decoder) makes of it:
+    events = [e for e in Decoder().feed(out) if not isinstance(e, Title)]
+    assert [type(e).__name__ for e in events] == [
+        "Probe",
+        "StatusReport",
+        "StatusReport",
+        "ClearReport",
+        "StatusReport",
+    ]
+    probe, working, question, clear, done = events
+    assert probe.terminator == terminator
+    assert (working.state, working.app, working.progress, working.title) == (
+        "working",
+        "claude-code",
+        40,
+        "Refactoring ✳ parser",
+    )
+    assert (question.state, question.id, question.kind, question.msg) == (
+        "blocked",
+        "task_1.a",
+        "question",
+        "Which file first?",
+    )
+    assert clear.id == "task_1.a"
+    assert (done.state, done.msg) == ("done", "All tests pass")
 
 
 def test_probe_unsupported_without_relay(tmux: Tmux, tmp_path: Path) -> None:
