@@ -6,9 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from relay_tmux import Pane, Tmux, q, wait_for
-
 from paneboard_protocol import Decoder, StatusReport
+from relay_tmux import Pane, Tmux, q, wait_for
 
 pytestmark = pytest.mark.tmux
 RECIPES = Path(__file__).resolve().parents[2] / "docs" / "recipes"
@@ -21,7 +20,9 @@ SHELLS = {
 
 def states(pane: Pane) -> list[tuple[str, str | None]]:
     return [
-        (e.state, e.msg) for e in Decoder().feed(pane.output()) if isinstance(e, StatusReport) and e.app == "shell"
+        (e.state, e.msg)
+        for e in Decoder().feed(pane.output())
+        if isinstance(e, StatusReport) and e.app == "shell"
     ]
 
 
