@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from paneboard_protocol.events import AgentReport, ClearReport, StatusReport
+
 from paneboard_agent._protocol import Decoder, PaneClassifier
 from paneboard_agent.control import (
     CommandError,
@@ -72,6 +74,12 @@ PANE_NOTICES = SESSION_NOTICES | {
     "window-pane-changed",
     "session-window-changed",
 }
+#: events that are attributed to the foreground process (see TmuxWatcher._hold)
+_REPORTS = (StatusReport, ClearReport, AgentReport)
+#: an observation younger than this (seconds) is taken as current for a report
+FRESH_OBSERVATION = 0.1
+#: events held per pane while its process is looked at; more are fed unheld
+MAX_HELD = 10000
 _NO_SERVER = (b"no server running", b"error connecting to", b"no sessions")
 
 
@@ -121,6 +129,8 @@ class _Pane:
     deadline_at: float | None = None
     capture_task: asyncio.Task[None] | None = None
     capture_again: bool = False
+    observed_at: float = 0.0  # monotonic time of the last process observation
+    held: list[Any] | None = None  # events waiting for a fresh observation (see _hold)
 
     def cancel_timers(self) -> None:
         for h in (self.settle_handle, self.deadline_handle):
@@ -159,6 +169,7 @@ class TmuxWatcher:
         self._warned_old = False
         self._capture_sem = asyncio.Semaphore(options.captures_at_once)
         self._attach_failures: dict[str, float] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -309,8 +320,15 @@ class TmuxWatcher:
             now = time.time()
             events = pane.decoder.feed(note.data)
             if events:
-                pane.classifier.feed(now, events)
-                self._evaluate(pane, now)
+                if pane.held is not None and len(pane.held) < MAX_HELD:
+                    pane.held += events
+                elif any(isinstance(e, _REPORTS) for e in events) and (
+                    time.monotonic() - pane.observed_at > FRESH_OBSERVATION
+                ):
+                    self._hold(pane, events)
+                else:
+                    pane.classifier.feed(now, events)
+                    self._evaluate(pane, now)
             if pane.classifier.wants_screen:
                 self._settle(pane, now)
         elif isinstance(note, Pause):
@@ -327,6 +345,36 @@ class TmuxWatcher:
                 self._need_sessions = True
             if note.name in PANE_NOTICES:
                 self._wake.set()
+
+    def _hold(self, pane: _Pane, events: list[Any]) -> None:
+        """Look at the pane's foreground process before handing the classifier a report.
+
+        A report belongs to the process in front when it was written (RI-2, RI-5); the
+        poll lags by up to a second, so a program that reports right after starting
+        would otherwise have its report filed under the shell and dropped as soon as
+        the poll noticed the program. Holding costs one `ps` per report burst.
+        """
+        pane.held = list(events)
+        task = asyncio.create_task(self._observe_then_feed(pane))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _observe_then_feed(self, pane: _Pane) -> None:
+        try:
+            info = await self._list_one(pane.key.pane)
+            if info is not None and self.panes.get(pane.key.pane) is pane:
+                procs = await self._ps([info])
+                self._observe(pane, info, procs, time.time())
+        except (TransportError, CommandError) as exc:
+            log.debug("%s: observing %s failed: %s", self.host, pane.key.pane, exc)
+        except asyncio.CancelledError:
+            raise
+        finally:
+            events, pane.held = pane.held or [], None
+            if self.panes.get(pane.key.pane) is pane:
+                now = time.time()
+                pane.classifier.feed(now, events)
+                self._evaluate(pane, now)
 
     def _skipped(self, pane: _Pane) -> None:
         """Output of this pane was lost (paused, or a line too long): resync from the screen."""
@@ -401,6 +449,18 @@ class TmuxWatcher:
             if session_selected(p.session, self.target.include, self.target.exclude)
         ]
 
+    async def _list_one(self, pane_id: str) -> PaneInfo | None:
+        fmt = PANE_FORMAT
+        control = self._any_client()
+        if control is not None:
+            block = await control.command(f"display-message -p -t '{pane_id}' '{fmt}'")
+            lines = list(block.lines)
+        else:
+            res = await self.t.run([*self.base, "display-message", "-p", "-t", pane_id, fmt])
+            lines = res.stdout.splitlines() if res.returncode == 0 else []
+        found = parse_panes(lines)
+        return found[0] if found else None
+
     async def _ps(self, infos: list[PaneInfo]) -> dict[int, Any] | None:
         pids = {p.pane_pid for p in infos}
         for pane in self.panes.values():
@@ -424,10 +484,8 @@ class TmuxWatcher:
             pane.session = info.session
             pane.unlisted_polls = 0
             seen.add(info.pane_id)
-            obs = observe(info, procs, self.opt.transports, self.opt.shells)
-            if obs != pane.obs:
-                pane.classifier.set_process(now, obs.name, obs.pid, obs.observable)
-                pane.obs = obs
+            if pane.held is None:  # a hold in flight observes this pane itself
+                self._observe(pane, info, procs, now)
             if pane.recapture:
                 pane.recapture = False
                 if pane.classifier.wants_screen:
@@ -443,6 +501,15 @@ class TmuxWatcher:
                 if pane.unlisted_polls > 3:  # output of a pane we never saw listed
                     pane.cancel_timers()
                     del self.panes[pane_id]
+
+    def _observe(self, pane: _Pane, info: PaneInfo, procs: dict[int, Any] | None, now: float) -> None:
+        pane.info = info
+        pane.observed_at = time.monotonic()
+        obs = observe(info, procs, self.opt.transports, self.opt.shells)
+        if obs != pane.obs:
+            pane.classifier.set_process(now, obs.name, obs.pid, obs.observable)
+            pane.obs = obs
+            self._evaluate(pane, now)
 
     def _gone(self, pane: _Pane, now: float) -> None:
         pane.cancel_timers()
