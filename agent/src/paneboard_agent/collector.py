@@ -335,6 +335,12 @@ class TmuxWatcher:
             if pane.classifier.wants_screen:
                 self._settle(pane, now)
         elif isinstance(note, Pause):
+            log.info(
+                "%s: tmux paused %s (we fell %ds behind); continuing",
+                self.host,
+                note.pane,
+                self.opt.pause_after,
+            )
             pane = self.panes.get(note.pane)
             await client.send_nowait(f"refresh-client -A '{note.pane}:continue'")
             if pane is not None and pane.session == client.session:
