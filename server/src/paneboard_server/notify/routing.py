@@ -56,12 +56,11 @@ def _str_list(entry: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]
     return tuple(v)
 
 
-def parse_channels(config: Mapping[str, Any]) -> list[Channel]:
-    """Channels from a parsed TOML config (`[[notify.channels]]`, or top-level `[[apprise]]`)."""
-    notify = config.get("notify", {})
+def parse_channels(notify: Mapping[str, Any]) -> list[Channel]:
+    """Channels from the config's `[notify]` table (its `[[notify.channels]]` list)."""
     if not isinstance(notify, Mapping):
         raise ConfigError("notify must be a table")
-    raw = notify.get("channels", config.get("apprise", []))
+    raw = notify.get("channels", [])
     if not isinstance(raw, list):
         raise ConfigError("notify.channels must be a list of tables")
     out: list[Channel] = []
