@@ -98,7 +98,9 @@ class PushService:
             self.errors.append(f"{type(e).__name__}: {e}")
             return web.Response(status=400, text="bad push")
         with self.got:
-            self.received.append(Received(sid, {k.lower(): v for k, v in request.headers.items()}, payload, claims, key))
+            self.received.append(
+                Received(sid, {k.lower(): v for k, v in request.headers.items()}, payload, claims, key)
+            )
             self.got.notify_all()
         return web.Response(status=self.status)
 

@@ -71,7 +71,12 @@ def test_bad_time_of_day_is_a_clear_error():
 
 def test_channels_parse_and_route():
     chans = parse_channels(
-        {"channels": [{"url": "json://127.0.0.1:1/", "states": ["blocked"], "hosts": ["build-*"]}, {"url": "ntfy://x/y"}]}
+        {
+            "channels": [
+                {"url": "json://127.0.0.1:1/", "states": ["blocked"], "hosts": ["build-*"]},
+                {"url": "ntfy://x/y"},
+            ]
+        }
     )
     assert chans[0].wants(ch("blocked"))
     assert not chans[0].wants(ch("done"))
