@@ -1,5 +1,6 @@
 """paneboard's shared protocol code: decoder and classifier, pure and clock-injected."""
 
+from paneboard_protocol.decoder import Decoder
 from paneboard_protocol.events import (
     AgentReport,
     ClearReport,
@@ -13,10 +14,12 @@ from paneboard_protocol.events import (
     Title,
     UserVar,
 )
+from paneboard_protocol.text import sanitize_text
 
 __all__ = [
     "AgentReport",
     "ClearReport",
+    "Decoder",
     "Event",
     "Probe",
     "Progress",
@@ -26,4 +29,5 @@ __all__ = [
     "StatusReport",
     "Title",
     "UserVar",
+    "sanitize_text",
 ]

@@ -148,6 +148,18 @@ class Rejected(Event):
     reason: str
     partial: Mapping[str, Any] | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """The design's `{"type", "offset", "proto", "reason"}`, plus `partial` when there is one."""
+        out: dict[str, Any] = {
+            "type": self.type,
+            "offset": self.offset,
+            "proto": self.proto,
+            "reason": self.reason,
+        }
+        if self.partial is not None:
+            out["partial"] = dict(self.partial)
+        return out
+
 
 __all__ = [
     "AGENT_STATES",

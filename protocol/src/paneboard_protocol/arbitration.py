@@ -1,0 +1,308 @@
+"""How paneboard combines its evidence into one pane classification — a pure function.
+
+`classify_evidence(evidence, now)` is the whole arbitration. It reads only the
+JSON-serialisable evidence dict that `PaneClassifier.evidence()` builds, so the
+server, holding nothing but the last evidence a collector sent, re-runs the very
+same code as its clock moves (TA-12/TA-13 staleness) and gets the same answer the
+collector would.
+
+Identity (who runs here), first row that applies wins (TA-4, RI-1):
+
+| # | evidence                                                                  | agent          |
+|---|---------------------------------------------------------------------------|----------------|
+| 1 | the foreground process matches a manifest's `process` names               | manifest agent |
+| 2 | a contract without `ended`, fresh when it arrived, and either: its leader  | contract agent |
+|   | (recorded when it arrived) is still in front, or (no leader was           |                |
+|   | observable) it is still fresh (TA-13)                                     |                |
+| 3 | live OSC 7501 records (filed by the current foreground process)           | `app` (alias)  |
+| 4 | left-over `done`/`error` results of a process that has gone (RI-5)        | their agent    |
+| 5 | nothing                                                                    | none           |
+
+State, first row that applies wins (TA-5, RI-2); `source` in brackets:
+
+| # | evidence                                                                  | state                  |
+|---|---------------------------------------------------------------------------|------------------------|
+| 1 | live OSC 7501 records that do not name another agent than the process's   | roll-up (protocol)     |
+| 2 | the debounced screen-rule result of the identified agent's manifest       | rule state (screen, or |
+|   | (title/progress regions count: that is how native signals act, RI-7)      | native if only title/  |
+|   |                                                                           | progress matched)      |
+| 3 | the contract's state, when its identity applies, it is fresh and known    | contract (protocol)    |
+| 4 | only when the agent has no manifest (detection off, TA-3): a spinner      | working / error        |
+|   | glyph leading the title, OSC 9;4;1 -> working, OSC 9;4;2 -> error         | (native)               |
+| 5 | left-over results (only on a pane with no live identity, row 4 above)     | done / error (protocol)|
+| 6 | an agent is identified but nothing says more                              | idle (none)            |
+| 7 | no agent and no record                                                    | none (unclassified)    |
+
+Readings where the spec leaves a choice (documented in docs/classifier.md):
+- Roll-up uses P7501-22's order (blocked > error > working > done > idle, ties to
+  the most recently updated), not RI-8's: "waiting on you" is what a dashboard must
+  surface first. Live records always come before left-over results.
+- OSC 9;4;3 (indeterminate) never means working (RI-7).
+- A pane whose live records carry no `app` and no other identity still shows the
+  records' state, with agent none: a program that reports explicitly is classified.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from paneboard_protocol import contract as contract_mod
+from paneboard_protocol.records import effective_app, roll_up
+
+EVIDENCE_VERSION = 1
+
+STATES = ("working", "blocked", "idle", "done", "error")
+
+
+def is_spinner(ch: str) -> bool:
+    """TA-3: a spinner glyph at the start of a title — braille patterns (except the blank
+    U+2800), half and quarter circles, and the common dingbat/shape spinners."""
+    cp = ord(ch)
+    return (
+        0x2801 <= cp <= 0x28FF
+        or 0x25D0 <= cp <= 0x25D3  # ◐◓◑◒
+        or 0x25F4 <= cp <= 0x25F7  # ◴◵◶◷
+        or 0x25DC <= cp <= 0x25DF  # ◜◝◞◟ quarter arcs
+        or cp in (0x25E2, 0x25E3, 0x25E4, 0x25E5)  # ◢◣◤◥
+        or 0x1F550 <= cp <= 0x1F567  # clock faces
+        or cp in (0x2599, 0x259B, 0x259C, 0x259F)  # ▙▛▜▟
+    )
+
+
+def title_has_spinner(title: str | None) -> bool:
+    """True when the emitted title starts with a spinner glyph (leading spaces ignored)."""
+    if not title:
+        return False
+    stripped = title.lstrip()
+    return bool(stripped) and is_spinner(stripped[0])
+
+
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Co", "Cs"})
+
+
+def display_text(text: str | None) -> str | None:
+    """P7501-19: report text is untrusted — strip bidi, invisible formatting and control
+    characters before it is shown (and so before it reaches the classification)."""
+    if text is None:
+        return None
+    cleaned = "".join(ch for ch in text if unicodedata.category(ch) not in _INVISIBLE_CATEGORIES)
+    return cleaned or None
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """One pane's classification at an instant (what the collector reports and the server shows)."""
+
+    agent: str | None = None
+    state: str | None = None
+    kind: str | None = None
+    msg: str | None = None
+    title: str | None = None
+    progress: int | None = None
+    source: str | None = None
+    since: float | None = None
+    observable: bool = True
+    records: tuple[dict[str, Any], ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "state": self.state,
+            "kind": self.kind,
+            "msg": self.msg,
+            "title": self.title,
+            "progress": self.progress,
+            "source": self.source,
+            "since": self.since,
+            "observable": self.observable,
+            "records": [dict(r) for r in self.records],
+        }
+
+
+def empty_evidence() -> dict[str, Any]:
+    """The evidence of a pane nothing is known about."""
+    return {
+        "v": EVIDENCE_VERSION,
+        "process": {"name": None, "pid": None, "agent": None, "gen": 0},
+        "observable": True,
+        "contract": None,
+        "records": [],
+        "screen": None,
+        "native": {"title": None, "progress": None},
+        "aliases": {},
+        "manifests": [],
+        "basis": None,
+        "since": None,
+    }
+
+
+def _alias(aliases: dict[str, str], app: str | None) -> str | None:
+    if not app:
+        return None
+    return aliases.get(app, app)
+
+
+def contract_identity(evidence: dict[str, Any], now: float) -> bool:
+    """RI-1 row 2: does the contract still identify the pane at `now`?"""
+    c = evidence.get("contract")
+    if not c or c.get("ended") or not c.get("agent"):
+        return False
+    # A new identity is only ever established by a contract fresh when it arrived.
+    if not contract_mod.is_fresh(c, float(c["received"])):
+        return False
+    if c.get("leader_gen") is not None:
+        # A leader was recorded: identity lasts while it is in front; stale ts does not remove it.
+        return c["leader_gen"] == evidence["process"]["gen"]
+    # No leader was observable: the 6-hour window also expires identity (TA-13).
+    return contract_mod.is_fresh(c, now)
+
+
+def _native_state(native: dict[str, Any]) -> str | None:
+    if title_has_spinner(native.get("title")):
+        return "working"
+    prog = native.get("progress")
+    if prog:
+        if prog.get("state") == 1:
+            return "working"
+        if prog.get("state") == 2:
+            return "error"
+    return None
+
+
+def _native_progress(native: dict[str, Any]) -> int | None:
+    prog = native.get("progress")
+    if prog and prog.get("state") in (1, 2, 4):
+        return prog.get("percent")
+    return None
+
+
+def _public_records(records: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    return tuple(
+        {
+            "id": r["id"] or None,
+            "state": r["state"],
+            "kind": r["kind"],
+            "app": effective_app(records, r),
+            "msg": display_text(r["msg"]),
+            "title": display_text(r["title"]),
+            "progress": r["progress"],
+            "updated": r["updated"],
+        }
+        for r in records
+    )
+
+
+def _decide(evidence: dict[str, Any], now: float) -> dict[str, Any]:
+    """Rows of the two tables above; returns the classification's fields except `since`."""
+    proc = evidence["process"]
+    gen = proc["gen"]
+    aliases = evidence.get("aliases") or {}
+    records = list(evidence.get("records") or [])
+    native = evidence.get("native") or {}
+    out: dict[str, Any] = {
+        "agent": None,
+        "state": None,
+        "kind": None,
+        "msg": None,
+        "title": display_text(native.get("title")),
+        "progress": _native_progress(native),
+        "source": None,
+    }
+
+    proc_agent = proc.get("agent")
+    live = [r for r in records if r["gen"] == gen]
+    leftover = [r for r in records if r["gen"] != gen]
+    if proc_agent:
+        # RI-2: a report that names a different agent than the process-identified one does not apply.
+        live = [r for r in live if _alias(aliases, effective_app(records, r)) in (None, proc_agent)]
+
+    # Identity.
+    agent = proc_agent
+    has_contract = contract_identity(evidence, now)
+    if agent is None and has_contract:
+        agent = evidence["contract"]["agent"]
+    winner = roll_up(live)
+    if agent is None and winner is not None:
+        agent = _alias(aliases, effective_app(records, winner))
+        if agent is None:
+            for r in reversed(live):  # newest first
+                agent = _alias(aliases, effective_app(records, r))
+                if agent:
+                    break
+    use_leftover = agent is None and winner is None and bool(leftover)
+    if use_leftover:
+        winner = roll_up(leftover)
+        agent = _alias(aliases, effective_app(records, winner)) or winner.get("agent")
+    out["agent"] = agent
+
+    # State.
+    if winner is not None:
+        out["state"] = winner["state"]
+        out["kind"] = winner["kind"] if winner["state"] == "blocked" else None
+        out["msg"] = display_text(winner["msg"])
+        if winner.get("title"):
+            out["title"] = display_text(winner["title"])
+        if winner.get("progress") is not None:
+            out["progress"] = winner["progress"]
+        out["source"] = "protocol"
+        return out
+    if agent is None:
+        return out
+    screen = evidence.get("screen")
+    if screen and screen.get("agent") == agent and screen.get("result"):
+        res = screen["result"]
+        out["state"] = res["state"]
+        out["kind"] = res.get("kind") if res["state"] == "blocked" else None
+        out["source"] = "native" if res.get("native") else "screen"
+        return out
+    c = evidence.get("contract")
+    if has_contract and c.get("state") and contract_mod.is_fresh(c, now) and c["agent"] == agent:
+        out["state"] = c["state"]
+        out["source"] = "protocol"
+        return out
+    if agent not in (evidence.get("manifests") or []):
+        state = _native_state(native)
+        if state is not None:
+            out["state"] = state
+            out["source"] = "native"
+            return out
+    out["state"] = "idle"
+    return out
+
+
+def classify_evidence(evidence: dict[str, Any], now: float) -> Classification:
+    """The pane's classification at `now`, from evidence alone (pure; the server re-runs it).
+
+    `since` is the evidence's own `since` while the outcome (agent, state) is what the
+    evidence was built with; when time alone changed it (staleness), it is the
+    staleness instant that did it.
+    """
+    d = _decide(evidence, now)
+    basis = evidence.get("basis")
+    bsince = evidence.get("since")
+    if basis is not None and list(basis) == [d["agent"], d["state"]] and bsince is not None:
+        since = bsince
+    else:
+        lower = float("-inf") if bsince is None else float(bsince)
+        c = evidence.get("contract")
+        instants = [t for t in (contract_mod.staleness_instants(c) if c else []) if lower < t <= now]
+        since = max(instants) if instants else now
+    return Classification(
+        agent=d["agent"],
+        state=d["state"],
+        kind=d["kind"],
+        msg=d["msg"],
+        title=d["title"],
+        progress=d["progress"],
+        source=d["source"],
+        since=since,
+        observable=bool(evidence.get("observable", True)),
+        records=_public_records(list(evidence.get("records") or [])),
+    )
+
+
+def evidence_deadline(evidence: dict[str, Any], now: float) -> float | None:
+    """The next instant after `now` at which time alone may change the classification."""
+    return contract_mod.next_instant(evidence.get("contract"), now)

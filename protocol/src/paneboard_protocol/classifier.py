@@ -1,0 +1,375 @@
+"""The per-pane classifier: gathers evidence, lets `arbitration` decide.
+
+`PaneClassifier` is driven by `(now, input)` pairs and has no clock, thread or I/O of
+its own, so the collector runs it live, tests move time by hand, and `paneboard
+replay` re-runs recorded sessions. It only *gathers* evidence — the OSC 7501 record
+store, the THINKTERM_AGENT contract (with the leader that was in front when it
+arrived), the foreground process and whether it is observable, the debounced
+screen-rule reading, the title/progress the program emitted — and hands a
+JSON-serialisable snapshot of it to the pure `classify_evidence` (precedence tables
+in `paneboard_protocol.arbitration`). Hence, always:
+
+    c.classification(now) == classify_evidence(c.evidence(), now)
+
+(debounce is the only collector-side state: `classification(now)` first releases a
+pending debounce whose deadline has passed, then snapshots). The server stores the
+evidence and re-runs `classify_evidence` as its clock moves, which is how TA-12/TA-13
+staleness is enforced by the same code on both sides.
+
+Which decoder events matter: `StatusReport`, `ClearReport`, `AgentReport`, `Title`
+(codes 0 and 2), `Progress`, `PromptMark` (A), `Reset`, and `Rejected` with
+`proto == "thinkterm"` carrying `partial["agent"]` (RI-6: a contract with an unknown
+state still identifies the agent) — so run the decoder with `rejections=True`.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from paneboard_protocol.arbitration import (
+    EVIDENCE_VERSION,
+    Classification,
+    classify_evidence,
+    evidence_deadline,
+)
+from paneboard_protocol.debounce import Debouncer
+from paneboard_protocol.events import (
+    AgentReport,
+    ClearReport,
+    Event,
+    Progress,
+    PromptMark,
+    Rejected,
+    Reset,
+    StatusReport,
+    Title,
+)
+from paneboard_protocol.records import RecordStore
+from paneboard_protocol.rules import Manifest, RuleSet
+
+__all__ = ["DEFAULT_TRANSPORTS", "Classification", "PaneClassifier", "classify_evidence", "evidence_deadline"]
+
+DEFAULT_TRANSPORTS = frozenset(
+    {
+        "ssh",
+        "mosh",
+        "mosh-client",
+        "telnet",
+        "tmux",
+        "screen",
+        "docker",
+        "kubectl",
+        "podman",
+        "minicom",
+        "picocom",
+        "cu",
+        "et",
+        "autossh",
+    }
+)
+"""Foreground processes that are transports to somewhere else: they never identify a
+pane and make it unobservable (spec section 3; the collector may pass its own list)."""
+
+INTERPRETERS = frozenset({"node", "nodejs", "bun", "deno", "python", "python3", "npx", "uv", "uvx"})
+"""RI-1: an interpreter is unwrapped to the script it runs (`node /x/bin/claude` -> claude)."""
+
+DEFAULT_ALIASES = {"claude-code": "claude"}
+"""RI-1 row 3, even without manifests."""
+
+_SCRIPT_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".py")
+
+
+def process_identity(name: str | None) -> str | None:
+    """The name manifests match: basename, interpreters unwrapped to their script (RI-1)."""
+    if not name:
+        return None
+    words = name.split()
+    if not words:
+        return None
+    base = os.path.basename(words[0])
+    if base in INTERPRETERS or base.startswith("python3."):
+        for arg in words[1:]:
+            if arg.startswith("-") or arg in ("run", "exec"):
+                continue
+            script = os.path.basename(arg)
+            for suffix in _SCRIPT_SUFFIXES:
+                if script.endswith(suffix):
+                    script = script[: -len(suffix)]
+            if script in ("index", "cli", "main"):
+                parent = os.path.basename(os.path.dirname(arg))
+                script = parent if parent not in ("", "bin", "dist", "lib") else script
+            return script or base
+    return base
+
+
+class PaneClassifier:
+    """One pane's classifier. See the module docstring; time is always a parameter."""
+
+    def __init__(
+        self, rules: RuleSet | None = None, *, transports: Iterable[str] = DEFAULT_TRANSPORTS
+    ) -> None:
+        self._rules = rules
+        self._transports = frozenset(transports)
+        self._store = RecordStore()
+        self._gen = 0
+        self._proc_name: str | None = None
+        self._proc_pid: int | None = None
+        self._proc_agent: str | None = None
+        self._observable = True
+        self._contract: dict[str, Any] | None = None
+        self._title: str | None = None
+        self._progress: dict[str, Any] | None = None
+        self._screen_text: str | None = None
+        self._debounce = Debouncer()
+        self._screen_agent: str | None = None
+        self._basis: tuple[str | None, str | None] | None = None
+        self._since: float | None = None
+        self._last: Classification | None = None
+        self._origin: tuple[float, tuple[str | None, str | None] | None, float | None] | None = None
+
+    # ------------------------------------------------------------ inputs
+
+    def set_rules(self, now: float, rules: RuleSet | None) -> None:
+        """Swap in a reloaded RuleSet; the screen is read again at once."""
+        self._advance(now)
+        self._rules = rules
+        if self._proc_name is not None:
+            self._proc_agent = self._identify(self._proc_name)
+        self._debounce.reset()
+        self._reread(now)
+        self._refresh(now, caused=True)
+
+    def feed(self, now: float, events: Iterable[Event]) -> None:
+        """Decoded events from the pane's output, in stream order."""
+        self._advance(now)
+        native_changed = False
+        for ev in events:
+            if isinstance(ev, StatusReport):
+                self._store.report(now, ev, self._gen, self._current_agent(now))
+            elif isinstance(ev, ClearReport):
+                self._store.clear(ev.id)
+            elif isinstance(ev, AgentReport):
+                self._contract_report(now, ev.agent, ev.state, ev.session, ev.ts, ev.ended)
+            elif isinstance(ev, Rejected):
+                partial = ev.partial or {}
+                if ev.proto == "thinkterm" and isinstance(partial.get("agent"), str) and partial["agent"]:
+                    ts = partial.get("ts")
+                    self._contract_report(
+                        now,
+                        partial["agent"],
+                        None,
+                        partial.get("session"),
+                        ts if isinstance(ts, int) else None,
+                        bool(partial.get("ended", False)),
+                    )
+            elif isinstance(ev, Title):
+                if ev.code in (0, 2):
+                    self._title = ev.title or None
+                    native_changed = True
+            elif isinstance(ev, Progress):
+                self._progress = {"state": ev.state, "percent": ev.percent}
+                native_changed = True
+            elif isinstance(ev, PromptMark):
+                if ev.mark == "A":
+                    self._store.end_live()
+            elif isinstance(ev, Reset):
+                self._store.reset()
+        if native_changed:
+            self._reread(now)
+        self._refresh(now, caused=True)
+
+    def set_process(
+        self, now: float, name: str | None, pid: int | None = None, observable: bool = True
+    ) -> None:
+        """The pane's foreground process changed (None: back at the shell, or it exited)."""
+        self._advance(now)
+        ident = process_identity(name)
+        if ident is not None and ident in self._transports:
+            observable = False
+        if (ident, pid) != (self._proc_name, self._proc_pid):
+            # The process in front left it: P7501-8 / RI-5 lifecycle.
+            self._store.end_live()
+            self._gen += 1
+            self._proc_name, self._proc_pid = ident, pid
+            self._proc_agent = self._identify(ident)
+            self._contract = None  # TA-4: a variable left behind never labels the next program
+            self._title = None  # TA-18: cleared when the pane's program changes
+            self._progress = None
+            if self._proc_agent is not None:
+                self._store.drop_results(self._gen)  # another agent starts (RI-5)
+            self._debounce.reset()
+        self._observable = bool(observable)
+        self._reread(now)
+        self._refresh(now, caused=True)
+
+    def set_screen(self, now: float, text: str | None) -> None:
+        """The pane's visible screen (tmux capture-pane), read through the agent's manifest."""
+        self._advance(now)
+        self._screen_text = text
+        self._reread(now)
+        self._refresh(now, caused=True)
+
+    def mark_seen(self, now: float) -> None:
+        """The user looked at the pane: `done` becomes `idle`, left-over results go (P7501-8)."""
+        self._advance(now)
+        self._store.seen(now, self._gen)
+        self._refresh(now, caused=True)
+
+    # ------------------------------------------------------------ outputs
+
+    def classification(self, now: float) -> Classification:
+        """The classification at `now` (releasing any debounce whose time has come)."""
+        self._advance(now)
+        assert self._last is not None
+        return self._last
+
+    def next_deadline(self, now: float) -> float | None:
+        """The next instant after `now` at which the classification may change on its own."""
+        self._advance(now)
+        candidates = [evidence_deadline(self.evidence(), now), self._debounce.deadline()]
+        later = [t for t in candidates if t is not None and t > now]
+        return min(later) if later else None
+
+    @property
+    def wants_screen(self) -> bool:
+        """Should the collector capture this pane's screen? Only when a manifest applies
+        and no live OSC 7501 record makes the screen irrelevant (RI-2)."""
+        last = self._last
+        if last is None or self._manifest(last.agent) is None:
+            return False
+        return not any(r["gen"] == self._gen for r in self._store.snapshot())
+
+    def evidence(self) -> dict[str, Any]:
+        """Everything arbitration needs, as plain JSON types (a deep copy: safe to keep)."""
+        rules = self._rules
+        aliases = dict(DEFAULT_ALIASES)
+        if rules is not None:
+            aliases.update(rules.aliases)
+        reading = self._debounce.released if self._debounce.primed else None
+        return {
+            "v": EVIDENCE_VERSION,
+            "process": {
+                "name": self._proc_name,
+                "pid": self._proc_pid,
+                "agent": self._proc_agent,
+                "gen": self._gen,
+            },
+            "observable": self._observable,
+            "contract": copy.deepcopy(self._contract),
+            "records": self._store.snapshot(),
+            "screen": None
+            if self._screen_agent is None
+            else {"agent": self._screen_agent, "result": copy.deepcopy(reading)},
+            "native": {"title": self._title, "progress": copy.deepcopy(self._progress)},
+            "aliases": aliases,
+            "manifests": sorted(rules.agents) if rules is not None else [],
+            "basis": None if self._basis is None else list(self._basis),
+            "since": self._since,
+        }
+
+    # ------------------------------------------------------------ internals
+
+    def _identify(self, ident: str | None) -> str | None:
+        if ident is None or ident in self._transports or self._rules is None:
+            return None
+        m = self._rules.for_process(ident)
+        return m.agent if m is not None else None
+
+    def _manifest(self, agent: str | None) -> Manifest | None:
+        return self._rules.for_agent(agent) if self._rules is not None else None
+
+    def _current_agent(self, now: float) -> str | None:
+        if self._proc_agent is not None:
+            return self._proc_agent
+        return self._last.agent if self._last is not None else None
+
+    def _contract_report(
+        self,
+        now: float,
+        agent: str,
+        state: str | None,
+        session: str | None,
+        ts: int | None,
+        ended: bool,
+    ) -> None:
+        if ended and self._observable and self._proc_name is not None:
+            # TA-15 / RI-6: a live process beats its own farewell.
+            return
+        self._contract = {
+            "agent": agent,
+            "state": state,
+            "session": session,
+            "ts": ts,
+            "ended": bool(ended),
+            "received": now,
+            # RI-1: on an observable pane the leader in front is recorded with the contract.
+            "leader_gen": self._gen if self._observable else None,
+            "leader": self._proc_name if self._observable else None,
+        }
+
+    def _reread(self, now: float) -> None:
+        """Read the stored screen through the manifest of the agent currently identified."""
+        agent = self._screen_target(now)
+        manifest = self._manifest(agent)
+        if manifest is None:
+            self._screen_agent = None
+            self._debounce.reset()
+            return
+        if agent != self._screen_agent:
+            self._debounce.reset()
+            self._screen_agent = agent
+        if self._screen_text is None and self._title is None and self._progress is None:
+            return
+        prog = self._progress
+        progress_text = (
+            "" if prog is None else f"4;{prog['state']};{'' if prog['percent'] is None else prog['percent']}"
+        )
+        match = manifest.match(self._screen_text, self._title, progress_text)
+        if match is not None and match.state == "unknown":
+            return  # a rule that holds the previous reading (transcript viewer, menu)
+        self._debounce.offer(now, None if match is None else match.reading())
+
+    def _screen_target(self, now: float) -> str | None:
+        if self._proc_agent is not None:
+            return self._proc_agent
+        d = classify_evidence(self._snapshot_without_screen(), now)
+        return d.agent
+
+    def _snapshot_without_screen(self) -> dict[str, Any]:
+        ev = self.evidence()
+        ev["screen"] = None
+        return ev
+
+    def _advance(self, now: float) -> None:
+        """Let time pass: release due debounces (attributed to their deadline), then staleness."""
+        if self._last is None:
+            self._refresh(now, caused=True)
+        released = self._debounce.advance(now)
+        if released is not None:
+            self._refresh(released, caused=True)
+        self._refresh(now, caused=False)
+
+    def _refresh(self, at: float, caused: bool) -> None:
+        c = classify_evidence(self.evidence(), at)
+        if self._screen_agent != (c.agent if self._manifest(c.agent) is not None else None):
+            # The identity moved (e.g. a contract arrived or expired): read the screen for it.
+            self._reread(at)
+            c = classify_evidence(self.evidence(), at)
+        key = (c.agent, c.state)
+        if key != self._basis:
+            origin = self._origin
+            if origin is not None and origin[0] == at and origin[1] == key:
+                # Changes within one instant collapse: a flicker and back is no change, so
+                # chunking the same input differently never moves `since`.
+                self._basis, self._since = origin[1], origin[2]
+                self._origin = None
+            else:
+                if origin is None or origin[0] != at:
+                    self._origin = (at, self._basis, self._since)
+                self._basis = key
+                self._since = at if caused else c.since
+            c = classify_evidence(self.evidence(), at)
+        self._last = c

@@ -1,0 +1,95 @@
+"""`paneboard decode [FILE|-] [--all]`: print the status sequences in raw pane output.
+
+The tool a user points at a `tmux pipe-pane` log or a `script` typescript to see what
+a program is reporting: one JSON object per recognised sequence, one per line, in
+stream order, each with `type` and `offset`. Input is read in chunks, so a multi-GB
+log streams in constant memory. Errors are one line on stderr and a non-zero exit
+(1 for input problems, 2 for usage); a closed stdout (`| head`) ends quietly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import BinaryIO, NoReturn
+
+from paneboard_protocol.decoder import Decoder
+
+CHUNK = 1 << 16
+PROG = "paneboard decode"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{PROG}: {message} (try `{PROG} --help`)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        description="Print one JSON object per status sequence (OSC 7501, THINKTERM_AGENT, "
+        "OSC 1337 SetUserVar, OSC 9;4, OSC 0/1/2, OSC 133, RIS) found in raw terminal output.",
+    )
+    p.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="raw output to read; '-' or nothing: stdin"
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help='also print {"type": "rejected", ...} for every report the rules discard, with the reason',
+    )
+    return p
+
+
+def _open(path: str) -> BinaryIO:
+    if path == "-":
+        return sys.stdin.buffer
+    if os.path.isdir(path):
+        raise IsADirectoryError(21, "is a directory", path)
+    return open(path, "rb")
+
+
+def _describe(exc: OSError, path: str) -> str:
+    where = "standard input" if path == "-" else path
+    return f"{PROG}: cannot read {where}: {exc.strerror or exc}"
+
+
+def _run(stream: BinaryIO, decoder: Decoder, write: Callable[[str], object]) -> None:
+    while True:
+        chunk = stream.read(CHUNK)
+        if not chunk:
+            break
+        events = decoder.feed(chunk)
+        if events:
+            write("".join(json.dumps(e.to_json()) + "\n" for e in events))
+    events = decoder.close()
+    if events:
+        write("".join(json.dumps(e.to_json()) + "\n" for e in events))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        stream = _open(args.file)
+    except OSError as exc:
+        print(_describe(exc, args.file), file=sys.stderr)
+        return 1
+    decoder = Decoder(rejections=args.all)
+    try:
+        with contextlib.nullcontext(stream) if args.file == "-" else stream:
+            _run(stream, decoder, sys.stdout.write)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python's exit-time flush
+        # of the dead pipe from printing a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except OSError as exc:
+        print(_describe(exc, args.file), file=sys.stderr)
+        return 1
+    return 0
