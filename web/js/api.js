@@ -4,7 +4,7 @@
 
 export class Unauthorized extends Error {}
 
-const CSRF_COOKIES = ["paneboard_csrf", "csrf_token", "csrftoken"];
+const CSRF_COOKIES = ["pb_csrf"];
 const CSRF_HEADER = "X-CSRF-Token";
 
 export function csrfToken() {

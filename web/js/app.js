@@ -3,10 +3,10 @@
 // (#/pane/<id>) so the static server needs no rewrite rules; /pane/<id> also works
 // when the server serves index.html there.
 
-import { Unauthorized, get, post } from "./api.js";
+import { Unauthorized, get } from "./api.js";
 import { Board } from "./board.js";
 import { showCounts } from "./favicon.js";
-import { clock, Model } from "./model.js";
+import { Model } from "./model.js";
 import { Notifier } from "./notify.js";
 import { PaneView } from "./pane.js";
 import { registerWorker } from "./push.js";
@@ -76,33 +76,19 @@ document.addEventListener("keydown", (ev) => {
   if (ev.key === "Escape" && view) location.hash = "#/";
 });
 
+// No (or an expired) session: the server's sign-in page, then back here.
 function showLogin() {
   stream?.stop();
-  setBanner("");
-  for (const id of ["board", "empty", "pane-view", "top", "settings"]) $(id).hidden = true;
-  const form = $("login");
-  form.hidden = false;
-  $("login-user").focus();
+  location.href = "/login";
 }
-
-$("login").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
-  try {
-    await post("/api/login", { username: $("login-user").value, password: $("login-pass").value });
-    location.reload();
-  } catch (e) {
-    $("login-error").textContent = e instanceof Unauthorized ? "Wrong user or password." : String(e.message || e);
-  }
-});
 
 let stream = null;
 async function start() {
-  let panes;
   try {
+    const me = await get("/api/me");
+    if (me.readonly) document.body.classList.add("readonly");
     const d = await get("/api/panes");
-    panes = Array.isArray(d) ? d : d.panes || [];
-    if (d && typeof d.now === "number") clock.offset = d.now - Date.now() / 1000;
-    model.reset(panes, d.hosts);
+    model.reset(Array.isArray(d) ? d : d.panes || []);
   } catch (e) {
     if (e instanceof Unauthorized) return showLogin();
     setBanner(`cannot load panes: ${e.message}`);
@@ -112,11 +98,9 @@ async function start() {
   settings.load();
   if (!wall) registerWorker();
   stream = new Stream("/api/stream", {
-    onSnapshot: (list, hosts) => model.reset(list, hosts),
+    onSnapshot: (list) => model.reset(list),
     onPane: (p) => model.upsert(p),
     onGone: (id) => model.remove(String(id)),
-    onHosts: (h) => model.setHosts(h),
-    onTime: (now) => { clock.offset = now - Date.now() / 1000; },
     onState: (s) => {
       document.documentElement.dataset.stream = s;
       if (s === "live") setBanner("");

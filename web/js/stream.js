@@ -4,15 +4,19 @@
 // A stream that is refused (401) is not retried forever: we re-check auth.
 
 export class Stream {
-  constructor(url, { onSnapshot, onPane, onGone, onHosts, onTime, onState, onUnauthorized }) {
+  constructor(url, { onSnapshot, onPane, onGone, onState, onUnauthorized }) {
     this.url = url;
-    this.h = { onSnapshot, onPane, onGone, onHosts, onTime, onState, onUnauthorized };
+    this.h = { onSnapshot, onPane, onGone, onState, onUnauthorized };
+    this.lastId = "";
     this.es = null;
     this.opened = false;
   }
 
   start() {
-    const es = new EventSource(this.url, { withCredentials: true });
+    // A fresh EventSource does not carry Last-Event-ID; the query parameter does the
+    // same job when we reopen after a "reset" (the server dropped us as too slow).
+    const url = this.lastId ? `${this.url}?last_event_id=${encodeURIComponent(this.lastId)}` : this.url;
+    const es = new EventSource(url, { withCredentials: true });
     this.es = es;
     es.addEventListener("open", () => { this.opened = true; this.h.onState("live"); });
     es.addEventListener("error", () => {
@@ -25,37 +29,23 @@ export class Stream {
       }
     });
     const parse = (ev) => {
+      if (ev.lastEventId) this.lastId = ev.lastEventId;
       try { return JSON.parse(ev.data); } catch { return null; }
     };
     es.addEventListener("snapshot", (ev) => {
       const d = parse(ev);
-      if (!d) return;
-      if (typeof d.now === "number") this.h.onTime(d.now);
-      const panes = Array.isArray(d) ? d : d.panes || [];
-      this.h.onSnapshot(panes, d.hosts);
+      if (d) this.h.onSnapshot(Array.isArray(d) ? d : d.panes || []);
     });
-    const onPane = (ev) => {
+    es.addEventListener("change", (ev) => {
       const d = parse(ev);
       if (!d) return;
-      if (typeof d.now === "number") this.h.onTime(d.now);
-      const p = d.pane ?? d;
-      if (d.gone || p.gone) this.h.onGone(p.id ?? d.id);
-      else this.h.onPane(p);
-    };
-    for (const name of ["pane", "change", "update"]) es.addEventListener(name, onPane);
-    for (const name of ["gone", "pane_gone", "removed"]) {
-      es.addEventListener(name, (ev) => {
-        const d = parse(ev);
-        if (d) this.h.onGone(String(d.id ?? d.pane?.id));
-      });
-    }
-    for (const name of ["host", "hosts", "host_status"]) {
-      es.addEventListener(name, (ev) => {
-        const d = parse(ev);
-        if (d) this.h.onHosts(Array.isArray(d) ? d : d.hosts ?? [d]);
-      });
-    }
-    es.addEventListener("message", onPane);
+      for (const p of d.panes || []) this.h.onPane(p);
+      for (const id of d.gone || []) this.h.onGone(String(id));
+    });
+    es.addEventListener("reset", () => {
+      this.h.onState("reconnecting");
+      this.restart();
+    });
   }
 
   restart() {

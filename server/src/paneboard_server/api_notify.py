@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .accounts import Principal
 from .notify import store
+from .notify.events import StateChange
 from .notify.quiet import QuietHours, parse_hhmm
 from .notify.service import NotifyService
 from .notify.webpush import Subscription
@@ -162,3 +163,42 @@ def make_router(viewer: Any, writer: Any) -> APIRouter:
         return await svc.test(_account(who))
 
     return r
+
+
+# -- wiring into the app (called from app.py) ------------------------------------------
+
+
+def _on_changes(svc: NotifyService, changes: list[Any]) -> None:
+    """Core's change listener: each committed pane change, with its previous state."""
+    for c in changes:
+        if c.gone or c.reason == "refresh":
+            continue  # a pane leaving, or a re-send of what we had: nothing new to tell
+        p = c.pane
+        svc.pane_changed(
+            StateChange(
+                pane_id=str(p["id"]),
+                host=str(p.get("host") or ""),
+                session=str(p.get("session") or ""),
+                window=str(p.get("window") or ""),
+                agent=p.get("agent"),
+                state=p.get("state"),
+                prev_state=c.prev_state,
+                kind=p.get("kind"),
+                msg=p.get("msg"),
+                t=float(p.get("since") or 0.0),
+            )
+        )
+
+
+async def start_notify(app: Any, core: Any, engine: Any, notify_config: Any, clock: Any) -> NotifyService:
+    svc = NotifyService(engine, notify_config, clock=clock)
+    await svc.start()
+    app.state.notify = svc
+    core.listeners.append(lambda changes: _on_changes(svc, changes))
+    return svc
+
+
+async def stop_notify(app: Any) -> None:
+    svc = getattr(app.state, "notify", None)
+    if svc is not None:
+        await svc.stop()

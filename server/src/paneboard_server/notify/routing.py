@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from .. import config
 from .events import NOTIFY_STATES, StateChange
 
 
-class ConfigError(ValueError):
+class ConfigError(config.ConfigError, ValueError):
     """The channel list is malformed; the message names the entry and the field."""
 
 
