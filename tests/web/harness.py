@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.support.tmux import TmuxServer, printf_cmd, wait_for
+from support.tmux import TmuxServer, printf_cmd, wait_for
 
 PASSWORD = "correct horse battery staple"
 USER = "ann"

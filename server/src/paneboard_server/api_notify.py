@@ -21,6 +21,7 @@ from .notify.events import StateChange
 from .notify.quiet import QuietHours, parse_hhmm
 from .notify.service import NotifyService
 from .notify.webpush import Subscription
+from .web_auth import require_viewer, require_writer
 
 MAX_MINUTES = 60 * 24 * 365
 
@@ -80,11 +81,13 @@ def _account(p: Principal) -> int:
     return p.id
 
 
-def make_router(viewer: Any, writer: Any) -> APIRouter:
-    """Bind the routes to the server's auth dependencies (reader, CSRF-checked writer)."""
-    Reader = Annotated[Principal, Depends(viewer)]
-    Writer = Annotated[Principal, Depends(writer)]
-    Svc = Annotated[NotifyService, Depends(service)]
+Reader = Annotated[Principal, Depends(require_viewer)]
+Writer = Annotated[Principal, Depends(require_writer)]  # logged in, CSRF header checked
+Svc = Annotated[NotifyService, Depends(service)]
+
+
+def make_router() -> APIRouter:
+    """The notification routes; app.py includes them before the static files' mount."""
     r = APIRouter(tags=["notifications"])
 
     @r.get("/api/push/vapid-public-key")

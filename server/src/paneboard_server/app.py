@@ -322,7 +322,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             (d / "index.html").read_text(encoding="utf-8"), headers={"Cache-Control": "no-store"}
         )
 
-    app.include_router(make_router(require_viewer, require_writer))
+    app.include_router(make_router())
     d = web_dir()
     if d is not None:
         app.mount("/", StaticFiles(directory=d), name="web")
