@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 from . import __version__, accounts
 from . import schema as s
 from .accounts import Principal
+from .api_notify import make_router, start_notify, stop_notify
 from .config import Config
 from .core import Core, Seen
 from .database import create_engine, is_sqlite
@@ -68,6 +69,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         app.state.core = core
         app.state.registry = registry
         core.start()
+        await start_notify(app, core, engine, cfg.notify, clock)
         tasks: list[asyncio.Task[Any]] = []
         from .retention import retention_loop
 
@@ -86,6 +88,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await stop_notify(app)
             await core.stop()
             await engine.dispose()
 
@@ -319,6 +322,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             (d / "index.html").read_text(encoding="utf-8"), headers={"Cache-Control": "no-store"}
         )
 
+    app.include_router(make_router())
     d = web_dir()
     if d is not None:
         app.mount("/", StaticFiles(directory=d), name="web")

@@ -204,6 +204,9 @@ def serve_main(argv: list[str]) -> int:
 
     try:
         cfg = load_config(args.config or os.environ.get("PANEBOARD_CONFIG"))
+        from .notify.service import NotifySettings
+
+        NotifySettings.from_config(cfg.notify)  # a bad [notify] table fails here, in one line
         url = resolve_url(args.db or cfg.server.db)
     except (ConfigError, DatabaseError) as exc:
         return _err("serve", str(exc))
