@@ -159,6 +159,9 @@ class PaneClassifier:
     def feed(self, now: float, events: Iterable[Event]) -> None:
         """Decoded events from the pane's output, in stream order."""
         self._advance(now)
+        events = list(events)
+        if not events:
+            return  # output without a sequence in it changes nothing
         native_changed = False
         for ev in events:
             if isinstance(ev, StatusReport):
