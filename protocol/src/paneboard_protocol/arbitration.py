@@ -179,6 +179,11 @@ def _native_progress(native: dict[str, Any]) -> int | None:
     return None
 
 
+def records_view(records: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """The per-record list a Classification carries (effective app, display-safe text)."""
+    return _public_records(records)
+
+
 def _public_records(records: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
     by_id = {r["id"]: r for r in records}
     return tuple(
@@ -279,11 +284,18 @@ def _decide(evidence: dict[str, Any], now: float) -> dict[str, Any]:
     return out
 
 
-def classify_evidence(evidence: dict[str, Any], now: float, *, check: bool = True) -> Classification:
+def classify_evidence(
+    evidence: dict[str, Any],
+    now: float,
+    *,
+    check: bool = True,
+    public_records: tuple[dict[str, Any], ...] | None = None,
+) -> Classification:
     """The pane's classification at `now`, from evidence alone (pure; the server re-runs it).
 
     Evidence from elsewhere is checked first (`EvidenceError`, a ValueError naming the
-    bad field); `check=False` is for evidence this process just built itself.
+    bad field); `check=False` is for evidence this process just built itself, which may
+    also hand in `public_records`, its cached `records_view(evidence["records"])`.
 
     `since` is the evidence's own `since` while the outcome (agent, state) is what the
     evidence was built with; when time alone changed it (staleness), it is the
@@ -313,7 +325,7 @@ def classify_evidence(evidence: dict[str, Any], now: float, *, check: bool = Tru
         source=d["source"],
         since=since,
         observable=bool(evidence.get("observable", True)),
-        records=_public_records(list(evidence.get("records") or [])),
+        records=public_records if public_records is not None else _public_records(list(evidence["records"])),
     )
 
 
