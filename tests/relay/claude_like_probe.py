@@ -7,7 +7,7 @@ the DA1 answer means "supported"; the DA1 answer first means "unsupported"
 (P7501-12). When supported it reports like Claude Code does, with its own hand-made
 bytes (deliberately not paneboard's encoder), then says goodbye with `done`.
 
-usage: claude_like_probe.py RESULT_FILE [--terminator st|bel]
+usage: claude_like_probe.py RESULT_FILE [--terminator st|bel] [--pause SECONDS]
 RESULT_FILE gets one JSON line: {"verdict": ..., "replies": [...], "reports": [...]}.
 """
 
@@ -38,6 +38,7 @@ def b64(text: str) -> str:
 def main() -> int:
     result_path = sys.argv[1]
     term = b"\x07" if "bel" in sys.argv[2:] else b"\x1b\\"
+    pause = float(sys.argv[sys.argv.index("--pause") + 1]) if "--pause" in sys.argv else 0.0
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     replies: list[str] = []
@@ -71,6 +72,7 @@ def main() -> int:
             ]
             for body in reports:
                 os.write(1, b"\x1b]7501;" + body.encode() + b"\x1b\\")
+                time.sleep(pause)  # lets a watcher see each state (a real agent takes longer)
         with open(result_path + ".tmp", "w") as f:
             f.write(json.dumps({"verdict": verdict, "replies": replies, "reports": reports}) + "\n")
         os.replace(result_path + ".tmp", result_path)

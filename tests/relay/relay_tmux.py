@@ -13,6 +13,7 @@ before the first byte is written.
 
 from __future__ import annotations
 
+import os
 import secrets
 import shlex
 import shutil
@@ -47,6 +48,8 @@ class Tmux:
         self.socket = f"pb-relay-{secrets.token_hex(4)}"
         self.tmp = tmp
         self.started = False
+        # Not the tmux we may be running in: a private server, whatever the environment.
+        self.env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE", "TMUX_TMPDIR")}
 
     def cmd(self, *args: str, check: bool = True) -> str:
         proc = subprocess.run(
@@ -54,6 +57,7 @@ class Tmux:
             capture_output=True,
             text=True,
             timeout=10,
+            env=self.env,
         )
         if check and proc.returncode != 0:
             raise AssertionError(f"tmux {' '.join(args)} failed: {proc.stderr.strip()}")

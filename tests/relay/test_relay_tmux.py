@@ -134,11 +134,8 @@ def _raw(tmux: Tmux, pane_id: str) -> bool:
         lflag = termios.tcgetattr(fd)[3]
     finally:
         os.close(fd)
-    flags = (termios.ICANON, termios.ECHO, termios.ISIG)
-    if all(not lflag & f for f in flags):
-        return True
-    assert all(lflag & f for f in flags), f"half-raw modes: {lflag:#o}"
-    return False
+    # (bash's readline, at its prompt, keeps ISIG but turns ICANON and ECHO off)
+    return all(not lflag & f for f in (termios.ICANON, termios.ECHO, termios.ISIG))
 
 
 def test_raw_while_running_and_restored_after(tmux: Tmux, tmp_path: Path) -> None:
@@ -270,3 +267,36 @@ def test_usage_errors() -> None:
     proc = subprocess.run([PANEBOARD, "run", "/nonexistent/x"], capture_output=True, text=True, timeout=20)
     assert proc.returncode == 127
     assert proc.stderr.strip() == "paneboard run: cannot run '/nonexistent/x': No such file or directory"
+
+
+def test_echoed_reply_is_not_answered_again() -> None:
+    # A program that probes with its pty still echoing (ECHO on, ECHOCTL off) gets our
+    # reply echoed back into its output as a second "probe"; answering that would loop.
+    script = "stty echo -echoctl -icanon; printf '\\033]7501;?\\007'; sleep 0.5"
+    proc = subprocess.run(
+        [PANEBOARD, "run", "sh", "-c", script],
+        stdin=subprocess.PIPE,
+        capture_output=True,
+        start_new_session=True,
+        timeout=20,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count(encode_probe("bel")) == 2  # the probe, and the one echo of our reply
+
+
+def test_sigtstp_to_the_relay_stops_and_fg_resumes(tmux: Tmux, tmp_path: Path) -> None:
+    # `kill -TSTP` on the relay (not Ctrl-Z): the program is stopped as the terminal
+    # would stop it, the relay follows, and `fg` brings both back in raw mode.
+    state = tmp_path / "state"
+    pane = tmux.pane("PS1='$ ' exec bash --norc --noprofile -i", gate=False)
+    wait_for(lambda: "$" in pane.screen(), what="the bash prompt")
+    pane.keys(q(PANEBOARD, "run", "--", PYTHON, CHILD, "echo", str(state)), "Enter")
+    _, leader = ready_pids(state)
+    os.kill(parent_of(leader), signal.SIGTSTP)
+    wait_for(lambda: "Stopped" in pane.screen(), what="bash to report the job stopped")
+    assert not _raw(tmux, pane.id)
+    pane.keys("fg", "Enter")
+    wait_for(lambda: _raw(tmux, pane.id), what="raw mode again after fg")
+    pane.keys("again", "Enter")
+    wait_for(lambda: "got again" in pane.screen(), what="the resumed program to answer")
+    pane.keys("C-d")

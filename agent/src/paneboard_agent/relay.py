@@ -132,6 +132,7 @@ class Relay:
         self.stdout_open = True
         self.last_input_byte = b"\n"
         self.previous: dict[int, object] = {}
+        self.expected_echoes = 0  # replies we wrote that the pty will echo back verbatim
 
     # -- the outer terminal ---------------------------------------------------------------
     def _enter_raw(self) -> None:
@@ -362,10 +363,17 @@ class Relay:
     def _on_output(self, chunk: bytes) -> None:
         pos = 0
         for found in self.scanner.feed(chunk):
-            if found.kind == "probe":
+            if found.kind == "probe" and self.expected_echoes:
+                # Our own reply, echoed back by a pty with ECHO on and ECHOCTL off:
+                # answering it would start an endless probe/reply loop.
+                self.expected_echoes -= 1
+                self._write_out(chunk[pos : found.end])
+            elif found.kind == "probe":
                 # The reply goes to the program first; only then do we forward the probe
                 # and whatever follows it (the DA1 query tmux will answer).
                 self.to_child += probe_reply(found.terminator)
+                if self._echoes_verbatim():
+                    self.expected_echoes += 1
                 self._flush_input()
                 self._write_out(chunk[pos : found.end])
             else:
@@ -373,6 +381,14 @@ class Relay:
                 self._write_out(tmux_passthrough(found.seq))
             pos = found.end
         self._write_out(chunk[pos:])
+
+    def _echoes_verbatim(self) -> bool:
+        """Will the program's pty echo our reply back as the same bytes (ECHO without ECHOCTL)?"""
+        try:
+            lflag = termios.tcgetattr(self.master)[3]
+        except termios.error:
+            return False
+        return bool(lflag & termios.ECHO) and not lflag & termios.ECHOCTL
 
     def _read_output(self) -> tuple[bytes, bool]:
         """Read what the program has written, up to MAX_BATCH; return (bytes, still open).
@@ -501,4 +517,7 @@ def main(argv: list[str]) -> int:
         return Relay(command, wrap=wrap).run()
     except OSError as exc:
         print(f"paneboard run: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug of ours: the terminal is already restored (finally)
+        print(f"paneboard run: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,213 @@
+"""Pure pieces of pane tracking: parsing tmux listings and `ps`, judging observability.
+
+Kept apart from the asyncio collector so the decisions (which line is a pane, when a
+foreground process identifies a program, when it hides one behind a transport) are
+tested on plain strings.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+#: fields of one `list-panes -a -F` line, tab separated; the leading "P" keeps any
+#: line of the reply from starting with "%" (see control.py)
+PANE_FIELDS = (
+    "session_id",
+    "window_id",
+    "window_index",
+    "pane_id",
+    "pane_pid",
+    "pane_dead",
+    "pane_tty",
+    "session_name",
+    "window_name",
+    "pane_current_command",
+)
+PANE_FORMAT = "P\t" + "\t".join("#{" + f + "}" for f in PANE_FIELDS)
+SESSION_FORMAT = "S\t#{session_id}\t#{session_name}"
+
+#: a foreground process with one of these names is a shell: nothing identifiable runs
+DEFAULT_SHELLS = frozenset(
+    {"bash", "zsh", "sh", "dash", "fish", "ksh", "mksh", "tcsh", "csh", "ash", "nu", "xonsh", "elvish"}
+)
+
+#: foreground programs that are a way to somewhere else: what runs there is not seen.
+#: Two words mean "command subcommand" (matched against the process's arguments).
+DEFAULT_TRANSPORTS = (
+    "ssh",
+    "mosh",
+    "mosh-client",
+    "telnet",
+    "rlogin",
+    "tmux",
+    "screen",
+    "zellij",
+    "minicom",
+    "picocom",
+    "cu",
+    "tio",
+    "socat",
+    "nc",
+    "docker exec",
+    "docker attach",
+    "docker run",
+    "podman exec",
+    "podman attach",
+    "podman run",
+    "kubectl exec",
+    "kubectl attach",
+    "lxc exec",
+    "incus exec",
+    "virsh console",
+    "et",
+)
+
+
+#: interpreters whose script, not their own name, identifies the program
+INTERPRETERS = frozenset({"node", "nodejs", "bun", "deno", "python", "python3", "npx", "uv", "uvx"})
+#: a foreground command line is cut here before it reaches the classifier
+MAX_ARGS = 512
+
+
+@dataclass(frozen=True, slots=True)
+class PaneInfo:
+    session_id: str
+    window_id: str
+    window_index: str
+    pane_id: str
+    pane_pid: int
+    dead: bool
+    tty: str
+    session: str
+    window_name: str
+    command: str
+
+    @property
+    def window(self) -> str:
+        """How the window is shown: tmux's own status-line form, `index:name`."""
+        return f"{self.window_index}:{self.window_name}"
+
+
+def parse_panes(lines: Iterable[bytes]) -> list[PaneInfo]:
+    """Panes from `list-panes -a -F PANE_FORMAT`; malformed lines are skipped.
+
+    A window linked into several sessions is listed once per session: the first
+    listing wins, so every pane has exactly one session.
+    """
+    seen: dict[str, PaneInfo] = {}
+    for raw in lines:
+        parts = raw.decode("utf-8", "replace").split("\t")
+        if len(parts) != len(PANE_FIELDS) + 1 or parts[0] != "P":
+            continue
+        sid, wid, widx, pid, ppid, dead, tty, sname, wname, cmd = parts[1:]
+        if not pid.startswith("%") or not ppid.isdigit() or pid in seen:
+            continue
+        seen[pid] = PaneInfo(sid, wid, widx, pid, int(ppid), dead == "1", tty, sname, wname, cmd)
+    return list(seen.values())
+
+
+def parse_sessions(lines: Iterable[bytes]) -> list[tuple[str, str]]:
+    """(session_id, name) pairs from `list-sessions -F SESSION_FORMAT`."""
+    out = []
+    for raw in lines:
+        parts = raw.decode("utf-8", "replace").split("\t", 2)
+        if len(parts) == 3 and parts[0] == "S" and parts[1].startswith("$"):
+            out.append((parts[1], parts[2]))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ProcInfo:
+    pid: int
+    tpgid: int
+    args: str
+
+
+def parse_ps(text: bytes) -> dict[int, ProcInfo]:
+    """`ps -o pid=,tpgid=,args= -p ...` output by pid (tpgid -1: no controlling tty)."""
+    out: dict[int, ProcInfo] = {}
+    for line in text.decode("utf-8", "replace").splitlines():
+        parts = line.split(None, 2)
+        if len(parts) < 2 or not parts[0].isdigit():
+            continue
+        try:
+            tpgid = int(parts[1])
+        except ValueError:
+            continue
+        out[int(parts[0])] = ProcInfo(int(parts[0]), tpgid, parts[2] if len(parts) == 3 else "")
+    return out
+
+
+def ps_argv(pids: Iterable[int]) -> list[str]:
+    return ["ps", "-o", "pid=,tpgid=,args=", "-p", ",".join(str(p) for p in sorted(set(pids)))]
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What the classifier is told: `name` None means the shell (or nothing) is in front."""
+
+    name: str | None
+    pid: int | None
+    observable: bool
+
+
+def _matches_transport(name: str, args: str | None, transports: Sequence[str]) -> bool:
+    words = [os.path.basename(w) for w in (args or "").split()[:4]]
+    for entry in transports:
+        parts = entry.split()
+        if not parts or parts[0] != name:
+            continue
+        if len(parts) == 1:
+            return True
+        # "docker exec": the subcommand must be among the first arguments; unknown
+        # arguments (not polled yet) count as a match, since hiding is the safe side
+        if args is None or parts[1] in words[1:]:
+            return True
+    return False
+
+
+def observe(
+    pane: PaneInfo,
+    procs: dict[int, ProcInfo] | None,
+    transports: Sequence[str] = DEFAULT_TRANSPORTS,
+    shells: frozenset[str] = DEFAULT_SHELLS,
+) -> Observation:
+    """Judge a pane's foreground process from tmux's name and the tty's process group.
+
+    `procs` None means `ps` could not be run at all: then only tmux's name is known.
+    """
+    if pane.dead:
+        return Observation(None, None, True)
+    name = os.path.basename(pane.command.strip()).lstrip("-") or None
+    fg_pid: int | None = None
+    fg_args: str | None = None
+    if procs is not None:
+        shell_proc = procs.get(pane.pane_pid)
+        if shell_proc is None:  # the pane's process is gone: it exited
+            return Observation(None, None, True)
+        if shell_proc.tpgid > 0:
+            fg_pid = shell_proc.tpgid
+            fg = procs.get(fg_pid)
+            fg_args = fg.args if fg else None
+    if name is None:
+        return Observation(None, fg_pid, False)
+    if _matches_transport(name, fg_args, transports):
+        return Observation(name, fg_pid, False)
+    if name in shells:
+        return Observation(None, fg_pid, True)
+    if procs is not None and fg_pid is None:
+        return Observation(name, None, False)  # tmux names something, but no tty group: unknown
+    if fg_args and (name in INTERPRETERS or name.startswith("python3.")):
+        # `node /x/claude/cli.js`: the classifier unwraps interpreters to their script (RI-1)
+        return Observation(fg_args[:MAX_ARGS], fg_pid, True)
+    return Observation(name, fg_pid, True)
+
+
+def session_selected(name: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Glob patterns; no include list means every session."""
+    if include and not any(fnmatch.fnmatchcase(name, p) for p in include):
+        return False
+    return not any(fnmatch.fnmatchcase(name, p) for p in exclude)

@@ -1,0 +1,62 @@
+"""`paneboard agent --stdout`: one JSON line per change of a pane's classification.
+
+The collector hands every change of evidence to its sink (the server needs a fresh
+`ts` even when the state stays the same); a person piping stdout wants only what
+they can see change, so this sink prints a line only when the design's keys (all
+but `t`) differ from the last line printed for that pane. A vanished pane gets one
+last line with `"gone": true`. Host reachability is not printed: the collector
+already logs a lost or refused host as one line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from paneboard_agent.sink import PaneKey, PaneUpdate
+
+
+class StdoutSink:
+    def __init__(self, out: TextIO | None = None) -> None:
+        self._out = out or sys.stdout
+        self._last: dict[PaneKey, dict[str, Any]] = {}
+        self._where: dict[PaneKey, tuple[str, str]] = {}
+
+    def _print(self, obj: dict[str, Any]) -> None:
+        self._out.write(json.dumps(obj, ensure_ascii=False, separators=(", ", ": ")) + "\n")
+        self._out.flush()
+
+    async def pane_changed(self, update: PaneUpdate) -> None:
+        obj = update.stdout_json()
+        shown = {k: v for k, v in obj.items() if k != "t"}
+        if self._last.get(update.key) == shown:
+            return
+        self._last[update.key] = shown
+        self._where[update.key] = (update.session, update.window)
+        self._print(obj)
+
+    async def pane_gone(self, key: PaneKey, t: float) -> None:
+        last = self._last.pop(key, None)
+        session, window = self._where.pop(key, (None, None))
+        if last is None:
+            return
+        self._print(
+            {
+                "host": key.host,
+                "session": session,
+                "window": window,
+                "pane": key.pane,
+                "agent": None,
+                "state": None,
+                "kind": None,
+                "msg": None,
+                "source": None,
+                "observable": last.get("observable", True),
+                "t": t,
+                "gone": True,
+            }
+        )
+
+    async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
+        return None

@@ -1,0 +1,305 @@
+"""The SSH transport: tmux on a remote host through asyncssh channels.
+
+Safety defaults: the host key is checked strictly against `known_hosts` (the user's
+`~/.ssh/known_hosts` unless a file is given; an unknown key is a failure, never a
+prompt or a silent accept), only the client keys named are offered (plus the default
+ones asyncssh finds when none is named), agent forwarding is off, and `~/.ssh/config`
+is not read, so what the configuration says is what happens.
+
+One connection carries many channels (a control client per tmux session plus
+one-shot commands). OpenSSH refuses more than `MaxSessions` (default 10) channels per
+connection, so a connection is filled up to `max_channels` (8, leaving room for a
+person's own `ssh` multiplexing nothing) and another one is opened when that is not
+enough, or when the server refuses a channel earlier than expected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncssh
+
+from paneboard_agent.transport import (
+    STDERR_LIMIT,
+    Channel,
+    FatalTransportError,
+    RunResult,
+    ShellRunner,
+    Transport,
+    TransportError,
+)
+
+#: long-lived command shells per host (each holds one channel)
+RUNNERS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class SSHTarget:
+    """Where and as whom to connect; `known_hosts` None means `~/.ssh/known_hosts`."""
+
+    host: str
+    port: int = 22
+    user: str | None = None
+    identity: tuple[str, ...] = ()
+    known_hosts: str | None = None
+    connect_timeout: float = 10.0
+    keepalive_interval: float = 15.0
+    keepalive_count_max: int = 3
+    max_channels: int = 8
+
+    @property
+    def label(self) -> str:
+        who = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port != 22 else ""
+        return f"{who}{self.host}{port}"
+
+
+@dataclass(eq=False)
+class _Conn:
+    conn: asyncssh.SSHClientConnection
+    channels: int = 0
+    refused_at: int | None = None  # the channel count at which the server refused one
+    closed: bool = False
+    waiter: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def has_room(self, cap: int) -> bool:
+        limit = cap if self.refused_at is None else min(cap, self.refused_at)
+        return not self.closed and self.channels < limit
+
+
+class SSHChannel(Channel):
+    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: _Release, drain: bool = True) -> None:
+        self._proc = proc
+        self._release = release
+        self._stderr = bytearray()
+        # a ShellRunner reads stderr itself (drain False)
+        self._stderr_task = asyncio.create_task(self._drain_stderr() if drain else asyncio.sleep(0))
+
+    async def _drain_stderr(self) -> None:
+        with contextlib.suppress(asyncssh.Error, OSError, asyncio.IncompleteReadError):
+            while chunk := await self._proc.stderr.read(4096):
+                if len(self._stderr) < STDERR_LIMIT:
+                    self._stderr += chunk[: STDERR_LIMIT - len(self._stderr)]
+
+    async def read(self, n: int = 65536) -> bytes:
+        try:
+            return await self._proc.stdout.read(n)
+        except (asyncssh.Error, OSError, asyncio.IncompleteReadError):
+            return b""
+
+    async def write(self, data: bytes) -> None:
+        try:
+            self._proc.stdin.write(data)
+            await self._proc.stdin.drain()
+        except (asyncssh.Error, OSError, BrokenPipeError) as exc:
+            raise TransportError(f"ssh channel closed: {exc}") from exc
+
+    async def close(self) -> None:
+        with contextlib.suppress(asyncssh.Error, OSError):
+            self._proc.stdin.write_eof()
+        try:
+            await asyncio.wait_for(self._proc.wait_closed(), 2.0)
+        except (TimeoutError, asyncssh.Error, OSError):
+            self._proc.close()
+        self._stderr_task.cancel()
+        self._release()
+
+    async def wait(self) -> int | None:
+        with contextlib.suppress(asyncssh.Error, OSError):
+            await self._proc.wait_closed()
+        self._release()
+        return self._proc.exit_status
+
+    async def stderr_text(self) -> str:
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(self._stderr_task), 0.2)
+        return self._stderr.decode("utf-8", "replace").strip()
+
+
+class _Release:
+    """Gives a channel slot back exactly once, however many times it is called."""
+
+    def __init__(self, conn: _Conn) -> None:
+        self._conn: _Conn | None = conn
+
+    def __call__(self) -> None:
+        if self._conn is not None:
+            self._conn.channels -= 1
+            self._conn = None
+
+
+def describe_ssh_error(target: SSHTarget, exc: BaseException) -> TransportError:
+    """Turn asyncssh's and the OS's exceptions into one line, fatal or retryable."""
+    where = target.label
+    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+        src = target.known_hosts or "~/.ssh/known_hosts"
+        return FatalTransportError(f"{where}: host key verification failed against {src} ({exc.reason})")
+    if isinstance(exc, asyncssh.PermissionDenied):
+        keys = ", ".join(target.identity) or "default keys"
+        return FatalTransportError(f"{where}: authentication refused for the offered key(s) ({keys})")
+    if isinstance(exc, asyncssh.KeyImportError | asyncssh.KeyEncryptionError):
+        return FatalTransportError(f"{where}: cannot load the client key: {exc}")
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        return FatalTransportError(f"{where}: file not found: {exc.filename}")
+    if isinstance(exc, asyncssh.DisconnectError):
+        return TransportError(f"{where}: disconnected: {exc.reason}")
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+        return TransportError(f"{where}: connect timed out after {target.connect_timeout:g}s")
+    if isinstance(exc, OSError):
+        return TransportError(f"{where}: {exc.strerror or exc}")
+    return TransportError(f"{where}: {exc}")
+
+
+class SSHTransport(Transport):
+    def __init__(self, target: SSHTarget) -> None:
+        self.target = target
+        self.host = target.host
+        self._conns: list[_Conn] = []
+        self._lock = asyncio.Lock()
+        self._runners: list[ShellRunner] = []
+        self._next_runner = 0
+
+    async def _new_conn(self) -> _Conn:
+        t = self.target
+        for path in (*t.identity, *([t.known_hosts] if t.known_hosts else [])):
+            if not Path(path).expanduser().is_file():
+                raise FatalTransportError(f"{t.label}: file not found: {path}")
+        kwargs: dict[str, object] = {
+            "port": t.port,
+            "known_hosts": str(Path(t.known_hosts).expanduser()) if t.known_hosts else (),
+            "agent_forwarding": False,
+            "x11_forwarding": False,
+            "keepalive_interval": t.keepalive_interval,
+            "keepalive_count_max": t.keepalive_count_max,
+            "connect_timeout": t.connect_timeout,
+            "login_timeout": t.connect_timeout * 3,
+            "config": None,
+            "password_auth": False,
+            "kbdint_auth": False,
+        }
+        if t.user:
+            kwargs["username"] = t.user
+        if t.identity:
+            kwargs["client_keys"] = [str(Path(p).expanduser()) for p in t.identity]
+            kwargs["agent_path"] = None  # only the keys named, not whatever an agent holds
+        try:
+            conn = await asyncssh.connect(t.host, **kwargs)  # type: ignore[arg-type]
+        except Exception as exc:
+            raise describe_ssh_error(t, exc) from exc
+        entry = _Conn(conn)
+
+        async def watch() -> None:
+            with contextlib.suppress(Exception):
+                await conn.wait_closed()
+            entry.closed = True
+
+        entry.waiter = asyncio.create_task(watch())
+        self._conns.append(entry)
+        return entry
+
+    async def connect(self) -> None:
+        async with self._lock:
+            self._conns = [c for c in self._conns if not c.closed]
+            if not self._conns:
+                await self._new_conn()
+
+    async def _slot(self) -> _Conn:
+        async with self._lock:
+            self._conns = [c for c in self._conns if not c.closed]
+            for c in self._conns:
+                if c.has_room(self.target.max_channels):
+                    c.channels += 1
+                    return c
+            c = await self._new_conn()
+            c.channels += 1
+            return c
+
+    async def _open(self, command: str) -> tuple[asyncssh.SSHClientProcess[bytes], _Release]:
+        # At most one retry on a fresh connection: a refusal there is not about MaxSessions.
+        for attempt in range(2):
+            entry = await self._slot()
+            release = _Release(entry)
+            try:
+                proc = await entry.conn.create_process(command, encoding=None)
+            except asyncssh.ChannelOpenError as exc:
+                release()
+                if entry.channels > 0 and attempt == 0:
+                    entry.refused_at = entry.channels + 0  # this many is what the server allows
+                    continue
+                raise TransportError(f"{self.target.label}: channel refused: {exc.reason}") from exc
+            except (asyncssh.Error, OSError) as exc:
+                release()
+                entry.closed = True
+                raise describe_ssh_error(self.target, exc) from exc
+            return proc, release
+        raise TransportError(f"{self.target.label}: no channel available")  # pragma: no cover
+
+    async def open_process(self, argv: Sequence[str]) -> Channel:
+        proc, release = await self._open(shlex.join(argv))
+        return SSHChannel(proc, release)
+
+    async def _runner(self) -> ShellRunner:
+        self._runners = [r for r in self._runners if not r.broken]
+        idle = [r for r in self._runners if not r.busy]
+        if idle:
+            return idle[0]
+        if len(self._runners) < RUNNERS:
+            proc, release = await self._open("exec sh")
+            runner = ShellRunner(SSHChannel(proc, release, drain=False), proc.stderr)
+            self._runners.append(runner)
+            return runner
+        self._next_runner = (self._next_runner + 1) % len(self._runners)
+        return self._runners[self._next_runner]
+
+    async def run(self, argv: Sequence[str], timeout: float = 10.0, limit: int = 1 << 20) -> RunResult:
+        """Through a long-lived shell (see ShellRunner): no session set-up per command."""
+        runner = await self._runner()
+        try:
+            return await runner.run(argv, timeout, limit)
+        except TransportError as exc:
+            raise TransportError(f"{self.target.label}: {exc}") from exc
+
+    async def exec(self, argv: Sequence[str], timeout: float = 10.0, limit: int = 1 << 20) -> RunResult:
+        """One exec channel for one command (what `run` avoids; kept for comparison)."""
+        proc, release = await self._open(shlex.join(argv))
+        try:
+
+            async def collect(stream: asyncssh.SSHReader[bytes], cap: int) -> bytes:
+                buf = bytearray()
+                with contextlib.suppress(asyncssh.Error, OSError):
+                    while chunk := await stream.read(65536):
+                        if len(buf) < cap:
+                            buf += chunk[: cap - len(buf)]
+                return bytes(buf)
+
+            proc.stdin.write_eof()
+            both = asyncio.gather(collect(proc.stdout, limit), collect(proc.stderr, STDERR_LIMIT))
+            both.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "unretrieved"
+            out, err = await asyncio.wait_for(both, timeout)
+            await asyncio.wait_for(proc.wait_closed(), timeout)
+            return RunResult(proc.exit_status, out, err)
+        except TimeoutError as exc:
+            proc.close()
+            msg = f"{self.target.label}: {argv[0]} did not finish within {timeout:g}s"
+            raise TransportError(msg) from exc
+        except (asyncssh.Error, OSError) as exc:
+            raise describe_ssh_error(self.target, exc) from exc
+        finally:
+            release()
+
+    async def close(self) -> None:
+        self._runners.clear()
+        async with self._lock:
+            for c in self._conns:
+                c.conn.close()
+            for c in self._conns:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(c.conn.wait_closed(), 2.0)
+                if c.waiter:
+                    c.waiter.cancel()
+            self._conns.clear()

@@ -1,0 +1,99 @@
+"""`paneboard agent --stdout ...` as a real subprocess, with its JSON lines collected."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+class AgentProcess:
+    """Starts the real CLI; a thread collects stdout lines (parsed) and stderr text."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        self.argv = [sys.executable, "-m", "paneboard.cli", "agent", "--stdout", *args]
+        full_env = dict(os.environ)
+        full_env.pop("TMUX", None)
+        if env:
+            full_env.update(env)
+        self.proc = subprocess.Popen(
+            self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, start_new_session=True
+        )
+        self.lines: list[dict[str, Any]] = []
+        self.raw: list[str] = []
+        self.stderr = ""
+        self._lock = threading.Lock()
+        self._threads = [
+            threading.Thread(target=self._read_out, daemon=True),
+            threading.Thread(target=self._read_err, daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _read_out(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            text = line.decode("utf-8", "replace")
+            with self._lock:
+                self.raw.append(text)
+                self.lines.append(json.loads(text))
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._lock:
+                self.stderr += line.decode("utf-8", "replace")
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.lines)
+
+    def latest(self, pane: str) -> dict[str, Any] | None:
+        found = None
+        for obj in self.snapshot():
+            if obj["pane"] == pane:
+                found = obj
+        return found
+
+    def wait_line(self, pred: Callable[[dict[str, Any]], bool], timeout: float = 15.0, what: str = "a line"):
+        """The first line (from the beginning) matching `pred`, waiting up to `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for obj in self.snapshot():
+                if pred(obj):
+                    return obj
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"timed out waiting for {what}; lines:\n{''.join(self.raw)}\nstderr:\n{self.stderr}"
+                )
+            if self.proc.poll() is not None and not any(pred(o) for o in self.snapshot()):
+                time.sleep(0.2)  # let the reader threads finish
+                if not any(pred(o) for o in self.snapshot()):
+                    raise AssertionError(
+                        f"agent exited ({self.proc.returncode}) before {what}; stderr:\n{self.stderr}"
+                    )
+            time.sleep(0.05)
+
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        rc = self.proc.wait(timeout=timeout)
+        for t in self._threads:
+            t.join(timeout=5)
+        return rc
+
+    def stop(self) -> int | None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        for t in self._threads:
+            t.join(timeout=5)
+        return self.proc.returncode
