@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import termios
@@ -300,3 +301,53 @@ def test_sigtstp_to_the_relay_stops_and_fg_resumes(tmux: Tmux, tmp_path: Path) -
     pane.keys("again", "Enter")
     wait_for(lambda: "got again" in pane.screen(), what="the resumed program to answer")
     pane.keys("C-d")
+
+
+def _payload(seed: int, size: int = 200_000) -> bytes:
+    rng = random.Random(seed)
+    pieces = [
+        encode_probe("st"),
+        encode_probe("bel"),
+        b"\x1b",
+        b"\x1b]7501;",
+        b"\x1bPtmux;",
+        b"\x07",
+        b"\x1b\\",
+    ]
+    out = bytearray()
+    while len(out) < size:
+        out += rng.choice(pieces) if rng.random() < 0.1 else rng.randbytes(rng.randint(1, 3000))
+    return bytes(out)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_bytes_pass_unchanged_both_ways(tmp_path: Path, seed: int) -> None:
+    payload = _payload(seed)
+    data = tmp_path / "payload"
+    data.write_bytes(payload)
+    # program -> outside: a raw-mode child writes arbitrary bytes, probes included
+    proc = subprocess.run(
+        [PANEBOARD, "run", "sh", "-c", f"stty raw -echo; cat {q(str(data))}"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        start_new_session=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == payload
+    # outside -> program: arbitrary bytes (control characters too) reach a raw-mode child
+    got = tmp_path / "got"
+    child = f"stty raw -echo; echo READY; head -c {len(payload)} > {q(str(got))}"
+    with subprocess.Popen(
+        [PANEBOARD, "run", "sh", "-c", child],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    ) as p:
+        assert p.stdout is not None and p.stdin is not None
+        assert p.stdout.readline().startswith(b"READY")
+        p.stdin.write(payload)
+        p.stdin.flush()
+        assert p.wait(timeout=30) == 0
+        p.stdin.close()
+    assert got.read_bytes() == payload
