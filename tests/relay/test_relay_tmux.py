@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import os
 import random
+import secrets
 import signal
 import subprocess
 import termios
 from pathlib import Path
 
 import pytest
-from paneboard_protocol import Decoder, Title
-from paneboard_protocol.encode import encode_probe, tmux_passthrough
+from paneboard_protocol import ClearReport, Decoder, StatusReport, Title
+from paneboard_protocol.encode import encode_probe, encode_report, tmux_passthrough
 from relay_tmux import PANEBOARD, PROBE, PYTHON, Tmux, q, wait_for
 
 pytestmark = pytest.mark.tmux
@@ -351,3 +352,39 @@ def test_bytes_pass_unchanged_both_ways(tmp_path: Path, seed: int) -> None:
         assert p.wait(timeout=30) == 0
         p.stdin.close()
     assert got.read_bytes() == payload
+
+
+@pytest.mark.parametrize("wrap", [True, False])
+def test_nested_tmux_wrap_reaches_the_outer_tmux(tmux: Tmux, tmp_path: Path, wrap: bool) -> None:
+    # An inner tmux (allow-passthrough on) runs in a pane of the outer one; the program
+    # runs under the relay in the inner pane. The probe is answered either way (the
+    # relay answers from inside); with --wrap the reports also cross the inner tmux to
+    # the outer pane, without it they stop at the inner tmux, which ignores them.
+    inner = f"pb-relay-inner-{secrets.token_hex(3)}"
+    conf = tmp_path / "inner.conf"
+    conf.write_text("set -g allow-passthrough on\nset -g status off\n")
+    go, result, marker = tmp_path / "go", tmp_path / "result.json", tmp_path / "marker"
+    # Written after the program, straight into passthrough: once the outer pane has it,
+    # everything the program wrote before it has been through the inner tmux.
+    marker.write_bytes(tmux_passthrough(encode_report("idle", app="marker")))
+    prog = q(PANEBOARD, "run", *(["--wrap"] if wrap else []), "--", PYTHON, PROBE, str(result))
+    inner_cmd = f"while [ ! -e {q(str(go))} ]; do sleep 0.05; done; {prog}; cat {q(str(marker))}; sleep 30"
+    start_inner = f"exec tmux -L {inner} -f {q(str(conf))} new-session -s in {q('sh -c ' + q(inner_cmd))}"
+    try:
+        pane = tmux.pane(start_inner, gate=False)
+        wait_for(lambda: subprocess.run(["tmux", "-L", inner, "has-session"], env=tmux.env).returncode == 0)
+        go.touch()
+        assert wait_for(lambda: read_json(result), what="the verdict")["verdict"] == "supported"
+
+        def reports() -> list:
+            return [e for e in Decoder().feed(pane.output()) if isinstance(e, StatusReport | ClearReport)]
+
+        wait_for(lambda: any(getattr(e, "app", None) == "marker" for e in reports()), what="the marker")
+        got = [
+            e.state if isinstance(e, StatusReport) else "clear"
+            for e in reports()
+            if getattr(e, "app", None) != "marker"
+        ]
+        assert got == (["working", "blocked", "clear", "done"] if wrap else [])
+    finally:
+        subprocess.run(["tmux", "-L", inner, "kill-server"], env=tmux.env, capture_output=True, timeout=10)
