@@ -47,7 +47,7 @@ def main() -> int:
         tty.setraw(fd, termios.TCSANOW)
         os.write(1, b"\x1b[>0q" + b"\x1b[?u" + b"\x1b]7501;?" + term + b"\x1b[c")
         buf = b""
-        deadline = time.monotonic() + 5.0
+        deadline = time.monotonic() + 15.0  # generous: the DA1 answer ends it early
         while verdict == "timeout" and time.monotonic() < deadline:
             r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             if not r:
