@@ -9,6 +9,7 @@ import secrets
 import signal
 import subprocess
 import termios
+import time
 from pathlib import Path
 
 import pytest
@@ -388,3 +389,33 @@ def test_nested_tmux_wrap_reaches_the_outer_tmux(tmux: Tmux, tmp_path: Path, wra
         assert got == (["working", "blocked", "clear", "done"] if wrap else [])
     finally:
         subprocess.run(["tmux", "-L", inner, "kill-server"], env=tmux.env, capture_output=True, timeout=10)
+
+
+def test_bg_lets_the_program_run_and_fg_takes_it_back(tmux: Tmux, tmp_path: Path) -> None:
+    # Ctrl-Z, then `bg`: the program goes on in the background (its output still shows)
+    # while bash has the terminal; the relay does not touch the terminal meanwhile.
+    ticks = tmp_path / "ticks"
+    pane = tmux.pane("PS1='$ ' exec bash --norc --noprofile -i", gate=False)
+    wait_for(lambda: "$" in pane.screen(), what="the bash prompt")
+    loop = f"for i in $(seq 1 40); do echo tick$i >> {q(str(ticks))}; sleep 0.1; done"
+    pane.keys(q(PANEBOARD, "run", "--", "sh", "-c", loop), "Enter")
+    wait_for(lambda: ticks.exists() and "tick2" in ticks.read_text(), what="the loop to run")
+    pane.keys("C-z")
+    wait_for(lambda: "Stopped" in pane.screen(), what="bash to report the job stopped")
+    stopped_at = len(ticks.read_text().splitlines())
+    pane.keys("bg", "Enter")
+    wait_for(
+        lambda: len(ticks.read_text().splitlines()) > stopped_at + 3,
+        what="the loop to go on in the background",
+    )
+    pane.keys(f"echo prompt-works > {q(str(tmp_path / 'fgcheck'))}", "Enter")
+    wait_for(lambda: (tmp_path / "fgcheck").exists(), what="bash to run a command meanwhile")
+    assert not _raw(tmux, pane.id)
+    wait_for(lambda: "tick40" in ticks.read_text(), what="the loop to finish")
+
+    def done() -> bool:
+        pane.keys("Enter")  # bash reports finished jobs when it next prints a prompt
+        time.sleep(0.2)
+        return "Done" in pane.screen()
+
+    wait_for(done, what="bash to report the job done")
