@@ -189,7 +189,7 @@ def main() -> int:
     args = ap.parse_args()
     rows = []
     for n in args.panes:
-        with tempfile.TemporaryDirectory(prefix="pb-bench-") as d:
+        with tempfile.TemporaryDirectory(prefix="pb-bench-", ignore_cleanup_errors=True) as d:
             work = Path(d)
             sshd = Sshd(work / "sshd").start()
             tmux = setup(n, args.rate, work)
