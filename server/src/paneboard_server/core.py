@@ -719,3 +719,34 @@ class Refresh(Op):
             p.records = recs.get(p.id, [])
             tx.panes[p.id] = p
             tx.refreshed.add(p.id)
+
+
+@dataclass
+class Purge(_Hooked):
+    """Panes gone for longer than retention keeps them: delete them and their history."""
+
+    before: float
+    removed: list[int] = field(default_factory=list)
+
+    async def apply(self, tx: Tx) -> None:
+        self.hook(tx)
+        ids = [
+            p.id
+            for p in tx.core.panes.values()
+            if p.gone_at is not None and p.gone_at < self.before and p.id not in tx.changed
+        ][:1000]
+        if not ids:
+            return
+        await tx.conn.execute(delete(s.history).where(s.history.c.pane_id.in_(ids)))
+        await tx.conn.execute(delete(s.pane_records).where(s.pane_records.c.pane_id.in_(ids)))
+        await tx.conn.execute(delete(s.panes).where(s.panes.c.id.in_(ids)))
+        self.removed.extend(ids)
+
+        def forget() -> None:
+            for pid in ids:
+                p = tx.core.panes.pop(pid, None)
+                if p is not None:
+                    tx.core.pane_ids.pop((p.host_id, p.tmux, p.pane), None)
+                tx.core.deadlines.forget(pid)
+
+        tx.after.append(forget)
