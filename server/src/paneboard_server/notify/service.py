@@ -90,7 +90,7 @@ class NotifyService:
         self.watch = WatchTracker(ttl=self.settings.watch_ttl)
         self.keys: VapidKeys | None = None
         self.dropped = 0
-        self._queue: asyncio.Queue[StateChange] = asyncio.Queue(QUEUE_MAX)
+        self._queue: asyncio.Queue[tuple[StateChange, frozenset[str]]] = asyncio.Queue(QUEUE_MAX)
         self._worker: asyncio.Task[None] | None = None
         self._http: aiohttp.ClientSession | None = None
 
@@ -116,7 +116,7 @@ class NotifyService:
         if not change.notable:
             return
         try:
-            self._queue.put_nowait(change)
+            self._queue.put_nowait((change, self.watch.watchers(self.clock())))
         except asyncio.QueueFull:
             self.dropped += 1
 
@@ -131,16 +131,19 @@ class NotifyService:
 
     async def _run(self) -> None:
         while True:
-            change = await self._queue.get()
+            change, watchers = await self._queue.get()
             try:
-                await self.handle(change)
+                await self.handle(change, watchers)
             except Exception:  # one bad change must not stop the notifier
                 log.exception("notifying about pane %s failed", change.pane_id)
             finally:
                 self._queue.task_done()
 
-    async def handle(self, change: StateChange) -> dict[str, int]:
+    async def handle(self, change: StateChange, watchers: frozenset[str] | None = None) -> dict[str, int]:
+        """Tell whoever should know; `watchers`: viewers watching when the change happened."""
         now = self.clock()
+        if watchers is None:
+            watchers = self.watch.watchers(now)
         dnd, mutes = await store.quiet_state(self.engine, now)
         counts = {"channels": 0, "push": 0, "quiet": 0, "watched": 0, "limited": 0}
         pane_db_id = _db_id(change.pane_id)
@@ -162,7 +165,7 @@ class NotifyService:
         for viewer_id, sub in await store.subscriptions(self.engine):
             if viewer_quiet(change, now, dnd=dnd, mutes=mutes, hours=hours.get(viewer_id or -1)):
                 counts["quiet"] += 1
-            elif viewer_id is not None and self.watch.watching(f"viewer:{viewer_id}", now):
+            elif viewer_id is not None and f"viewer:{viewer_id}" in watchers:
                 counts["watched"] += 1
             else:
                 targets.append(sub)
