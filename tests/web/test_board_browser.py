@@ -9,8 +9,10 @@ another pane's page open.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
+from pathlib import Path
 
 import pytest
 from support.tmux import wait_for
@@ -94,7 +96,7 @@ def test_a_report_in_tmux_changes_the_card_without_reload(page, board):
     wait_card_state(page, pid, "blocked")
     text = card(page, pid).inner_text()
     assert "(question)" in text and "Which branch should I use?" in text
-    assert "✋" in text  # icon and word, not colour alone
+    assert "⚠" in text  # icon and word, not colour alone
     assert page.evaluate("window.__sameDocument") is True  # no reload happened
     assert re.search(r"\(\d+ blocked", page.title())
     assert page.evaluate("document.getElementById('favicon').href").startswith("data:image/png")
@@ -210,7 +212,12 @@ def test_sanitizer_and_helpers_in_the_page(page):
 
 
 def test_phone_layout_and_wall_view_do_not_overflow(browser, board, tmp_path):
+    """Screenshots go to tmp_path (or $PANEBOARD_SCREENSHOTS, to keep them for a look)."""
     from .conftest import login
+
+    if os.environ.get("PANEBOARD_SCREENSHOTS"):
+        tmp_path = Path(os.environ["PANEBOARD_SCREENSHOTS"])
+        tmp_path.mkdir(parents=True, exist_ok=True)
 
     pane, pid = new_pane(board, "a-window-with-a-long-name-" + "x" * 40)
     board.report(pane, state="blocked", kind="permission", msg="L" * 300 + " overflow test")
