@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-12-02 13:47:08.581006
+Create Date: 2026-12-02 14:05:29.682563
 """
 
 from __future__ import annotations
@@ -120,9 +120,9 @@ def upgrade() -> None:
         sa.Column("host_id", sa.Integer(), nullable=False),
         sa.Column("tmux", sa.String(length=255), nullable=False),
         sa.Column("pane", sa.String(length=64), nullable=False),
-        sa.Column("session", sa.String(length=255), nullable=True),
-        sa.Column("window", sa.String(length=255), nullable=True),
-        sa.Column("agent", sa.String(length=128), nullable=True),
+        sa.Column("session", sa.Text(), nullable=True),
+        sa.Column("window", sa.Text(), nullable=True),
+        sa.Column("agent", sa.Text(), nullable=True),
         sa.Column("state", sa.String(length=16), nullable=True),
         sa.Column("kind", sa.String(length=32), nullable=True),
         sa.Column("msg", sa.Text(), nullable=True),
@@ -130,7 +130,7 @@ def upgrade() -> None:
         sa.Column("progress", sa.Integer(), nullable=True),
         sa.Column("source", sa.String(length=16), nullable=True),
         sa.Column("observable", sa.Boolean(), nullable=False),
-        sa.Column("process", sa.String(length=255), nullable=True),
+        sa.Column("process", sa.Text(), nullable=True),
         sa.Column("since", sa.Float(), nullable=True),
         sa.Column("last_seen", sa.Float(), nullable=True),
         sa.Column("evidence", sa.JSON(), nullable=True),
@@ -159,7 +159,7 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("pane_id", sa.Integer(), nullable=False),
         sa.Column("t", sa.Float(), nullable=False),
-        sa.Column("agent", sa.String(length=128), nullable=True),
+        sa.Column("agent", sa.Text(), nullable=True),
         sa.Column("state", sa.String(length=16), nullable=True),
         sa.Column("kind", sa.String(length=32), nullable=True),
         sa.Column("msg", sa.Text(), nullable=True),
@@ -194,7 +194,7 @@ def upgrade() -> None:
         sa.Column("record_id", sa.String(length=255), nullable=False),
         sa.Column("state", sa.String(length=16), nullable=True),
         sa.Column("kind", sa.String(length=32), nullable=True),
-        sa.Column("app", sa.String(length=128), nullable=True),
+        sa.Column("app", sa.Text(), nullable=True),
         sa.Column("msg", sa.Text(), nullable=True),
         sa.Column("title", sa.Text(), nullable=True),
         sa.Column("data", sa.JSON(), nullable=True),

@@ -111,10 +111,20 @@ def make_targets(hosts: Sequence[HostConfig]) -> list:
 
 
 async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]) -> int:
-    from paneboard_agent._protocol import load_rules
+    from paneboard_protocol.rules import load_rules
+
     from paneboard_agent.collector import Collector, Options
 
-    rules = load_rules(config.rules_dir)
+    try:
+        rules = load_rules(config.rules_dir)
+    except OSError as exc:  # the bundled manifests are missing from this installation
+        print(
+            f"paneboard agent: rules: bundled manifests unavailable ({exc}); using user rules only",
+            file=sys.stderr,
+        )
+        rules = load_rules(config.rules_dir, bundled=False)
+    for err in rules.errors:
+        print(f"paneboard agent: rules: {err}", file=sys.stderr)
     options = Options(poll_interval=config.poll_interval, transports=config.transports, rules=rules)
     uplink = None
     if args.stdout:

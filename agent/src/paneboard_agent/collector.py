@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from paneboard_protocol.classifier import PaneClassifier
+from paneboard_protocol.decoder import Decoder
 from paneboard_protocol.events import AgentReport, ClearReport, StatusReport
 
-from paneboard_agent._protocol import Decoder, PaneClassifier
 from paneboard_agent.control import (
     CommandError,
     ControlClient,
@@ -170,6 +171,8 @@ class TmuxWatcher:
         self._capture_sem = asyncio.Semaphore(options.captures_at_once)
         self._attach_failures: dict[str, float] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # the classifier sees a name only; "docker exec"-style entries are judged here
+        self._classifier_transports = [t for t in options.transports if " " not in t]
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -389,7 +392,7 @@ class TmuxWatcher:
             key=PaneKey(self.host, self.target.label, pane_id),
             session=session,
             decoder=Decoder(),
-            classifier=PaneClassifier(self.opt.rules),
+            classifier=PaneClassifier(self.opt.rules, transports=self._classifier_transports),
         )
         self.panes[pane_id] = pane
         return pane
@@ -466,6 +469,17 @@ class TmuxWatcher:
         for pane in self.panes.values():
             if pane.obs is not None and pane.obs.pid:
                 pids.add(pane.obs.pid)  # the foreground leaders seen last time: their arguments
+        procs = await self._ps_run(pids)
+        if procs is None:
+            return None
+        # a foreground leader seen for the first time: one more `ps` for its arguments
+        missing = {p.tpgid for p in procs.values() if p.tpgid > 0 and p.tpgid not in procs}
+        if missing:
+            more = await self._ps_run(missing)
+            procs.update(more or {})
+        return procs
+
+    async def _ps_run(self, pids: set[int]) -> dict[int, Any] | None:
         res = await self.t.run(ps_argv(pids), timeout=10)
         if res.returncode not in (0, 1) or (res.returncode == 1 and not res.stdout and res.stderr):
             return None

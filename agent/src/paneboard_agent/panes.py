@@ -66,6 +66,12 @@ DEFAULT_TRANSPORTS = (
 )
 
 
+#: interpreters whose script, not their own name, identifies the program
+INTERPRETERS = frozenset({"node", "nodejs", "bun", "deno", "python", "python3", "npx", "uv", "uvx"})
+#: a foreground command line is cut here before it reaches the classifier
+MAX_ARGS = 512
+
+
 @dataclass(frozen=True, slots=True)
 class PaneInfo:
     session_id: str
@@ -194,6 +200,9 @@ def observe(
         return Observation(None, fg_pid, True)
     if procs is not None and fg_pid is None:
         return Observation(name, None, False)  # tmux names something, but no tty group: unknown
+    if fg_args and (name in INTERPRETERS or name.startswith("python3.")):
+        # `node /x/claude/cli.js`: the classifier unwraps interpreters to their script (RI-1)
+        return Observation(fg_args[:MAX_ARGS], fg_pid, True)
     return Observation(name, fg_pid, True)
 
 

@@ -162,6 +162,12 @@ class UplinkSink:
                 self._note(f"server closed the uplink: {why}")
                 if rcvd is not None and rcvd.code == 4401:
                     delay = self.backoff[1]
+                if rcvd is not None and rcvd.code in (1007, 1009):
+                    # The server will refuse the same bytes again: resending them would loop.
+                    # Start over from a fresh snapshot (what the panes show now), slowly.
+                    self.inflight.clear()
+                    self._need_snapshot = True
+                    delay = self.backoff[1]
             except InvalidStatus as exc:
                 self._note(f"server refused the uplink: HTTP {exc.response.status_code}")
             except InvalidURI as exc:
@@ -210,7 +216,6 @@ class UplinkSink:
             for msg in self.inflight.values():
                 await ws.send(json.dumps(msg))
         self.connected.set()
-        self.last_error = None
         reader = asyncio.create_task(self._reader(ws))
         try:
             while True:
@@ -240,6 +245,7 @@ class UplinkSink:
             kind = msg.get("type")
             if kind == "ack" and isinstance(msg.get("seq"), int):
                 self._ack(msg["seq"])
+                self.last_error = None
                 self._wake.set()
             elif kind == "resync":
                 log.info("server asked for a snapshot: %s", msg.get("reason"))

@@ -55,12 +55,17 @@ class Debouncer:
         self.released: Reading = None
         self.primed = False  # a first reading has been taken
         self._pending: _Pending | None = None
+        # State before the first reading at the latest instant: several readings at one
+        # instant collapse into the last one, so however the input was chunked, the
+        # result is the same.
+        self._instant: tuple[float, Reading, bool, _Pending | None] | None = None
 
     def reset(self) -> None:
         """A different manifest now applies: the next reading is a first classification."""
         self.released = None
         self.primed = False
         self._pending = None
+        self._instant = None
 
     def deadline(self) -> float | None:
         """When the pending transition releases, if one is pending."""
@@ -82,6 +87,16 @@ class Debouncer:
     def offer(self, now: float, reading: Reading) -> None:
         """A new screen reading at `now`."""
         self.advance(now)
+        inst = self._instant
+        if inst is not None and inst[0] == now:
+            _, self.released, self.primed, pending = inst
+            self._pending = (
+                None if pending is None else _Pending(pending.reading, pending.opened, pending.since)
+            )
+        else:
+            pending = self._pending
+            snapshot = None if pending is None else _Pending(pending.reading, pending.opened, pending.since)
+            self._instant = (now, self.released, self.primed, snapshot)
         if not self.primed:
             self.primed = True
             self.released = reading

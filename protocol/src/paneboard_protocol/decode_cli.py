@@ -13,11 +13,14 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import BinaryIO, NoReturn
 
 from paneboard_protocol.decoder import Decoder
+from paneboard_protocol.events import Event
 
 CHUNK = 1 << 16
 PROG = "paneboard decode"
@@ -58,17 +61,41 @@ def _describe(exc: OSError, path: str) -> str:
     return f"{PROG}: cannot read {where}: {exc.strerror or exc}"
 
 
-def _run(stream: BinaryIO, decoder: Decoder, write: Callable[[str], object]) -> None:
+_NON_ASCII = re.compile(r"[^\x00-\x7e]")
+_UNSAFE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    if unicodedata.category(ch) not in _UNSAFE:
+        return ch
+    code = ord(ch)
+    if code > 0xFFFF:
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def to_line(event: Event) -> str:
+    """One NDJSON line: readable UTF-8, but every control, bidi or invisible character
+    escaped as `\\uXXXX`, so untrusted text can never drive the terminal showing it."""
+    text = json.dumps(event.to_json(), ensure_ascii=False)
+    if not text.isascii():
+        text = _NON_ASCII.sub(_escape, text)
+    return text + "\n"
+
+
+def _run(stream: BinaryIO, decoder: Decoder, write: Callable[[bytes], object]) -> None:
     while True:
         chunk = stream.read(CHUNK)
         if not chunk:
             break
         events = decoder.feed(chunk)
         if events:
-            write("".join(json.dumps(e.to_json()) + "\n" for e in events))
+            write("".join(map(to_line, events)).encode())
     events = decoder.close()
     if events:
-        write("".join(json.dumps(e.to_json()) + "\n" for e in events))
+        write("".join(map(to_line, events)).encode())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,8 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     decoder = Decoder(rejections=args.all)
     try:
         with contextlib.nullcontext(stream) if args.file == "-" else stream:
-            _run(stream, decoder, sys.stdout.write)
-        sys.stdout.flush()
+            _run(stream, decoder, sys.stdout.buffer.write)
+        sys.stdout.buffer.flush()
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python's exit-time flush
         # of the dead pipe from printing a traceback.

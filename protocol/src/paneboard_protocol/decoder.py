@@ -289,13 +289,11 @@ class Decoder:
                 i += take
                 self._pfx = k + take
                 if self._pfx == len(_PT_PREFIX):
-                    if self._depth >= MAX_PASSTHROUGH_DEPTH:
-                        self._state = _STR
-                        self._reject(out, "framing", f"tmux passthrough nested more than {self._depth} deep")
-                    else:
-                        self._state = _PT
-                        self._buf.clear()
-                        self._overflow = False
+                    # Too deep an envelope is still framed as one (its ESCs are paired), so
+                    # its end is found where it really is; only its content is dropped.
+                    self._state = _PT
+                    self._buf.clear()
+                    self._overflow = self._depth >= MAX_PASSTHROUGH_DEPTH
             elif state == _PT:
                 m = _STR_END_RE.search(data, i)
                 end = m.start() if m else n
@@ -409,7 +407,9 @@ class Decoder:
 
     def _pt_finish(self, out: list[Event]) -> None:
         self._state = _GROUND
-        if self._overflow:
+        if self._overflow and self._depth >= MAX_PASSTHROUGH_DEPTH:
+            self._reject(out, "framing", f"tmux passthrough nested more than {self._depth} deep; discarded")
+        elif self._overflow:
             self._reject(out, "framing", f"tmux passthrough longer than {MAX_PASSTHROUGH} bytes; discarded")
         else:
             inner = Decoder(self.rejections, _depth=self._depth + 1)

@@ -252,8 +252,6 @@ class Manifest:
 
 
 def _str_list(value: Any, key: str) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ManifestError(f"{key} must be a list of strings (TA-19)")
     return value

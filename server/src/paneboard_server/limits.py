@@ -23,10 +23,6 @@ DOCS_CSP = (
 )
 
 
-class BodyTooLarge(Exception):
-    pass
-
-
 class Guard:
     def __init__(self, app: ASGIApp, max_body: int) -> None:
         self.app = app
@@ -56,18 +52,29 @@ class Guard:
                     return
         received = 0
         started = False
+        rejected = False
 
         async def limited_receive() -> Message:
-            nonlocal received
+            nonlocal received, started, rejected
+            if rejected:
+                return {"type": "http.disconnect"}
             msg = await receive()
             if msg["type"] == "http.request":
                 received += len(msg.get("body", b""))
                 if received > self.max_body:
-                    raise BodyTooLarge
+                    # Answer now and tell the application the client went away: whatever it
+                    # does with the truncated body, nothing it sends reaches the client.
+                    rejected = True
+                    if not started:
+                        started = True
+                        await _reply_413(send, self.max_body, extra)
+                    return {"type": "http.disconnect"}
             return msg
 
         async def send_with_headers(msg: Message) -> None:
             nonlocal started
+            if rejected:
+                return
             if msg["type"] == "http.response.start":
                 started = True
                 headers = list(msg.get("headers", []))
@@ -78,9 +85,9 @@ class Guard:
 
         try:
             await self.app(scope, limited_receive, send_with_headers)
-        except BodyTooLarge:
-            if not started:
-                await _reply_413(send, self.max_body, extra)
+        except Exception:
+            if not rejected:
+                raise
 
 
 async def _reply_413(send: Send, limit: int, extra: list[tuple[bytes, bytes]]) -> None:

@@ -10,14 +10,20 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .database import DatabaseError, redact
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# The newest revision in migrations/versions. Kept here so the start-up check does not
+# import Alembic (most of a CLI command's start-up time); a test keeps it in step.
+HEAD = "0001"
 
 
 def migrations_dir() -> Path:
@@ -31,6 +37,8 @@ def migrations_dir() -> Path:
 
 
 def alembic_config(url: str) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(migrations_dir()))
     cfg.attributes["url"] = url
@@ -38,20 +46,37 @@ def alembic_config(url: str) -> Config:
 
 
 def head_revision() -> str:
+    return HEAD
+
+
+def script_head() -> str | None:
+    """The head according to the migration scripts themselves (imports Alembic)."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
+def known_revisions() -> set[str]:
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory.from_config(alembic_config("sqlite://"))
-    head = script.get_current_head()
-    assert head is not None
-    return head
+    return {rev.revision for rev in script.walk_revisions()}
 
 
 def upgrade(url: str, revision: str = "head") -> None:
     """Run the migrations (synchronously; Alembic's env.py runs its own event loop)."""
+    from alembic import command
+
     command.upgrade(alembic_config(url), revision)
 
 
 async def current_revision(engine: AsyncEngine) -> str | None:
     async with engine.connect() as conn:
-        return await conn.run_sync(lambda c: MigrationContext.configure(c).get_current_revision())
+        try:
+            rows = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
+        except DBAPIError:
+            return None
+    return rows[0][0] if rows else None
 
 
 async def check_schema(engine: AsyncEngine) -> None:
@@ -65,9 +90,7 @@ async def check_schema(engine: AsyncEngine) -> None:
         raise DatabaseError(
             f"database {where} is not initialised: run `paneboard db upgrade` (or serve with --migrate)"
         )
-    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
-    known = {rev.revision for rev in script.walk_revisions()}
-    if current not in known:
+    if current not in known_revisions():
         raise DatabaseError(
             f"database {where} is at revision {current}, newer than this paneboard knows ({head}): "
             "upgrade paneboard"

@@ -52,10 +52,31 @@ def deadline(evidence: dict[str, Any] | None, now: float) -> float | None:
 
 
 def mark_seen(evidence: dict[str, Any] | None, now: float) -> dict[str, Any] | None:
-    """The evidence after the user has looked (done -> idle), if the classifier says how."""
-    if not evidence or evidence_mark_seen is None:
+    """The evidence after the user has looked: the rule of `PaneClassifier.mark_seen`.
+
+    The live process's `done` records become `idle`; results left by an earlier
+    process (`done`/`error` of another generation) go (P7501-8, RI-5). The collector
+    applies the same rule to its own classifier when the server forwards the "seen".
+    """
+    if not evidence or not isinstance(evidence.get("records"), list):
         return None
-    try:
-        return evidence_mark_seen(evidence, now)
-    except Exception:
-        return None
+    if evidence_mark_seen is not None:
+        try:
+            return evidence_mark_seen(evidence, now)
+        except Exception:
+            return None
+    proc = evidence.get("process") or {}
+    gen = proc.get("gen")
+    seq = max((int(r.get("seq") or 0) for r in evidence["records"] if isinstance(r, dict)), default=0)
+    out = []
+    for r in evidence["records"]:
+        if not isinstance(r, dict):
+            continue
+        if r.get("gen") != gen:
+            if r.get("state") in {"done", "error"}:
+                continue
+        elif r.get("state") == "done":
+            seq += 1
+            r = {**r, "state": "idle", "updated": now, "seq": seq}
+        out.append(r)
+    return {**evidence, "records": out}

@@ -34,8 +34,8 @@ class PaneIn(_Msg):
     """`PaneUpdate.wire_json()` as the collector sends it."""
 
     key: Key
-    session: ShortText = ""
-    window: ShortText = ""
+    session: LongText = ""
+    window: LongText = ""
     agent: ShortText | None = None
     state: STATES | None = None
     kind: Annotated[str, Field(max_length=32)] | None = None
@@ -46,7 +46,7 @@ class PaneIn(_Msg):
     title: LongText | None = None
     progress: Annotated[int, Field(ge=0, le=100)] | None = None
     since: Time | None = None
-    process: ShortText | None = None
+    process: LongText | None = None
     records: Annotated[list[dict[str, Any]], Field(max_length=64)] = []
     evidence: dict[str, Any] = {}
 

@@ -1,0 +1,274 @@
+"""`paneboard replay TRACE.jsonl [--rules DIR]` / `--raw FILE`: drive the classifier from a trace.
+
+This is how a rule author checks a manifest against a recorded session, and how our
+own tests replay one hand-written trace per spec rule through the real command. It
+prints the pane's classification each time it changes, including changes that come
+from time alone: a debounce that releases at t+0.45 prints at t+0.45, and a contract
+that goes stale prints at its staleness instant (deadlines are evaluated between trace
+lines). A bad line is reported with its line number and skipped; the exit status is 1
+if any line was bad.
+
+Trace lines (JSON objects, `t` in unix seconds, never decreasing):
+  {"t": …, "output": "<text, escapes as \\u001b>"}   or "output_b64": "<base64 bytes>"
+  {"t": …, "process": "claude", "pid": 12}         null: back to the shell / exited
+  {"t": …, "observable": false}                    the current process cannot be observed
+  {"t": …, "screen": "<visible text>"}
+  {"t": …, "seen": true}                           the user looked at the pane
+  {"t": …}                                         time passes
+Keys may be combined on one line; they apply in the order process/observable, output,
+screen, seen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import json
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn, TextIO
+
+from paneboard_protocol.arbitration import Classification
+from paneboard_protocol.classifier import PaneClassifier
+from paneboard_protocol.debounce import CAP
+from paneboard_protocol.decoder import Decoder
+from paneboard_protocol.rules import RuleSet, load_rules
+
+PROG = "paneboard replay"
+KEYS = frozenset({"t", "output", "output_b64", "process", "pid", "observable", "screen", "seen"})
+MAX_LINE = 16 * 1024 * 1024
+"""A trace line longer than this is refused rather than read into memory whole."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{PROG}: {message} (try `{PROG} --help`)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        description="Drive the pane classifier from a recorded trace and print the classification "
+        "each time it changes, as JSON lines {t, agent, state, kind, source, msg}.",
+    )
+    p.add_argument("trace", nargs="?", metavar="TRACE.jsonl", help="the trace to replay ('-': stdin)")
+    p.add_argument(
+        "--raw", metavar="FILE", help="replay a plain `tmux pipe-pane` capture, all at one time stamp"
+    )
+    p.add_argument(
+        "--process", metavar="NAME", help="with --raw: the pane's foreground process (e.g. claude)"
+    )
+    p.add_argument(
+        "--rules",
+        metavar="DIR",
+        help="user rules directory (TA-17); default $PANEBOARD_RULES or ~/.config/paneboard/rules",
+    )
+    return p
+
+
+class BadLine(ValueError):
+    """A trace line that cannot be applied."""
+
+
+def _key(c: Classification) -> tuple[Any, ...]:
+    return (c.agent, c.state, c.kind, c.source, c.msg)
+
+
+def _out(t: float, c: Classification) -> dict[str, Any]:
+    return {
+        "t": round(t, 6),
+        "agent": c.agent,
+        "state": c.state,
+        "kind": c.kind,
+        "source": c.source,
+        "msg": c.msg,
+    }
+
+
+class Replayer:
+    """Feeds trace lines to one classifier and writes each change of classification."""
+
+    def __init__(self, rules: RuleSet | None, out: TextIO) -> None:
+        self.c = PaneClassifier(rules)
+        self.decoder = Decoder(rejections=True)
+        self.out = out
+        self.now: float | None = None
+        self.printed = _key(Classification())
+        self.proc: tuple[str | None, int | None] = (None, None)
+
+    def _emit(self, t: float) -> None:
+        got = self.c.classification(t)
+        if _key(got) != self.printed:
+            self.printed = _key(got)
+            self.out.write(json.dumps(_out(t, got), ensure_ascii=False) + "\n")
+
+    def advance_to(self, t: float) -> None:
+        """Evaluate every deadline up to and including `t`, printing changes at their own time."""
+        if self.now is None:
+            self.now = t
+            return
+        while True:
+            d = self.c.next_deadline(self.now)
+            if d is None or d > t:
+                break
+            self.now = d
+            self._emit(d)
+        self.now = t
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        t = obj["t"]
+        self.advance_to(t)
+        if "process" in obj or "observable" in obj:
+            name, pid = self.proc
+            if "process" in obj:
+                name, pid = obj["process"], obj.get("pid")
+            self.proc = (name, pid)
+            self.c.set_process(t, name, pid, obj.get("observable", True))
+        if "output" in obj or "output_b64" in obj:
+            data = obj["_bytes"]
+            self.c.feed(t, self.decoder.feed(data))
+        if "screen" in obj:
+            self.c.set_screen(t, obj["screen"])
+        if obj.get("seen"):
+            self.c.mark_seen(t)
+        self._emit(t)
+
+    def finish(self) -> None:
+        """Let a pending debounce release after the last line (bounded: no staleness hours later)."""
+        if self.now is None:
+            return
+        end = self.now + CAP
+        self.c.feed(self.now, self.decoder.close())
+        self._emit(self.now)
+        self.advance_to(end)
+
+
+def parse_line(text: str, previous_t: float | None) -> dict[str, Any]:
+    """Validate one trace line; raises BadLine with a reason a person can act on."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadLine(f"not JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise BadLine("a trace line must be a JSON object")
+    unknown = sorted(set(obj) - KEYS)
+    if unknown:
+        raise BadLine(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(KEYS))})")
+    t = obj.get("t")
+    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
+        raise BadLine("missing or invalid 't' (unix seconds, a number)")
+    if previous_t is not None and t < previous_t:
+        raise BadLine(f"time goes backwards ({t} after {previous_t})")
+    if "output" in obj and "output_b64" in obj:
+        raise BadLine("give 'output' or 'output_b64', not both")
+    if "output" in obj:
+        if not isinstance(obj["output"], str):
+            raise BadLine("'output' must be a string")
+        obj["_bytes"] = obj["output"].encode("utf-8", "surrogateescape")
+    if "output_b64" in obj:
+        if not isinstance(obj["output_b64"], str):
+            raise BadLine("'output_b64' must be a base64 string")
+        try:
+            obj["_bytes"] = base64.b64decode(obj["output_b64"], validate=True)
+        except (binascii.Error, ValueError):
+            raise BadLine("'output_b64' is not valid base64") from None
+    if "process" in obj and obj["process"] is not None and not isinstance(obj["process"], str):
+        raise BadLine("'process' must be a string or null")
+    if "pid" in obj and (isinstance(obj["pid"], bool) or not isinstance(obj["pid"], int | None)):
+        raise BadLine("'pid' must be an integer")
+    if "observable" in obj and not isinstance(obj["observable"], bool):
+        raise BadLine("'observable' must be true or false")
+    if "screen" in obj and obj["screen"] is not None and not isinstance(obj["screen"], str):
+        raise BadLine("'screen' must be a string")
+    if "seen" in obj and not isinstance(obj["seen"], bool):
+        raise BadLine("'seen' must be true or false")
+    return obj
+
+
+def _load(rules_dir: str | None) -> RuleSet:
+    rules = load_rules(rules_dir)
+    for err in rules.errors:
+        print(f"{PROG}: rules: {err}", file=sys.stderr)
+    return rules
+
+
+def _replay_trace(path: str, rules: RuleSet) -> int:
+    name = "<stdin>" if path == "-" else path
+    stream: TextIO
+    try:
+        stream = sys.stdin if path == "-" else open(path, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
+    except OSError as exc:
+        print(f"{PROG}: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    r = Replayer(rules, sys.stdout)
+    bad = 0
+    last_t: float | None = None
+    with stream:
+        for lineno, raw in enumerate(_bounded_lines(stream), start=1):
+            if raw is None:
+                print(f"{PROG}: {name}:{lineno}: line longer than {MAX_LINE} bytes, skipped", file=sys.stderr)
+                bad += 1
+                continue
+            if not raw.strip():
+                continue
+            try:
+                obj = parse_line(raw, last_t)
+            except BadLine as exc:
+                print(f"{PROG}: {name}:{lineno}: {exc}", file=sys.stderr)
+                bad += 1
+                continue
+            last_t = obj["t"]
+            r.apply(obj)
+    r.finish()
+    return 1 if bad else 0
+
+
+def _bounded_lines(stream: TextIO):
+    """Lines of the stream, None for a line over MAX_LINE (its rest is skipped)."""
+    while True:
+        line = stream.readline(MAX_LINE + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE and not line.endswith("\n"):
+            while True:
+                rest = stream.readline(MAX_LINE)
+                if not rest or rest.endswith("\n"):
+                    break
+            yield None
+            continue
+        yield line
+
+
+def _replay_raw(path: str, rules: RuleSet, process: str | None) -> int:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        print(f"{PROG}: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    r = Replayer(rules, sys.stdout)
+    obj: dict[str, Any] = {"t": 0.0, "output_b64": "", "_bytes": data}
+    if process:
+        obj["process"] = process
+    r.apply(obj)
+    r.finish()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if (args.trace is None) == (args.raw is None):
+        print(f"{PROG}: give a TRACE.jsonl or --raw FILE (try `{PROG} --help`)", file=sys.stderr)
+        return 2
+    if args.process and not args.raw:
+        print(f"{PROG}: --process only goes with --raw (a trace says its process itself)", file=sys.stderr)
+        return 2
+    rules = _load(args.rules)
+    try:
+        if args.raw is not None:
+            return _replay_raw(args.raw, rules, args.process)
+        return _replay_trace(args.trace, rules)
+    except BrokenPipeError:
+        return 0
