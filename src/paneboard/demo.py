@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -64,10 +65,12 @@ def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise DemoError(f"the server exited early (status {proc.returncode})")
-        with contextlib.suppress(urllib.error.URLError, OSError):
-            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
-                if response.status == 200:
-                    return
+        with (
+            contextlib.suppress(urllib.error.URLError, OSError),
+            urllib.request.urlopen(f"{url}/healthz", timeout=2) as response,
+        ):
+            if response.status == 200:
+                return
         time.sleep(0.2)
     raise DemoError(f"the server did not answer {url}/healthz within {timeout:.0f} s")
 
@@ -113,19 +116,32 @@ class Demo:
             "agent.log",
         )
 
+    def _pane_command(self, agent: str) -> str:
+        """The shell command a demo pane runs.
+
+        `claude` runs behind `paneboard run`, as the README tells real Claude Code users
+        to; `codex` and `remote` are exec'd with the argv[0] of the program they play,
+        which is what tmux's `#{pane_current_command}` shows (the venv is passed on as
+        PYTHONPATH because a renamed interpreter no longer finds its pyvenv.cfg).
+        """
+        python = shlex.quote(sys.executable)
+        if agent == "claude":
+            return f"{python} -m paneboard.cli run -- {python} -m paneboard.demo_agents claude"
+        if agent in {"codex", "remote"}:
+            argv0 = "codex" if agent == "codex" else "ssh"
+            path = shlex.quote(os.pathsep.join(p for p in sys.path if p))
+            inner = f"PYTHONPATH={path} exec -a {argv0} {python} -m paneboard.demo_agents {agent}"
+            return f"bash -c {shlex.quote(inner)}"
+        return f"{python} -m paneboard.demo_agents {agent}"
+
     def _start_tmux(self) -> None:
         tmux = ["tmux", "-L", self.tmux_socket, "-f", "/dev/null"]
-        first = True
-        for window, agent in DEMO_PANES:
-            command = " ".join(
-                [sys.executable, "-m", "paneboard.demo_agents", agent]
-            )
-            if first:
+        for index, (window, agent) in enumerate(DEMO_PANES):
+            if index == 0:
                 args = [*tmux, "new-session", "-d", "-s", "demo", "-n", window, "-x", "160", "-y", "40"]
-                first = False
             else:
                 args = [*tmux, "new-window", "-d", "-t", "demo", "-n", window]
-            subprocess.run([*args, command], env=self.env, check=True, timeout=30)
+            subprocess.run([*args, self._pane_command(agent)], env=self.env, check=True, timeout=30)
 
     def _spawn(self, args: list[str], log_name: str) -> subprocess.Popen[bytes]:
         log = open(self.workdir / log_name, "wb")  # noqa: SIM115 - lives as long as the child

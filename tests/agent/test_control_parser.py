@@ -151,13 +151,13 @@ def test_version_and_attach_degrade() -> None:
     assert parse_version("tmux 3.3a") == (3, 3)
     assert parse_version("tmux next-3.5") == (3, 5)
     assert parse_version("garbage") == (0, 0)
-    new = attach_argv(["tmux", "-L", "x"], "s", (3, 3), 5)
+    new = attach_argv(["tmux", "-u", "-L", "x"], "s", (3, 3), 5)
     assert new == [
         "tmux",
+        "-u",
         "-L",
         "x",
         "-N",
-        "-u",
         "-C",
         "attach-session",
         "-t",

@@ -242,3 +242,20 @@ def test_bundled_sample_has_the_expected_story():
     assert len(wrapped) == 1
     assert SAMPLE.read_bytes()[wrapped[0]["offset"] : wrapped[0]["offset"] + 7] == b"\x1bPtmux;"
     assert [e["reason"] for e in events if e["type"] == "rejected"] == ["unknown state 'paused'"]
+
+
+@pytest.mark.parametrize(
+    ("fd", "needle"), [(0, b"standard input: it is closed"), (1, b"standard output is closed")]
+)
+def test_decode_closed_std_stream_is_one_line(fd, needle):
+    result = subprocess.run(
+        [sys.executable, "-m", "paneboard.cli", "decode", "-" if fd == 0 else str(SAMPLE)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if fd == 0 else None,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.close(fd),
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.count(b"\n") == 1 and needle in result.stderr

@@ -311,3 +311,18 @@ def test_F_5_strict_b64(text, ok):
             strict_b64decode(text)
     else:
         assert strict_b64decode(text) == ok
+
+
+def test_F_2_passthrough_with_undoubled_inner_st_explains_itself():
+    # A common emitter bug: the inner ST's ESC is not doubled, so it ends the envelope.
+    data = b"\x1bPtmux;\x1b\x1b]7501;state=done\x1b\\\x1b\\"
+    (ev,) = decode(data)
+    assert isinstance(ev, Rejected) and ev.proto == "osc7501" and ev.offset == 0
+    assert "unterminated at the end of its tmux passthrough envelope" in ev.reason
+
+
+def test_F_4_close_starts_a_new_stream():
+    d = Decoder()
+    d.feed(b"xxxx\x1b]7501;state=work")
+    d.close()
+    assert d.feed(r7501("state=idle"))[0].offset == 0

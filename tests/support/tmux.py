@@ -86,3 +86,50 @@ def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(interval)
+
+
+class TerminalClient:
+    """A real tmux client on a pty, read continuously: a person's terminal, attached.
+
+    Flow control depends on it: with only a control client attached, tmux simply stops
+    reading a pane whose output nobody takes; with a terminal attached it keeps
+    reading, and a control client that falls behind gets `%pause` instead.
+    """
+
+    def __init__(self, server: TmuxServer, session: str = "main") -> None:
+        import pty
+        import threading
+
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen(
+            [*server.base(), "attach-session", "-t", session],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env={**server.env, "TERM": "xterm-256color"},
+            start_new_session=True,
+        )
+        os.close(slave)
+        self.read_bytes = 0
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.read_bytes += len(chunk)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        os.close(self.master)
+        self._thread.join(timeout=5)

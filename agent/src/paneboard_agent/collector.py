@@ -335,6 +335,12 @@ class TmuxWatcher:
             if pane.classifier.wants_screen:
                 self._settle(pane, now)
         elif isinstance(note, Pause):
+            log.info(
+                "%s: tmux paused %s (we fell %ds behind); continuing",
+                self.host,
+                note.pane,
+                self.opt.pause_after,
+            )
             pane = self.panes.get(note.pane)
             await client.send_nowait(f"refresh-client -A '{note.pane}:continue'")
             if pane is not None and pane.session == client.session:
@@ -407,15 +413,23 @@ class TmuxWatcher:
         self._apply(infos, procs, time.time())
 
     async def _sync_sessions(self) -> None:
-        res = await self.t.run([*self.base, "list-sessions", "-F", SESSION_FORMAT])
-        if res.returncode != 0:
-            if any(s in res.stderr for s in _NO_SERVER):
-                sessions: list[tuple[str, str]] = []
+        sessions: list[tuple[str, str]] | None = None
+        control = self._any_client()
+        if control is not None:
+            try:
+                block = await control.command(f"list-sessions -F '{SESSION_FORMAT}'")
+                sessions = parse_sessions(block.lines)
+            except (TransportError, CommandError):
+                sessions = None
+        if sessions is None:
+            res = await self.t.run([*self.base, "list-sessions", "-F", SESSION_FORMAT])
+            if res.returncode != 0:
+                if not any(s in res.stderr for s in _NO_SERVER):
+                    err = res.stderr.decode(errors="replace").strip()
+                    raise TransportError(f"{self.host}: tmux list-sessions failed: {err}")
+                sessions = []
             else:
-                err = res.stderr.decode(errors="replace").strip()
-                raise TransportError(f"{self.host}: tmux list-sessions failed: {err}")
-        else:
-            sessions = parse_sessions(res.stdout.splitlines())
+                sessions = parse_sessions(res.stdout.splitlines())
         wanted = [n for _, n in sessions if session_selected(n, self.target.include, self.target.exclude)]
         for name in list(self.clients):
             if name not in wanted:

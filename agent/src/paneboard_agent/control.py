@@ -307,12 +307,16 @@ def check_read_only(command: str) -> None:
 
 
 def tmux_base(socket: str | None, socket_path: str | None) -> list[str]:
-    """`tmux` with the server selected: -S path, -L name, or the default server."""
+    """`tmux -u` with the server selected: -S path, -L name, or the default server.
+
+    `-u`: without it a client in a locale-less environment (an SSH exec channel) gets
+    every control byte of a reply, tabs included, replaced by `_`.
+    """
     if socket_path:
-        return ["tmux", "-S", socket_path]
+        return ["tmux", "-u", "-S", socket_path]
     if socket:
-        return ["tmux", "-L", socket]
-    return ["tmux"]
+        return ["tmux", "-u", "-L", socket]
+    return ["tmux", "-u"]
 
 
 def parse_version(text: str) -> tuple[int, int]:
@@ -325,8 +329,8 @@ def attach_argv(base: list[str], session: str, version: tuple[int, int], pause_a
     """The control client's command line; tmux < 3.2 lacks -N and -f flags, so degrade."""
     if version >= (3, 2):
         flags = f"ignore-size,read-only,pause-after={pause_after}"
-        return [*base, "-N", "-u", "-C", "attach-session", "-t", f"={session}", "-f", flags]
-    return [*base, "-u", "-C", "attach-session", "-r", "-t", f"={session}"]
+        return [*base, "-N", "-C", "attach-session", "-t", f"={session}", "-f", flags]
+    return [*base, "-C", "attach-session", "-r", "-t", f"={session}"]
 
 
 Handler = Callable[["ControlClient", Notification], Awaitable[None]]
@@ -348,6 +352,9 @@ class ControlClient:
         self._pending: deque[asyncio.Future[Block]] = deque()
         self._write_lock = asyncio.Lock()
         self.closed = asyncio.Event()
+        # tmux answers commands that arrive before attach-session finished as if no
+        # session were attached (and may then exit): nothing is sent before this is set
+        self.ready = asyncio.Event()
         self.exit_reason: str | None = None
         self._task = asyncio.create_task(self._read_loop(), name=f"tmux-control:{session}")
 
@@ -358,6 +365,8 @@ class ControlClient:
                 if not chunk:
                     break
                 for note in self._parser.feed(chunk):
+                    if not self.ready.is_set() and isinstance(note, Block | Notice):
+                        self.ready.set()  # the attach's own reply, or a notification after it
                     if isinstance(note, Block):
                         if note.flags & 1 and self._pending:
                             fut = self._pending.popleft()
@@ -378,9 +387,23 @@ class ControlClient:
             self._pending.clear()
             self.closed.set()
 
+    async def wait_ready(self, timeout: float) -> None:
+        if self.ready.is_set():
+            return
+        waiters = [asyncio.ensure_future(self.ready.wait()), asyncio.ensure_future(self.closed.wait())]
+        try:
+            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                w.cancel()
+        if not self.ready.is_set():
+            why = "closed" if self.closed.is_set() else f"did not attach within {timeout:g}s"
+            raise TransportError(f"control client for session {self.session!r} {why}")
+
     async def command(self, command: str, timeout: float = 10.0) -> Block:
         """Send one read command and wait for its reply block."""
         check_read_only(command)
+        await self.wait_ready(timeout)
         if self.closed.is_set():
             raise TransportError(f"control client for session {self.session!r} closed")
         fut: asyncio.Future[Block] = asyncio.get_running_loop().create_future()
@@ -398,7 +421,7 @@ class ControlClient:
     async def send_nowait(self, command: str) -> None:
         """Send a read command whose reply nobody waits for (flow control)."""
         check_read_only(command)
-        if self.closed.is_set():
+        if self.closed.is_set() or not self.ready.is_set():
             return
         fut: asyncio.Future[Block] = asyncio.get_running_loop().create_future()
         fut.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)

@@ -29,9 +29,13 @@ from paneboard_agent.transport import (
     Channel,
     FatalTransportError,
     RunResult,
+    ShellRunner,
     Transport,
     TransportError,
 )
+
+#: long-lived command shells per host (each holds one channel)
+RUNNERS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +73,12 @@ class _Conn:
 
 
 class SSHChannel(Channel):
-    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: _Release) -> None:
+    def __init__(self, proc: asyncssh.SSHClientProcess[bytes], release: _Release, drain: bool = True) -> None:
         self._proc = proc
         self._release = release
         self._stderr = bytearray()
-        self._stderr_task = asyncio.create_task(self._drain_stderr())
+        # a ShellRunner reads stderr itself (drain False)
+        self._stderr_task = asyncio.create_task(self._drain_stderr() if drain else asyncio.sleep(0))
 
     async def _drain_stderr(self) -> None:
         with contextlib.suppress(asyncssh.Error, OSError, asyncio.IncompleteReadError):
@@ -156,6 +161,8 @@ class SSHTransport(Transport):
         self.host = target.host
         self._conns: list[_Conn] = []
         self._lock = asyncio.Lock()
+        self._runners: list[ShellRunner] = []
+        self._next_runner = 0
 
     async def _new_conn(self) -> _Conn:
         t = self.target
@@ -236,7 +243,29 @@ class SSHTransport(Transport):
         proc, release = await self._open(shlex.join(argv))
         return SSHChannel(proc, release)
 
+    async def _runner(self) -> ShellRunner:
+        self._runners = [r for r in self._runners if not r.broken]
+        idle = [r for r in self._runners if not r.busy]
+        if idle:
+            return idle[0]
+        if len(self._runners) < RUNNERS:
+            proc, release = await self._open("exec sh")
+            runner = ShellRunner(SSHChannel(proc, release, drain=False), proc.stderr)
+            self._runners.append(runner)
+            return runner
+        self._next_runner = (self._next_runner + 1) % len(self._runners)
+        return self._runners[self._next_runner]
+
     async def run(self, argv: Sequence[str], timeout: float = 10.0, limit: int = 1 << 20) -> RunResult:
+        """Through a long-lived shell (see ShellRunner): no session set-up per command."""
+        runner = await self._runner()
+        try:
+            return await runner.run(argv, timeout, limit)
+        except TransportError as exc:
+            raise TransportError(f"{self.target.label}: {exc}") from exc
+
+    async def exec(self, argv: Sequence[str], timeout: float = 10.0, limit: int = 1 << 20) -> RunResult:
+        """One exec channel for one command (what `run` avoids; kept for comparison)."""
         proc, release = await self._open(shlex.join(argv))
         try:
 
@@ -249,9 +278,9 @@ class SSHTransport(Transport):
                 return bytes(buf)
 
             proc.stdin.write_eof()
-            out, err = await asyncio.wait_for(
-                asyncio.gather(collect(proc.stdout, limit), collect(proc.stderr, STDERR_LIMIT)), timeout
-            )
+            both = asyncio.gather(collect(proc.stdout, limit), collect(proc.stderr, STDERR_LIMIT))
+            both.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "unretrieved"
+            out, err = await asyncio.wait_for(both, timeout)
             await asyncio.wait_for(proc.wait_closed(), timeout)
             return RunResult(proc.exit_status, out, err)
         except TimeoutError as exc:
@@ -264,6 +293,7 @@ class SSHTransport(Transport):
             release()
 
     async def close(self) -> None:
+        self._runners.clear()
         async with self._lock:
             for c in self._conns:
                 c.conn.close()

@@ -24,11 +24,12 @@ state still identifies the agent) — so run the decoder with `rejections=True`.
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import os
 from collections.abc import Iterable
 from typing import Any
 
+from paneboard_protocol import contract as contract_mod
 from paneboard_protocol.arbitration import (
     EVIDENCE_VERSION,
     Classification,
@@ -47,10 +48,18 @@ from paneboard_protocol.events import (
     StatusReport,
     Title,
 )
+from paneboard_protocol.evidence import EvidenceError
 from paneboard_protocol.records import RecordStore
 from paneboard_protocol.rules import Manifest, RuleSet
 
-__all__ = ["DEFAULT_TRANSPORTS", "Classification", "PaneClassifier", "classify_evidence", "evidence_deadline"]
+__all__ = [
+    "DEFAULT_TRANSPORTS",
+    "Classification",
+    "EvidenceError",
+    "PaneClassifier",
+    "classify_evidence",
+    "evidence_deadline",
+]
 
 DEFAULT_TRANSPORTS = frozenset(
     {
@@ -78,6 +87,9 @@ INTERPRETERS = frozenset({"node", "nodejs", "bun", "deno", "python", "python3", 
 
 DEFAULT_ALIASES = {"claude-code": "claude"}
 """RI-1 row 3, even without manifests."""
+
+MAX_SCREEN = 256 * 1024
+"""Characters of screen text kept: far more than 64 rows of any real terminal."""
 
 _SCRIPT_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".py")
 
@@ -208,6 +220,8 @@ class PaneClassifier:
     def set_screen(self, now: float, text: str | None) -> None:
         """The pane's visible screen (tmux capture-pane), read through the agent's manifest."""
         self._advance(now)
+        if text is not None and len(text) > MAX_SCREEN:
+            text = text[-MAX_SCREEN:]  # untrusted and only the bottom rows are read (RI-9)
         self._screen_text = text
         self._reread(now)
         self._refresh(now, caused=True)
@@ -229,7 +243,7 @@ class PaneClassifier:
     def next_deadline(self, now: float) -> float | None:
         """The next instant after `now` at which the classification may change on its own."""
         self._advance(now)
-        candidates = [evidence_deadline(self.evidence(), now), self._debounce.deadline()]
+        candidates = [evidence_deadline(self.evidence(), now, check=False), self._debounce.deadline()]
         later = [t for t in candidates if t is not None and t > now]
         return min(later) if later else None
 
@@ -240,10 +254,12 @@ class PaneClassifier:
         last = self._last
         if last is None or self._manifest(last.agent) is None:
             return False
-        return not any(r["gen"] == self._gen for r in self._store.snapshot())
+        return not self._store.has_gen(self._gen)
 
     def evidence(self) -> dict[str, Any]:
-        """Everything arbitration needs, as plain JSON types (a deep copy: safe to keep)."""
+        """Everything arbitration needs, as plain JSON types (fresh copies: safe to keep).
+
+        Every nested dict here is flat, so one level of copying is a deep copy."""
         rules = self._rules
         aliases = dict(DEFAULT_ALIASES)
         if rules is not None:
@@ -258,12 +274,15 @@ class PaneClassifier:
                 "gen": self._gen,
             },
             "observable": self._observable,
-            "contract": copy.deepcopy(self._contract),
+            "contract": None if self._contract is None else dict(self._contract),
             "records": self._store.snapshot(),
             "screen": None
             if self._screen_agent is None
-            else {"agent": self._screen_agent, "result": copy.deepcopy(reading)},
-            "native": {"title": self._title, "progress": copy.deepcopy(self._progress)},
+            else {"agent": self._screen_agent, "result": None if reading is None else dict(reading)},
+            "native": {
+                "title": self._title,
+                "progress": None if self._progress is None else dict(self._progress),
+            },
             "aliases": aliases,
             "manifests": sorted(rules.agents) if rules is not None else [],
             "basis": None if self._basis is None else list(self._basis),
@@ -335,7 +354,7 @@ class PaneClassifier:
     def _screen_target(self, now: float) -> str | None:
         if self._proc_agent is not None:
             return self._proc_agent
-        d = classify_evidence(self._snapshot_without_screen(), now)
+        d = classify_evidence(self._snapshot_without_screen(), now, check=False)
         return d.agent
 
     def _snapshot_without_screen(self) -> dict[str, Any]:
@@ -350,14 +369,15 @@ class PaneClassifier:
         released = self._debounce.advance(now)
         if released is not None:
             self._refresh(released, caused=True)
-        self._refresh(now, caused=False)
+        if self._contract is not None and contract_mod.subject_to_staleness(self._contract):
+            self._refresh(now, caused=False)  # only a contract's ts makes time alone matter
 
     def _refresh(self, at: float, caused: bool) -> None:
-        c = classify_evidence(self.evidence(), at)
+        c = classify_evidence(self.evidence(), at, check=False)
         if self._screen_agent != (c.agent if self._manifest(c.agent) is not None else None):
             # The identity moved (e.g. a contract arrived or expired): read the screen for it.
             self._reread(at)
-            c = classify_evidence(self.evidence(), at)
+            c = classify_evidence(self.evidence(), at, check=False)
         key = (c.agent, c.state)
         if key != self._basis:
             origin = self._origin
@@ -371,5 +391,5 @@ class PaneClassifier:
                     self._origin = (at, self._basis, self._since)
                 self._basis = key
                 self._since = at if caused else c.since
-            c = classify_evidence(self.evidence(), at)
+            c = dataclasses.replace(c, since=self._since)  # what classify_evidence now returns
         self._last = c

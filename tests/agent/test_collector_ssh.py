@@ -1,0 +1,136 @@
+"""The collector through a real OpenSSH sshd on loopback: same scenarios, and faults.
+
+`paneboard agent --stdout --ssh root@127.0.0.1:PORT --identity K --known-hosts F
+--tmux-socket NAME` runs as a subprocess; tmux runs on this machine, reached only
+through sshd.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from helpers import b64, osc7501, reporter, thinkterm
+from support.agentproc import AgentProcess
+from support.sshd import Sshd
+from support.tmux import TmuxServer, wait_for
+
+pytestmark = [pytest.mark.tmux, pytest.mark.sshd]
+
+
+def _control_clients(tmux: TmuxServer) -> list[str]:
+    out = tmux.cmd("list-clients", "-F", "#{client_pid} #{client_control_mode}", check=False)
+    return [line.split()[0] for line in out.splitlines() if line.endswith(" 1")]
+
+
+def test_reports_through_ssh(tmux_server: TmuxServer, sshd: Sshd) -> None:
+    proc = AgentProcess(*sshd.ssh_args(), "--tmux-socket", tmux_server.name)
+    try:
+        proc.wait_line(lambda o: o["pane"] == "%0", what="the first pane")
+        assert proc.lines[0]["host"] == "127.0.0.1"
+        msg = "Apply 3 to add, 1 to change, 0 to destroy?"
+        report = osc7501(f"state=blocked:kind=permission:app=terraform:msg={b64(msg)}")
+        p1 = tmux_server.new_window("main", "tf", reporter((0.5, report)))
+        p2 = tmux_server.new_session("other", reporter((0.5, thinkterm("my-agent", "idle"))))
+        line = proc.wait_line(lambda o: o["pane"] == p1 and o["state"] == "blocked", what="blocked report")
+        assert (line["kind"], line["msg"], line["agent"]) == ("permission", msg, "terraform")
+        line = proc.wait_line(lambda o: o["pane"] == p2 and o["agent"] == "my-agent", what="contract")
+        assert line["state"] == "idle" and line["session"] == "other"
+        tmux_server.cmd("kill-session", "-t", "other")
+        proc.wait_line(lambda o: o["pane"] == p2 and o.get("gone"), what="session gone")
+    finally:
+        proc.stop()
+
+
+def test_wrong_host_key_fails_once_with_a_clear_line(tmux_server: TmuxServer, sshd: Sshd) -> None:
+    args = [
+        "--ssh",
+        sshd.spec,
+        "--identity",
+        str(sshd.client_key),
+        "--known-hosts",
+        str(sshd.wrong_known_hosts),
+    ]
+    proc = AgentProcess(*args, "--tmux-socket", tmux_server.name)
+    assert proc.wait_exit(30) == 1
+    errors = [line for line in proc.stderr.splitlines() if "127.0.0.1" in line]
+    assert errors == [
+        f"paneboard agent: {sshd.spec}: host key verification failed against {sshd.wrong_known_hosts} "
+        "(Host key is not trusted for host 127.0.0.1)"
+    ]
+    assert proc.lines == []
+
+
+def test_wrong_client_key_fails_once_with_a_clear_line(tmux_server: TmuxServer, sshd: Sshd) -> None:
+    args = [
+        "--ssh",
+        sshd.spec,
+        "--identity",
+        str(sshd.wrong_client_key),
+        "--known-hosts",
+        str(sshd.known_hosts),
+    ]
+    proc = AgentProcess(*args, "--tmux-socket", tmux_server.name)
+    assert proc.wait_exit(30) == 1
+    errors = [line for line in proc.stderr.splitlines() if "127.0.0.1" in line]
+    key = sshd.wrong_client_key
+    assert errors == [f"paneboard agent: {sshd.spec}: authentication refused for the offered key(s) ({key})"]
+
+
+def test_missing_identity_file_is_fatal(tmux_server: TmuxServer, sshd: Sshd) -> None:
+    args = ["--ssh", sshd.spec, "--identity", "/nonexistent/key", "--known-hosts", str(sshd.known_hosts)]
+    proc = AgentProcess(*args, "--tmux-socket", tmux_server.name)
+    assert proc.wait_exit(30) == 1
+    assert f"paneboard agent: {sshd.spec}: file not found: /nonexistent/key" in proc.stderr.splitlines()
+
+
+def test_sshd_killed_and_restarted_is_survived(tmux_server: TmuxServer, sshd: Sshd) -> None:
+    proc = AgentProcess(*sshd.ssh_args(), "--tmux-socket", tmux_server.name)
+    try:
+        proc.wait_line(lambda o: o["pane"] == "%0", what="the first pane")  # attached: output flows
+        p1 = tmux_server.new_window("main", "w1", reporter((0.5, osc7501("state=working:app=builder"))))
+        proc.wait_line(
+            lambda o: o["pane"] == p1 and o["state"] == "working", what="working before the outage"
+        )
+        wait_for(lambda: len(_control_clients(tmux_server)) == 1, what="one control client")
+        before = len(proc.lines)
+        sshd.stop()  # listener and every connection it served, without a goodbye
+        # during the outage a window opens; its report is written while nobody listens
+        p2 = tmux_server.new_window("main", "w2", reporter((0.2, osc7501("state=done:app=builder"))))
+        time.sleep(1.0)
+        sshd.start()
+        # the pane itself comes back with the re-list once the collector reconnected
+        proc.wait_line(lambda o: o["pane"] == p2, timeout=40, what="the pane opened during the outage")
+        # the pane that was working before still is: its state came back with the re-list
+        assert proc.latest(p1)["state"] == "working"
+        # a report written after the reconnect is decoded
+        tmux_server.new_window(
+            "main", "w3", reporter((0.5, osc7501("state=blocked:kind=question:app=builder")))
+        )
+        proc.wait_line(
+            lambda o: o["state"] == "blocked" and o["kind"] == "question", what="report after reconnect"
+        )
+        # no stale control client left behind: one per session
+        wait_for(
+            lambda: len(_control_clients(tmux_server)) == 1, timeout=10, what="exactly one control client"
+        )
+        assert len(proc.lines) > before
+    finally:
+        proc.stop()
+
+
+def test_more_sessions_than_one_connection_carries(tmux_server: TmuxServer, sshd: Sshd) -> None:
+    # 12 sessions = 12 control clients > MaxSessions 10: a second connection must open
+    panes = [tmux_server.new_session(f"s{i}") for i in range(11)]
+    proc = AgentProcess(*sshd.ssh_args(), "--tmux-socket", tmux_server.name)
+    try:
+        for p in panes:
+            proc.wait_line(lambda o, p=p: o["pane"] == p, timeout=30, what=f"pane {p}")
+        wait_for(lambda: len(_control_clients(tmux_server)) == 12, timeout=20, what="12 control clients")
+        # output still flows in the last session attached
+        last = tmux_server.new_window("s10", "rep", reporter((0.5, osc7501("state=error:app=builder"))))
+        proc.wait_line(
+            lambda o: o["pane"] == last and o["state"] == "error", what="report in the 12th session"
+        )
+    finally:
+        proc.stop()
