@@ -9,6 +9,7 @@ another pane's page open.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -425,3 +426,40 @@ def test_reconnecting_banner_and_resume_after_server_restart(page, board):
     wait_card_state(page, pid, "blocked", timeout=30000)
     page.wait_for_selector("#banner", state="hidden")
     assert "written while the server was down" in card(page, pid).inner_text()
+
+
+def test_service_worker_shows_a_push_tagged_per_pane(page, board):
+    """sw.js's push handler, driven by Chromium's own push delivery (DevTools)."""
+    page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+    cdp = page.context.new_cdp_session(page)
+    regs: list[dict] = []
+    cdp.on("ServiceWorker.workerRegistrationUpdated", lambda e: regs.extend(e["registrations"]))
+    cdp.send("ServiceWorker.enable")
+
+    def registered():
+        page.wait_for_timeout(50)  # lets Playwright deliver the DevTools events
+        return [r for r in regs if r["scopeURL"] == board.url + "/" and not r["isDeleted"]]
+
+    wait_for(registered, what="the service worker's registration")
+    reg = next(r for r in regs if r["scopeURL"] == board.url + "/")
+    for n, msg in enumerate(["first", "second"]):
+        data = json.dumps({"pane": "42", "title": "claude blocked", "body": f"{msg}\u202e push"})
+        cdp.send(
+            "ServiceWorker.deliverPushMessage",
+            {"origin": board.url, "registrationId": reg["registrationId"], "data": data},
+        )
+
+        def shown(n=n):
+            got = page.evaluate(
+                """async () => (await (await navigator.serviceWorker.ready).getNotifications())
+                    .map(n => ({title: n.title, tag: n.tag, body: n.body, data: n.data}))"""
+            )
+            return got if got and got[-1]["body"].startswith(["first", "second"][n]) else None
+
+        got = wait_for(shown, what=f"service worker notification {n}")
+    assert len(got) == 1  # the second replaced the first: same tag
+    [note] = got
+    assert note["tag"] == "42" and note["title"] == "claude blocked"
+    assert "\u202e" not in note["body"]
+    assert note["data"]["url"] == "/#/pane/42"
+    cdp.detach()
