@@ -81,10 +81,12 @@ RECORD_NOTIFICATIONS = """
 (() => {
   const Real = window.Notification;
   window.__notes = [];
+  window.__noteObjs = [];
   class Recording extends Real {
     constructor(title, opts) {
       super(title, opts);
       window.__notes.push({title, tag: opts && opts.tag, body: opts && opts.body, at: Date.now()});
+      window.__noteObjs.push(this);
     }
   }
   Object.defineProperty(Recording, 'permission', {get: () => Real.permission});

@@ -124,6 +124,10 @@ def test_unwatched_tab_notifies_and_watched_one_does_not(page, board):
     wait_for(lambda: len(notes(page, pid)) == 2, what="a second notification, same tag")
     assert notes(page, pid)[1]["tag"] == pid and "blocked" in notes(page, pid)[1]["title"]
     focus(page, cdp)
+    # Clicking the notification opens the pane.
+    page.evaluate("window.__noteObjs.at(-1).dispatchEvent(new Event('click'))")
+    page.wait_for_url(re.compile(r"#/pane/" + re.escape(pid) + "$"))
+    page.wait_for_selector("#pane-view:not([hidden])")
     assert page.errors == []
 
 
@@ -241,6 +245,16 @@ def test_phone_layout_and_wall_view_do_not_overflow(browser, board, tmp_path):
         assert sw <= cw, f"phone pane page overflows: {sw} > {cw}"
     finally:
         phone.close()
+    dark = browser.new_context(viewport={"width": 360, "height": 740}, color_scheme="dark")
+    try:
+        p = dark.new_page()
+        login(p, board)
+        card(p, pid).wait_for()
+        p.screenshot(path=str(tmp_path / "phone-dark.png"))
+        bg = p.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert bg == "rgb(13, 17, 23)", bg  # the dark palette follows prefers-color-scheme
+    finally:
+        dark.close()
     wall = browser.new_context(viewport={"width": 1920, "height": 1080})
     try:
         p = wall.new_page()
