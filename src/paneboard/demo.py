@@ -110,8 +110,14 @@ class Demo:
         self._log("starting the collector")
         self._spawn(
             _paneboard(
-                "agent", "--server", self.url, "--token", collector_token,
-                "--local", "--tmux-socket", self.tmux_socket,
+                "agent",
+                "--server",
+                self.url,
+                "--token",
+                collector_token,
+                "--local",
+                "--tmux-socket",
+                self.tmux_socket,
             ),
             "agent.log",
         )
@@ -175,7 +181,9 @@ class Demo:
                 proc.wait()
         subprocess.run(
             ["tmux", "-L", self.tmux_socket, "kill-server"],
-            capture_output=True, timeout=30, check=False,
+            capture_output=True,
+            timeout=30,
+            check=False,
         )
         shutil.rmtree(self.workdir, ignore_errors=True)
 

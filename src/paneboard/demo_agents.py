@@ -83,8 +83,10 @@ def claude(sleep: Callable[[float], None] = _sleep) -> None:
     """OSC 7501 the way Claude Code sends it: root record plus child task records."""
     supported = _probe_like_claude()
     _out(CLEAR + f"{BOLD}✻ Claude-like demo agent{RESET}\r\n")
-    _out(f"{DIM}7501 probe: {'supported' if supported else 'unsupported'} "
-         f"(run under `paneboard run` to be answered inside tmux){RESET}\r\n\r\n")
+    _out(
+        f"{DIM}7501 probe: {'supported' if supported else 'unsupported'} "
+        f"(run under `paneboard run` to be answered inside tmux){RESET}\r\n\r\n"
+    )
     if not supported:
         _out("No status protocol: sending nothing, like Claude Code.\r\n")
         while True:
@@ -98,10 +100,14 @@ def claude(sleep: Callable[[float], None] = _sleep) -> None:
             sleep(1.5)
         _out(encode_report("working", app=app, id="task_1.a", msg="Running the test suite"))
         sleep(2)
-        _out(encode_report(
-            "blocked", app=app, kind="permission",
-            msg="Allow Bash(rm -rf build/) in /srv/project?",
-        ))
+        _out(
+            encode_report(
+                "blocked",
+                app=app,
+                kind="permission",
+                msg="Allow Bash(rm -rf build/) in /srv/project?",
+            )
+        )
         _out(f"  {YELLOW}? Allow Bash(rm -rf build/)?{RESET} (auto-approved in 12 s)\r\n")
         sleep(12)
         _out(encode_report("clear", id="task_1.a"))

@@ -19,9 +19,8 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import apprise_send, store, webpush
@@ -31,6 +30,9 @@ from .quiet import shared_quiet, viewer_quiet
 from .routing import Channel, ConfigError, parse_channels
 from .vapid import VapidKeys
 from .watch import WatchTracker
+
+if TYPE_CHECKING:
+    import aiohttp
 
 log = logging.getLogger("paneboard.notify")
 
@@ -96,7 +98,6 @@ class NotifyService:
 
     async def start(self) -> None:
         self.keys = await store.vapid_keys(self.engine, self.settings.subject)
-        self._http = aiohttp.ClientSession()
         self._worker = asyncio.create_task(self._run(), name="paneboard-notify")
 
     async def stop(self) -> None:
@@ -180,6 +181,10 @@ class NotifyService:
             return 0
         sem = asyncio.Semaphore(PUSH_CONCURRENCY)
         keys = self.keys
+        if self._http is None:  # made on the first push: aiohttp is heavy to import
+            import aiohttp
+
+            self._http = aiohttp.ClientSession()
 
         async def one(sub: webpush.Subscription) -> bool:
             async with sem:
