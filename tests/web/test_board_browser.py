@@ -428,20 +428,6 @@ def test_mute_and_dnd_silence_notifications(page, board, receiver):
     focus(page, cdp)
 
 
-def test_reconnecting_banner_and_resume_after_server_restart(page, board):
-    """Last in the module: it restarts the server."""
-    pane, pid = new_pane(board)
-    card(page, pid).wait_for()
-    board.stop_server()
-    page.wait_for_selector("#banner:not([hidden])")
-    assert "reconnecting" in page.locator("#banner").inner_text()
-    board.report(pane, state="blocked", msg="written while the server was down")
-    board.start_server()
-    wait_card_state(page, pid, "blocked", timeout=30000)
-    page.wait_for_selector("#banner", state="hidden")
-    assert "written while the server was down" in card(page, pid).inner_text()
-
-
 def test_service_worker_shows_a_push_tagged_per_pane(page, board):
     """sw.js's push handler, driven by Chromium's own push delivery (DevTools)."""
     page.evaluate("navigator.serviceWorker.ready.then(() => true)")
@@ -477,3 +463,45 @@ def test_service_worker_shows_a_push_tagged_per_pane(page, board):
     assert "\u202e" not in note["body"]
     assert note["data"]["url"] == "/#/pane/42"
     cdp.detach()
+
+
+def test_quiet_hours_hold_browser_notifications(page, board):
+    pane, pid = new_pane(board)
+    card(page, pid).wait_for()
+    page.click("#settings-btn")
+    # A window around the browser's "now", in its own time zone.
+    start, end = page.evaluate(
+        """() => { const f = d => d.toTimeString().slice(0, 5);
+                   const n = Date.now(); return [f(new Date(n - 3600e3)), f(new Date(n + 3600e3))]; }"""
+    )
+    page.fill("#qh-start", start)
+    page.fill("#qh-end", end)
+    page.click("#qh-save")
+    wait_text(page, "settings-status", "quiet hours saved", exact=True)
+    quiet = page.evaluate("fetch('/api/notify/quiet').then(r => r.json())")
+    assert quiet["quiet_hours"]["start"] == start and quiet["quiet_hours"]["end"] == end
+    cdp = unfocus(page)
+    board.report(pane, state="blocked", msg="during quiet hours")
+    wait_card_state(page, pid, "blocked")
+    assert notes(page, pid) == []
+    focus(page, cdp)
+    page.click("#qh-clear")
+    wait_text(page, "settings-status", "quiet hours cleared", exact=True)
+    cdp = unfocus(page)
+    board.report(pane, state="done", msg="after quiet hours")
+    wait_for(lambda: notes(page, pid), what="notification once quiet hours are gone")
+    focus(page, cdp)
+
+
+def test_reconnecting_banner_and_resume_after_server_restart(page, board):
+    """Last in the module: it restarts the server."""
+    pane, pid = new_pane(board)
+    card(page, pid).wait_for()
+    board.stop_server()
+    page.wait_for_selector("#banner:not([hidden])")
+    assert "reconnecting" in page.locator("#banner").inner_text()
+    board.report(pane, state="blocked", msg="written while the server was down")
+    board.start_server()
+    wait_card_state(page, pid, "blocked", timeout=30000)
+    page.wait_for_selector("#banner", state="hidden")
+    assert "written while the server was down" in card(page, pid).inner_text()
