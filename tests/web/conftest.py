@@ -21,8 +21,10 @@ def _need_browser() -> None:
         pytest.fail("tmux is missing: apt-get install -y tmux")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Per module: Playwright's sync API holds an event loop in this thread while it
+    runs, which the asyncio-based tests in the other modules need free."""
     _need_browser()
     from playwright.sync_api import sync_playwright
 
@@ -44,7 +46,10 @@ def board(tmp_path_factory, receiver):
     _need_browser()
     pb = Paneboard(
         tmp_path_factory.mktemp("pb"),
-        notify={"subject": "mailto:test@example.org", "channels": [{"url": receiver.url, "states": ["blocked"]}]},
+        notify={
+            "subject": "mailto:test@example.org",
+            "channels": [{"url": receiver.url, "states": ["blocked"]}],
+        },
     )
     try:
         pb.start()
@@ -55,11 +60,11 @@ def board(tmp_path_factory, receiver):
 
 def login(page, pb: Paneboard) -> None:
     page.goto(pb.url + "/")
-    page.wait_for_url("**/login")
-    page.fill("#login-user", USER)
-    page.fill("#login-pass", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(pb.url + "/")
+    if page.url.endswith("/login"):  # no session cookie in this context yet
+        page.fill("#login-user", USER)
+        page.fill("#login-pass", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(pb.url + "/")
     page.wait_for_selector("html[data-ready='1']")
     page.wait_for_selector("html[data-stream='live']")
 
@@ -76,10 +81,12 @@ RECORD_NOTIFICATIONS = """
 (() => {
   const Real = window.Notification;
   window.__notes = [];
+  window.__noteObjs = [];
   class Recording extends Real {
     constructor(title, opts) {
       super(title, opts);
       window.__notes.push({title, tag: opts && opts.tag, body: opts && opts.body, at: Date.now()});
+      window.__noteObjs.push(this);
     }
   }
   Object.defineProperty(Recording, 'permission', {get: () => Real.permission});
@@ -97,7 +104,12 @@ def page(context, board):
     p.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
     p.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
     p.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
-    p.on("response", lambda r: errors.append(f"http {r.status} {r.request.method} {r.url}") if r.status >= 400 else None)
+    p.on(
+        "response",
+        lambda r: errors.append(f"http {r.status} {r.request.method} {r.url}") if r.status >= 400 else None,
+    )
     p.errors = errors  # type: ignore[attr-defined]
+    p.watch_posts = []
+    p.on("request", lambda r: r.url.endswith("/api/watch") and p.watch_posts.append(r.post_data))
     login(p, board)
     yield p

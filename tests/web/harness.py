@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -98,15 +97,39 @@ class Paneboard:
 
     # -- life cycle --------------------------------------------------------------------
 
+    def _prepare_db(self) -> None:
+        """Schema, account and tokens, in-process (the CLI's own tests cover the commands)."""
+        import asyncio
+
+        from paneboard_server import accounts
+        from paneboard_server.database import create_engine, resolve_url
+        from paneboard_server.migrate import upgrade
+
+        url = resolve_url(str(self.db))
+
+        async def go() -> tuple[str, str]:
+            engine = create_engine(url)
+            try:
+                await accounts.add_viewer(engine, USER, PASSWORD)
+                return (
+                    await accounts.create_token(engine, "c1", "collector"),
+                    await accounts.create_token(engine, "wall", "viewer"),
+                )
+            finally:
+                await engine.dispose()
+
+        # In a thread of its own: Playwright's sync API keeps an event loop in this one.
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(upgrade, url).result(120)
+            self.collector_token, self.viewer_token = pool.submit(asyncio.run, go()).result(120)
+
     def start(self, collector: bool = True) -> Paneboard:
-        self.cli("db", "upgrade")
-        self.cli("user", "add", USER, stdin=PASSWORD + "\n")
-        self.collector_token = self.cli("token", "create", "c1")
-        self.viewer_token = self.cli("token", "create", "wall", "--viewer")
-        cfg = self.tmp / "server.toml"
-        cfg.write_text(_toml({"notify": self.notify}))
-        self.server = self._spawn("server", [*PANEBOARD, "serve", "--port", str(self.port), "--config", str(cfg)])
-        wait_for(self._healthy, timeout=30, what=f"server on {self.url}\n{self.log('server')}")
+        self._prepare_db()
+        self.config = self.tmp / "server.toml"
+        self.config.write_text(_toml({"notify": self.notify}))
+        self.start_server()
         if collector:
             self.tmux = TmuxServer().start("work")
             self.pane = self.tmux.panes()[0]
@@ -124,8 +147,21 @@ class Paneboard:
                     self.tmux.name,
                 ],
             )
-            wait_for(lambda: self.panes(), timeout=30, what=f"the collector's first snapshot\n{self.log('collector')}")
+            wait_for(
+                lambda: self.panes(),
+                timeout=30,
+                what=f"the collector's first snapshot\n{self.log('collector')}",
+            )
         return self
+
+    def start_server(self) -> None:
+        args = [*PANEBOARD, "serve", "--port", str(self.port), "--config", str(self.config)]
+        self.server = self._spawn("server", args)
+        wait_for(self._healthy, timeout=60, what=f"server on {self.url}\n{self.log('server')}")
+
+    def stop_server(self) -> None:
+        os.killpg(self.server.pid, signal.SIGTERM)
+        self.server.wait(20)
 
     def _healthy(self) -> bool:
         if self.server.poll() is not None:
@@ -155,7 +191,9 @@ class Paneboard:
     # -- the API, as a viewer token --------------------------------------------------------
 
     def api(self, path: str) -> Any:
-        req = urllib.request.Request(self.url + path, headers={"Authorization": f"Bearer {self.viewer_token}"})
+        req = urllib.request.Request(
+            self.url + path, headers={"Authorization": f"Bearer {self.viewer_token}"}
+        )
         with urllib.request.urlopen(req, timeout=5) as r:
             return json.load(r)
 

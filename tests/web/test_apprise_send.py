@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from paneboard_server.notify import apprise_send
 
 from .receiver import JsonReceiver

@@ -7,7 +7,6 @@ import datetime as dt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from paneboard_server.notify.events import StateChange
 from paneboard_server.notify.limits import Limiter
 from paneboard_server.notify.quiet import Dnd, Mute, QuietHours, parse_hhmm, shared_quiet, viewer_quiet
@@ -141,5 +140,7 @@ def test_watch_tracker_expires_tabs():
     assert w.watching("viewer:1", 10)
     assert not w.watching("viewer:2", 10)
     assert not w.watching("viewer:1", 50)
+    w.report("viewer:2", "tabC", True, 55)
+    assert w.watchers(56) == {"viewer:2"}
     w.report("viewer:1", "tabA", False, 60)
     assert not w.watching("viewer:1", 61)

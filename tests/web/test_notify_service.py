@@ -7,9 +7,6 @@ import asyncio
 import datetime as dt
 
 import pytest
-
-from sqlalchemy import insert, select
-
 from paneboard_server import accounts, schema
 from paneboard_server.database import create_engine, resolve_url
 from paneboard_server.migrate import upgrade
@@ -19,6 +16,7 @@ from paneboard_server.notify.quiet import QuietHours
 from paneboard_server.notify.routing import ConfigError
 from paneboard_server.notify.service import NotifyService, NotifySettings
 from paneboard_server.notify.webpush import Subscription
+from sqlalchemy import insert, select
 
 from .pushendpoint import PushService
 from .receiver import JsonReceiver
@@ -145,7 +143,7 @@ def test_watching_tab_holds_push_back_and_mute_dnd_quiet_hours_silence(db_url, r
 
 def test_gone_subscription_is_deleted(db_url, pushsvc):
     async def go():
-        engine, svc, _, sub = await setup(db_url, {}, pushsvc)
+        engine, svc, _, _sub = await setup(db_url, {}, pushsvc)
         try:
             pushsvc.status = 410
             c = await svc.handle(change())

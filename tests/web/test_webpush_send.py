@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from paneboard_server.notify import webpush
 from paneboard_server.notify.events import StateChange
 from paneboard_server.notify.vapid import VapidKeys

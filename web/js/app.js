@@ -68,7 +68,7 @@ function route() {
   if (view) paneView.open(view);
   else {
     paneView.close();
-    board.focusFirst();
+    if (!wall) board.focusFirst();
   }
 }
 window.addEventListener("hashchange", route);

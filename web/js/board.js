@@ -142,7 +142,7 @@ export class Board {
     g.name.textContent = `${clean(p.host)}${tmux} · ${clean(p.session) || "?"}`;
     const host = this.model.hosts.get(p.host);
     const down = (host && !host.reachable) || !p.reachable;
-    g.status.textContent = down ? "⚠ unreachable" : "";
+    g.status.textContent = down ? "↯ unreachable" : "";
     g.status.classList.toggle("down", down);
   }
 
@@ -203,7 +203,9 @@ export function fillCard(card, p, host) {
   card.classList.toggle("unreachable", unreachable);
   card.querySelector(".icon").textContent = info.icon;
   card.querySelector(".word").textContent = info.word;
-  setText(card.querySelector(".agent"), p.agent || (p.title ? "" : "shell"), 120);
+  const agentEl = card.querySelector(".agent");
+  setText(agentEl, p.agent || "shell", 120);
+  agentEl.classList.toggle("none", !p.agent);
   setText(card.querySelector(".kind"), p.kind ? `(${p.kind})` : "", 40);
   setText(card.querySelector(".msg"), p.msg || p.title || "", 2048);
   const prog = card.querySelector(".progress");
@@ -224,7 +226,7 @@ export function fillCard(card, p, host) {
     return s;
   };
   if (!p.observable) add("◌ not observable", "marker-warn");
-  if (unreachable) add("⚠ host unreachable", "marker-warn");
+  if (unreachable) add("↯ host unreachable", "marker-warn");
   if (p.stale || unreachable) {
     const s = add("", "age");
     if (p.lastSeen) {

@@ -3,7 +3,7 @@
 // here so the rest of the page reads one shape whatever the API grows.
 
 export const STATES = {
-  blocked: { icon: "✋", word: "blocked", rank: 0 },
+  blocked: { icon: "⚠", word: "blocked", rank: 0 },
   error: { icon: "✖", word: "error", rank: 1 },
   done: { icon: "✔", word: "done", rank: 2 },
   working: { icon: "⟳", word: "working", rank: 3 },

@@ -33,6 +33,13 @@ export function timeline(events, now) {
     .map((r) => ({ ...r, duration: Math.max(0, r.until - r.at) }));
 }
 
+/** "14:03:21" today, "2 Dec 14:03" before: short enough for a phone row. */
+function when(at) {
+  const d = new Date(at * 1000);
+  const today = new Date().toDateString() === d.toDateString();
+  return today ? d.toLocaleTimeString() : d.toLocaleString(undefined, { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
+}
+
 export class PaneView {
   constructor(model, root, { onBack, onQuietChanged, status }) {
     this.model = model;
@@ -173,7 +180,7 @@ export class PaneView {
     t.append(head);
     for (const r of [...spans].reverse()) {
       const tr = el("tr", `st-${r.state || "none"}`);
-      tr.append(el("td", "", new Date(r.at * 1000).toLocaleString()));
+      tr.append(el("td", "when", when(r.at)));
       const st = el("td", "state-badge");
       const i = stateInfo(r.state);
       setText(st, `${i.icon} ${i.word}${r.kind ? ` (${r.kind})` : ""}`);

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, WebSocket
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -306,7 +307,9 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
                 readonly=True,
                 lifetime=cfg.server.session_days * 86400,
             )
-            resp: Response = RedirectResponse("/", 303)  # the token leaves the address bar
+            # The token leaves the address bar; other parameters (?view=wall) stay.
+            rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+            resp: Response = RedirectResponse("/" + (f"?{rest}" if rest else ""), 303)
             set_session(resp, sid, csrf)
             return resp
         sid = request.cookies.get(SESSION_COOKIE)

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 
-import apprise
+# apprise is imported where it is used: it loads its plugins on import, and the server
+# should not pay that at start-up when no channel is configured.
 
 
 def _send_sync(url: str, title: str, body: str, notify_type: str) -> bool:
+    import apprise
+
     a = apprise.Apprise()
     if not a.add(url):
         return False
@@ -18,13 +21,8 @@ def _send_sync(url: str, title: str, body: str, notify_type: str) -> bool:
 
 
 def notify_type_for(state: str | None) -> str:
-    if state == "blocked":
-        return apprise.NotifyType.WARNING
-    if state == "error":
-        return apprise.NotifyType.FAILURE
-    if state == "done":
-        return apprise.NotifyType.SUCCESS
-    return apprise.NotifyType.INFO
+    """Apprise's NotifyType values (plain strings), so no import is needed to pick one."""
+    return {"blocked": "warning", "error": "failure", "done": "success"}.get(state or "", "info")
 
 
 async def send(url: str, title: str, body: str, state: str | None = None) -> bool:
@@ -34,4 +32,6 @@ async def send(url: str, title: str, body: str, state: str | None = None) -> boo
 
 def valid_url(url: str) -> bool:
     """Does Apprise know this URL's scheme? (Checked when the config loads.)"""
+    import apprise
+
     return apprise.Apprise().add(url)

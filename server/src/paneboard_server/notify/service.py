@@ -19,9 +19,8 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import apprise_send, store, webpush
@@ -31,6 +30,9 @@ from .quiet import shared_quiet, viewer_quiet
 from .routing import Channel, ConfigError, parse_channels
 from .vapid import VapidKeys
 from .watch import WatchTracker
+
+if TYPE_CHECKING:
+    import aiohttp
 
 log = logging.getLogger("paneboard.notify")
 
@@ -90,13 +92,12 @@ class NotifyService:
         self.watch = WatchTracker(ttl=self.settings.watch_ttl)
         self.keys: VapidKeys | None = None
         self.dropped = 0
-        self._queue: asyncio.Queue[StateChange] = asyncio.Queue(QUEUE_MAX)
+        self._queue: asyncio.Queue[tuple[StateChange, frozenset[str]]] = asyncio.Queue(QUEUE_MAX)
         self._worker: asyncio.Task[None] | None = None
         self._http: aiohttp.ClientSession | None = None
 
     async def start(self) -> None:
         self.keys = await store.vapid_keys(self.engine, self.settings.subject)
-        self._http = aiohttp.ClientSession()
         self._worker = asyncio.create_task(self._run(), name="paneboard-notify")
 
     async def stop(self) -> None:
@@ -116,7 +117,7 @@ class NotifyService:
         if not change.notable:
             return
         try:
-            self._queue.put_nowait(change)
+            self._queue.put_nowait((change, self.watch.watchers(self.clock())))
         except asyncio.QueueFull:
             self.dropped += 1
 
@@ -131,16 +132,19 @@ class NotifyService:
 
     async def _run(self) -> None:
         while True:
-            change = await self._queue.get()
+            change, watchers = await self._queue.get()
             try:
-                await self.handle(change)
+                await self.handle(change, watchers)
             except Exception:  # one bad change must not stop the notifier
                 log.exception("notifying about pane %s failed", change.pane_id)
             finally:
                 self._queue.task_done()
 
-    async def handle(self, change: StateChange) -> dict[str, int]:
+    async def handle(self, change: StateChange, watchers: frozenset[str] | None = None) -> dict[str, int]:
+        """Tell whoever should know; `watchers`: viewers watching when the change happened."""
         now = self.clock()
+        if watchers is None:
+            watchers = self.watch.watchers(now)
         dnd, mutes = await store.quiet_state(self.engine, now)
         counts = {"channels": 0, "push": 0, "quiet": 0, "watched": 0, "limited": 0}
         pane_db_id = _db_id(change.pane_id)
@@ -162,7 +166,7 @@ class NotifyService:
         for viewer_id, sub in await store.subscriptions(self.engine):
             if viewer_quiet(change, now, dnd=dnd, mutes=mutes, hours=hours.get(viewer_id or -1)):
                 counts["quiet"] += 1
-            elif viewer_id is not None and self.watch.watching(f"viewer:{viewer_id}", now):
+            elif viewer_id is not None and f"viewer:{viewer_id}" in watchers:
                 counts["watched"] += 1
             else:
                 targets.append(sub)
@@ -177,6 +181,10 @@ class NotifyService:
             return 0
         sem = asyncio.Semaphore(PUSH_CONCURRENCY)
         keys = self.keys
+        if self._http is None:  # made on the first push: aiohttp is heavy to import
+            import aiohttp
+
+            self._http = aiohttp.ClientSession()
 
         async def one(sub: webpush.Subscription) -> bool:
             async with sem:

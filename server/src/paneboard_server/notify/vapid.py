@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from cryptography.hazmat.primitives import serialization
-from py_vapid import Vapid02
+if TYPE_CHECKING:
+    from py_vapid import Vapid02
 
 
 def b64url(data: bytes) -> str:
@@ -21,12 +22,16 @@ class VapidKeys:
 
     @classmethod
     def generate(cls) -> VapidKeys:
+        from py_vapid import Vapid02
+
         v = Vapid02()
         v.generate_keys()
         return cls.from_vapid(v)
 
     @classmethod
     def from_vapid(cls, v: Vapid02) -> VapidKeys:
+        from cryptography.hazmat.primitives import serialization
+
         pem = v.private_pem().decode()
         raw = v.public_key.public_bytes(
             serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
@@ -34,4 +39,6 @@ class VapidKeys:
         return cls(private_pem=pem, public_key=b64url(raw))
 
     def signer(self) -> Vapid02:
+        from py_vapid import Vapid02
+
         return Vapid02.from_pem(self.private_pem.encode())

@@ -25,6 +25,11 @@ class WatchTracker:
         while len(self._tabs) > self.max_tabs:
             self._tabs.popitem(last=False)
 
+    def watchers(self, now: float) -> frozenset[str]:
+        """Every viewer watching right now (taken when a change happens, so a tab that
+        looks away a moment later does not turn an already-seen change into a push)."""
+        return frozenset(v for v in {v for v, _ in self._tabs} if self.watching(v, now))
+
     def watching(self, viewer: str, now: float) -> bool:
         for (v, _tab), (on, at) in list(self._tabs.items()):
             if now - at > self.ttl:

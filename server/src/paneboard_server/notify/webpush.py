@@ -13,14 +13,14 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
-
-import aiohttp
-from pywebpush import WebPushException, webpush_async
 
 from .events import StateChange
 from .vapid import VapidKeys
+
+if TYPE_CHECKING:
+    import aiohttp
 
 Outcome = Literal["sent", "gone", "failed"]
 DEFAULT_TTL = 3600
@@ -91,6 +91,9 @@ async def send(
     timeout: float = 10.0,
 ) -> tuple[Outcome, int | None]:
     """Encrypt and deliver one message; returns the outcome and the HTTP status."""
+    import aiohttp  # imported on first push: heavy, and most servers start without any
+    from pywebpush import WebPushException, webpush_async
+
     headers: dict[str, str | int | float] = {"Urgency": urgency}
     if topic:
         headers["Topic"] = topic
