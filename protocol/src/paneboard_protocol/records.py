@@ -36,6 +36,7 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from paneboard_protocol.events import StatusReport
@@ -137,6 +138,9 @@ def ancestors(record_id: str) -> Iterator[str]:
     while rid:
         rid = rid.rpartition("/")[0]
         yield rid
+
+
+_EV = attrgetter("ev")
 
 
 def _bucket(state: str) -> str | None:
@@ -266,12 +270,12 @@ class RecordStore:
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Records oldest-updated first, as plain dicts (fresh dicts: callers may keep them)."""
-        return [dict(r) for r in self.view()]
+        return list(map(dict.copy, self.view()))  # flat dicts: a copy each is a deep copy
 
     def view(self) -> list[dict[str, Any]]:
         """The same, shared and cached until the next change: read it, never modify it."""
         if self._view is None:
-            self._view = [r.ev for r in self._records.values()]  # type: ignore[misc]
+            self._view = list(map(_EV, self._records.values()))
         return self._view
 
     def public(self) -> tuple[dict[str, Any], ...]:
