@@ -236,8 +236,7 @@ class TmuxWatcher:
 
     async def _teardown(self) -> None:
         self._release_held()  # no observation is coming: the classifier gets them as they are
-        for name in list(self.clients):
-            await self._detach(name, forget=False)
+        await asyncio.gather(*(self._detach(name, forget=False) for name in list(self.clients)))
         for pane in self.panes.values():
             pane.cancel_timers()
             if pane.capture_task and not pane.capture_task.done():
@@ -646,6 +645,16 @@ class TmuxWatcher:
             pane.capture_again = False
             self._settle(pane, time.time())
 
+    def mark_seen(self, pane_id: str, t: float) -> bool:
+        """The user looked at this pane (the server says so): `done` becomes `idle`."""
+        pane = self.panes.get(pane_id)
+        if pane is None:
+            return False
+        now = max(t, time.time()) if t else time.time()
+        pane.classifier.mark_seen(now)
+        self._evaluate(pane, now)
+        return True
+
     # --- snapshot ------------------------------------------------------------------
 
     def snapshot(self) -> list[PaneUpdate]:
@@ -667,6 +676,12 @@ class Collector:
             panes += w.snapshot()
             hosts[w.host] = w.reachable
         return panes, hosts
+
+    def mark_seen(self, key: PaneKey, t: float) -> None:
+        """Forwarded by a sink (the uplink's `on_seen`): the user looked at `key`."""
+        for w in self.watchers:
+            if w.host == key.host and w.target.label == key.tmux and w.mark_seen(key.pane, t):
+                return
 
     async def run(self) -> int:
         """Run until cancelled, or until every watcher failed fatally (returns 1)."""
