@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from classifier_steps import RULES, rep
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from paneboard_protocol.classifier import PaneClassifier
 from paneboard_protocol.debounce import CAP, CONFIRM
 
@@ -103,3 +107,39 @@ def test_RI_3_release_is_printed_at_its_own_time_even_if_asked_late():
     c.set_screen(11.0, PROMPT)
     got = c.classification(99.0)
     assert got.state == "idle" and got.since == pytest.approx(11.45)
+
+
+SCREENS = [PERMISSION, PROMPT, WORKING, OTHER]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 40), st.sampled_from(SCREENS)), min_size=1, max_size=30))
+def test_TA_6_blocked_is_never_left_on_a_half_drawn_frame(readings):
+    """Property: the screen showing blocked shows blocked at once, and leaving blocked at T
+    means the screen said something else continuously since some reading <= T - 450 ms."""
+    c = PaneClassifier(RULES)
+    c.set_process(0, "claude", 1)
+    t = 10.0
+    seen: list[tuple[float, bool]] = []  # (time, reading was blocked)
+    shown: list[tuple[float, str]] = []
+    for step, screen in readings:
+        nxt = t + step / 100  # 10 ms steps: many readings fall inside one debounce window
+        probe = t + 0.01
+        while probe < nxt:  # sample the classification between readings too
+            shown.append((probe, c.classification(probe).state))
+            probe += 0.01
+        t = nxt
+        c.set_screen(t, screen)
+        seen.append((t, screen is PERMISSION))
+        state = c.classification(t).state
+        shown.append((t, state))
+        if screen is PERMISSION:
+            assert state == "blocked"
+    for (t_prev, s_prev), (t_now, s_now) in itertools.pairwise(shown):
+        if s_prev == "blocked" and s_now != "blocked":
+            # Sampled every 10 ms, so the release happened in (t_prev, t_now]; the last
+            # blocked reading is at least 450 ms before it (the first non-blocked reading
+            # after it opened the debounce, and no blocked reading came since).
+            last_blocked = max(r for r, b in seen if b and r <= t_now)
+            first_after = min(r for r, b in seen if r > last_blocked)
+            assert t_now - first_after >= 0.45 - 1e-6, (last_blocked, first_after, t_prev, t_now)

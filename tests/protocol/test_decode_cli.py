@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -151,13 +152,18 @@ def test_decode_bad_input_one_line_exit_1(args, needle):
     assert b"Traceback" not in result.stderr
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
 def test_decode_unreadable_file(tmp_path):
     log = tmp_path / "secret.log"
     log.write_bytes(DATA)
     log.chmod(0)
-    result = run(str(log))
+    args = [sys.executable, "-m", "paneboard.cli", "decode", str(log)]
+    if os.geteuid() == 0:
+        # Root reads every file; without the DAC-override capabilities it cannot.
+        assert shutil.which("setpriv"), "util-linux's setpriv is needed to test this as root"
+        args = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *args]
+    result = subprocess.run(args, capture_output=True, timeout=60, check=False)
     assert result.returncode == 1 and b"Permission denied" in result.stderr
+    assert result.stderr.count(b"\n") == 1
 
 
 def test_decode_read_error_is_one_line():
@@ -242,3 +248,20 @@ def test_bundled_sample_has_the_expected_story():
     assert len(wrapped) == 1
     assert SAMPLE.read_bytes()[wrapped[0]["offset"] : wrapped[0]["offset"] + 7] == b"\x1bPtmux;"
     assert [e["reason"] for e in events if e["type"] == "rejected"] == ["unknown state 'paused'"]
+
+
+@pytest.mark.parametrize(
+    ("fd", "needle"), [(0, b"standard input: it is closed"), (1, b"standard output is closed")]
+)
+def test_decode_closed_std_stream_is_one_line(fd, needle):
+    result = subprocess.run(
+        [sys.executable, "-m", "paneboard.cli", "decode", "-" if fd == 0 else str(SAMPLE)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if fd == 0 else None,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.close(fd),
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.count(b"\n") == 1 and needle in result.stderr

@@ -145,3 +145,59 @@ def test_P7501_2_encoded_report_reads_back(state, id_parts, app, msg, title):
     (ev,) = decode(r7501(":".join(pairs)))
     assert isinstance(ev, StatusReport)
     assert (ev.state, ev.id, ev.app, ev.msg, ev.title) == (state, rid, app, msg or None, title or None)
+
+
+pair_text = st.one_of(
+    st.sampled_from(["state=working", "state=idle", "id=a/b", "app=x", "msg=YQ", "title=", "kind=auth"]),
+    st.builds(
+        lambda k, v: f"{k}={v}",
+        st.text(alphabet="abcdeKz ", min_size=0, max_size=18),
+        st.text(alphabet="aZ09_.,+/=- :;", max_size=40),
+    ),
+    st.text(alphabet="a=: ", max_size=5),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(pair_text, max_size=8).map(":".join))
+def test_P7501_15_fast_pair_parser_equals_reference(body):
+    from paneboard_protocol import osc7501
+
+    def run(fn):
+        try:
+            return ("ok", fn(body))
+        except osc7501._Reject as exc:
+            return ("reject", str(exc))
+
+    assert run(osc7501._parse_pairs) == run(osc7501._parse_pairs_slow)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=64), st.booleans())
+def test_F_5_strict_b64_round_trips_canonical_text(raw, keep_padding):
+    from paneboard_protocol.b64 import strict_b64decode
+
+    text = base64.b64encode(raw)
+    assert strict_b64decode(text if keep_padding else text.rstrip(b"=")) == raw
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet="ABYQRZaz09+/=-_.,!\n ", max_size=12).map(str.encode))
+def test_F_5_strict_b64_accepts_exactly_the_canonical_encodings(text):
+    from paneboard_protocol.b64 import Base64Error, strict_b64decode
+
+    try:
+        decoded = strict_b64decode(text)
+    except Base64Error:
+        decoded = None
+    core = text.rstrip(b"=")
+    # Reference: the text is accepted iff it is a canonical encoding, padded or not.
+    try:
+        candidate = base64.b64decode(core + b"=" * (-len(core) % 4), validate=True)
+    except ValueError:
+        candidate = None
+    canonical = candidate is not None and text in (
+        base64.b64encode(candidate),
+        base64.b64encode(candidate).rstrip(b"="),
+    )
+    assert decoded == (candidate if canonical else None)

@@ -222,3 +222,18 @@ def test_process_and_alias_lookup():
     assert rules.for_process("claude").agent == "claude"
     assert rules.aliases["claude-code"] == "claude"
     assert isinstance(rules, RuleSet)
+
+
+def test_TA_17_classifier_swaps_in_reloaded_rules(tmp_path):
+    from paneboard_protocol.classifier import PaneClassifier
+
+    rules = load_rules(tmp_path)
+    c = PaneClassifier(rules)
+    c.set_process(1, "claude", 5)
+    c.set_screen(2, "MY OWN PROMPT")
+    assert c.classification(2).state == "idle"
+    write(tmp_path, "mine.toml", GOOD)
+    c.set_rules(3, rules.reload())
+    got = c.classification(3)
+    assert (got.state, got.kind, got.source) == ("blocked", "permission", "screen")
+    assert c.wants_screen

@@ -17,6 +17,7 @@ from paneboard_protocol.events import Progress, Title
 from paneboard_protocol.rules import load_rules
 
 FIXTURES = Path(__file__).parent / "fixtures" / "screens"
+BUNDLED_DIR = Path(__file__).resolve().parents[2] / "protocol" / "src" / "paneboard_protocol" / "manifests"
 BUNDLED = load_rules(FIXTURES / "no-user-rules", bundled=True)
 PROCESS = {m.agent: m.process[0] for m in BUNDLED.manifests}
 
@@ -108,3 +109,26 @@ def test_classifier_classifies_fixture(case):
     else:
         assert got.state == case["expected_state"]
         assert got.source in ("screen", "native", None)
+
+
+def test_bundled_manifests_ship_in_the_wheel(tmp_path):
+    """hatch includes package data by default; prove it on the real wheel."""
+    import shutil
+    import subprocess
+    import zipfile
+
+    uv = shutil.which("uv")
+    if uv is None:  # pragma: no cover - uv is how this repository is built and tested
+        pytest.skip("uv not on PATH")
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run(
+        [uv, "build", "--package", "paneboard-protocol", "--wheel", "-o", str(tmp_path)],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
+    (wheel,) = tmp_path.glob("paneboard_protocol-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    bundled = {f"paneboard_protocol/manifests/{p.name}" for p in BUNDLED_DIR.glob("*.toml")}
+    assert bundled and bundled <= names

@@ -13,6 +13,7 @@ before the first byte is written.
 
 from __future__ import annotations
 
+import os
 import secrets
 import shlex
 import shutil
@@ -30,7 +31,7 @@ PANEBOARD = str(Path(sys.executable).parent / "paneboard")
 PROBE = str(HERE / "claude_like_probe.py")
 
 
-def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str = "condition") -> object:
+def wait_for(predicate: Callable[[], object], timeout: float = 20.0, what: str = "condition") -> object:
     """Poll `predicate` until it returns something truthy, or fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -47,6 +48,8 @@ class Tmux:
         self.socket = f"pb-relay-{secrets.token_hex(4)}"
         self.tmp = tmp
         self.started = False
+        # Not the tmux we may be running in: a private server, whatever the environment.
+        self.env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TMUX_PANE", "TMUX_TMPDIR")}
 
     def cmd(self, *args: str, check: bool = True) -> str:
         proc = subprocess.run(
@@ -54,6 +57,7 @@ class Tmux:
             capture_output=True,
             text=True,
             timeout=10,
+            env=self.env,
         )
         if check and proc.returncode != 0:
             raise AssertionError(f"tmux {' '.join(args)} failed: {proc.stderr.strip()}")
@@ -108,7 +112,7 @@ class Pane:
     def keys(self, *keys: str, literal: bool = False) -> None:
         self.tmux.cmd("send-keys", "-t", self.id, *(["-l"] if literal else []), *keys)
 
-    def dead_status(self, timeout: float = 15.0) -> int:
+    def dead_status(self, timeout: float = 30.0) -> int:
         """Wait for the pane's command to exit; return its exit status."""
 
         def status() -> str | None:

@@ -8,8 +8,13 @@ report or usage) or 1 (no terminal / cannot write).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import sys
+import unicodedata
+
+from paneboard_protocol.encode import MAX_MSG_DECODED
 
 from paneboard_agent.report import PROTOCOLS, ReportError, build, open_tty, write_all
 
@@ -43,7 +48,49 @@ def _parser() -> argparse.ArgumentParser:
         "--session", default=os.environ.get("PANEBOARD_SESSION"), help="THINKTERM_AGENT session id"
     )
     p.add_argument("--tty", help="write here instead of /dev/tty or $PANEBOARD_TTY")
+    p.add_argument(
+        "--hook-json",
+        metavar="JSON",
+        help="an agent hook's JSON event ('-' reads it from stdin): fills --msg from its message "
+        "and --session from its session id when those are not given",
+    )
     return p
+
+
+MAX_HOOK_JSON = 1 << 20
+MSG_KEYS = ("message", "last-assistant-message", "last_assistant_message")
+SESSION_KEYS = ("session_id", "thread-id", "thread_id")
+_SESSION_OK = re.compile(r"[A-Za-z0-9_.:,+/@-]{1,128}")
+
+
+def one_line(text: str, limit: int = MAX_MSG_DECODED) -> str:
+    """Hook text made reportable: whitespace runs (newlines too) become one space,
+    control characters and lone surrogates go, and it is cut to `limit` UTF-8 bytes on a character
+    boundary (with an ellipsis), because a reader rejects a report over the limit."""
+    text = " ".join(
+        "".join(" " if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") else c for c in text).split()
+    )
+    if len(text.encode("utf-8")) <= limit:
+        return text
+    cut = text.encode("utf-8")[: limit - 3].decode("utf-8", "ignore")
+    return cut + "…"
+
+
+def hook_fields(raw: str) -> tuple[str | None, str | None]:
+    """(msg, session) from an agent hook's JSON event (Claude Code, Codex, Gemini CLI)."""
+    if len(raw) > MAX_HOOK_JSON:
+        raise ValueError(f"--hook-json: the event is over {MAX_HOOK_JSON} bytes")
+    try:
+        event = json.loads(raw)
+    except ValueError:
+        raise ValueError("--hook-json: not valid JSON") from None
+    if not isinstance(event, dict):
+        raise ValueError("--hook-json: not a JSON object")
+    msg = next((event[k] for k in MSG_KEYS if isinstance(event.get(k), str) and event[k].strip()), None)
+    session = next((event[k] for k in SESSION_KEYS if isinstance(event.get(k), str)), None)
+    if session is not None and not _SESSION_OK.fullmatch(session):
+        session = None  # an id we cannot carry is left out rather than failing the report
+    return (one_line(msg) if msg else None), session
 
 
 def main(argv: list[str]) -> int:
@@ -61,18 +108,28 @@ def main(argv: list[str]) -> int:
                 file=sys.stderr,
             )
             return 2
+    msg, session = args.msg, args.session
+    if args.hook_json is not None:
+        try:
+            raw = sys.stdin.read(MAX_HOOK_JSON + 1) if args.hook_json == "-" else args.hook_json
+            hook_msg, hook_session = hook_fields(raw)
+        except (ValueError, OSError) as exc:
+            print(f"paneboard emit: {exc}", file=sys.stderr)
+            return 2
+        msg = msg if msg is not None else hook_msg
+        session = session if session is not None else hook_session
     try:
         data = build(
             args.state,
             kind=args.kind,
-            msg=args.msg,
+            msg=msg,
             title=args.title,
             id=args.id,
             app=args.app,
             progress=progress,
             protocol=args.protocol,
             agent=args.agent,
-            session=args.session,
+            session=session,
         )
     except ValueError as exc:
         print(f"paneboard emit: {exc}", file=sys.stderr)

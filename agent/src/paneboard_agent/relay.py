@@ -121,7 +121,8 @@ class Relay:
         self.stdout = stdout
         self.stdin_tty = os.isatty(stdin)
         self.size_fd = next((fd for fd in (stdin, stdout, 2) if os.isatty(fd)), None)
-        self.saved: list | None = None  # the outer terminal's modes, while we hold it raw
+        self.saved: list | None = None  # the outer terminal's modes from before raw mode
+        self.raw_held = False  # we have put the outer terminal in raw mode and owe it a restore
         self.scanner = OutputScanner(reports=wrap)
         self.to_child = bytearray()
         self.master = -1
@@ -132,20 +133,32 @@ class Relay:
         self.stdout_open = True
         self.last_input_byte = b"\n"
         self.previous: dict[int, object] = {}
+        self.expected_echoes = 0  # replies we wrote that the pty will echo back verbatim
 
     # -- the outer terminal ---------------------------------------------------------------
+    def _foreground(self) -> bool:
+        """Is our process group the terminal's foreground job? (Only then may we touch it.)"""
+        try:
+            return os.tcgetpgrp(self.stdin) == os.getpgrp()
+        except OSError:  # not our controlling terminal: no job control, so it is ours to use
+            return True
+
     def _enter_raw(self) -> None:
-        if not self.stdin_tty:
+        """Raw mode, if we hold the terminal: in the background (`bg`, `&`) we leave it
+        alone, since touching it would only get us stopped by SIGTTOU."""
+        if not self.stdin_tty or self.raw_held or not self._foreground():
             return
         try:
             if self.saved is None:
                 self.saved = termios.tcgetattr(self.stdin)
             tty.setraw(self.stdin, termios.TCSANOW)
+            self.raw_held = True
         except termios.error:
             pass
 
     def _restore(self) -> None:
-        if self.saved is not None:
+        if self.saved is not None and self.raw_held:
+            self.raw_held = False
             with contextlib.suppress(termios.error):
                 termios.tcsetattr(self.stdin, termios.TCSADRAIN, self.saved)
 
@@ -312,6 +325,7 @@ class Relay:
         self._resume()
 
     def _resume(self) -> None:
+        """After SIGCONT (`fg` or `bg`): continue the program; raw mode only in front."""
         self._enter_raw()
         self._sync_size()
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -362,10 +376,17 @@ class Relay:
     def _on_output(self, chunk: bytes) -> None:
         pos = 0
         for found in self.scanner.feed(chunk):
-            if found.kind == "probe":
+            if found.kind == "probe" and self.expected_echoes:
+                # Our own reply, echoed back by a pty with ECHO on and ECHOCTL off:
+                # answering it would start an endless probe/reply loop.
+                self.expected_echoes -= 1
+                self._write_out(chunk[pos : found.end])
+            elif found.kind == "probe":
                 # The reply goes to the program first; only then do we forward the probe
                 # and whatever follows it (the DA1 query tmux will answer).
                 self.to_child += probe_reply(found.terminator)
+                if self._echoes_verbatim():
+                    self.expected_echoes += 1
                 self._flush_input()
                 self._write_out(chunk[pos : found.end])
             else:
@@ -373,6 +394,14 @@ class Relay:
                 self._write_out(tmux_passthrough(found.seq))
             pos = found.end
         self._write_out(chunk[pos:])
+
+    def _echoes_verbatim(self) -> bool:
+        """Will the program's pty echo our reply back as the same bytes (ECHO without ECHOCTL)?"""
+        try:
+            lflag = termios.tcgetattr(self.master)[3]
+        except termios.error:
+            return False
+        return bool(lflag & termios.ECHO) and not lflag & termios.ECHOCTL
 
     def _read_output(self) -> tuple[bytes, bool]:
         """Read what the program has written, up to MAX_BATCH; return (bytes, still open).
@@ -416,7 +445,8 @@ class Relay:
             rlist = [wake]
             if master_open:
                 rlist.append(self.master)
-                if self.stdin_open and len(self.to_child) < MAX_PENDING_INPUT:
+                reading = not self.stdin_tty or self.raw_held or self._foreground()
+                if self.stdin_open and reading and len(self.to_child) < MAX_PENDING_INPUT:
                     rlist.append(self.stdin)
             wlist = [self.master] if self.to_child and master_open else []
             timeout = None
@@ -501,4 +531,7 @@ def main(argv: list[str]) -> int:
         return Relay(command, wrap=wrap).run()
     except OSError as exc:
         print(f"paneboard run: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug of ours: the terminal is already restored (finally)
+        print(f"paneboard run: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -44,14 +44,14 @@ Readings where the spec leaves a choice (documented in docs/classifier.md):
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from paneboard_protocol import contract as contract_mod
+from paneboard_protocol.evidence import EVIDENCE_VERSION, EvidenceError, check_evidence
 from paneboard_protocol.records import effective_app, roll_up
-
-EVIDENCE_VERSION = 1
 
 STATES = ("working", "blocked", "idle", "done", "error")
 
@@ -82,6 +82,7 @@ def title_has_spinner(title: str | None) -> bool:
 _INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Co", "Cs"})
 
 
+@functools.lru_cache(maxsize=4096)
 def display_text(text: str | None) -> str | None:
     """P7501-19: report text is untrusted — strip bidi, invisible formatting and control
     characters before it is shown (and so before it reaches the classification)."""
@@ -178,13 +179,19 @@ def _native_progress(native: dict[str, Any]) -> int | None:
     return None
 
 
+def records_view(records: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """The per-record list a Classification carries (effective app, display-safe text)."""
+    return _public_records(records)
+
+
 def _public_records(records: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    by_id = {r["id"]: r for r in records}
     return tuple(
         {
             "id": r["id"] or None,
             "state": r["state"],
             "kind": r["kind"],
-            "app": effective_app(records, r),
+            "app": effective_app(records, r, by_id),
             "msg": display_text(r["msg"]),
             "title": display_text(r["title"]),
             "progress": r["progress"],
@@ -211,12 +218,17 @@ def _decide(evidence: dict[str, Any], now: float) -> dict[str, Any]:
         "source": None,
     }
 
+    by_id = {r["id"]: r for r in records}
+
+    def app_of(r: dict[str, Any]) -> str | None:
+        return effective_app(records, r, by_id)
+
     proc_agent = proc.get("agent")
     live = [r for r in records if r["gen"] == gen]
     leftover = [r for r in records if r["gen"] != gen]
     if proc_agent:
         # RI-2: a report that names a different agent than the process-identified one does not apply.
-        live = [r for r in live if _alias(aliases, effective_app(records, r)) in (None, proc_agent)]
+        live = [r for r in live if _alias(aliases, app_of(r)) in (None, proc_agent)]
 
     # Identity.
     agent = proc_agent
@@ -225,16 +237,16 @@ def _decide(evidence: dict[str, Any], now: float) -> dict[str, Any]:
         agent = evidence["contract"]["agent"]
     winner = roll_up(live)
     if agent is None and winner is not None:
-        agent = _alias(aliases, effective_app(records, winner))
+        agent = _alias(aliases, app_of(winner))
         if agent is None:
             for r in reversed(live):  # newest first
-                agent = _alias(aliases, effective_app(records, r))
+                agent = _alias(aliases, app_of(r))
                 if agent:
                     break
     use_leftover = agent is None and winner is None and bool(leftover)
     if use_leftover:
         winner = roll_up(leftover)
-        agent = _alias(aliases, effective_app(records, winner)) or winner.get("agent")
+        agent = _alias(aliases, app_of(winner)) or winner.get("agent")
     out["agent"] = agent
 
     # State.
@@ -272,13 +284,27 @@ def _decide(evidence: dict[str, Any], now: float) -> dict[str, Any]:
     return out
 
 
-def classify_evidence(evidence: dict[str, Any], now: float) -> Classification:
+def classify_evidence(
+    evidence: dict[str, Any],
+    now: float,
+    *,
+    check: bool = True,
+    public_records: tuple[dict[str, Any], ...] | None = None,
+) -> Classification:
     """The pane's classification at `now`, from evidence alone (pure; the server re-runs it).
+
+    Evidence from elsewhere is checked first (`EvidenceError`, a ValueError naming the
+    bad field); `check=False` is for evidence this process just built itself, which may
+    also hand in `public_records`, its cached `records_view(evidence["records"])`.
 
     `since` is the evidence's own `since` while the outcome (agent, state) is what the
     evidence was built with; when time alone changed it (staleness), it is the
     staleness instant that did it.
     """
+    if check:
+        check_evidence(evidence)
+        if isinstance(now, bool) or not isinstance(now, int | float) or now != now:
+            raise EvidenceError("now must be a number")
     d = _decide(evidence, now)
     basis = evidence.get("basis")
     bsince = evidence.get("since")
@@ -299,10 +325,42 @@ def classify_evidence(evidence: dict[str, Any], now: float) -> Classification:
         source=d["source"],
         since=since,
         observable=bool(evidence.get("observable", True)),
-        records=_public_records(list(evidence.get("records") or [])),
+        records=public_records if public_records is not None else _public_records(list(evidence["records"])),
     )
 
 
-def evidence_deadline(evidence: dict[str, Any], now: float) -> float | None:
+def evidence_deadline(evidence: dict[str, Any], now: float, *, check: bool = True) -> float | None:
     """The next instant after `now` at which time alone may change the classification."""
+    if check:
+        check_evidence(evidence)
     return contract_mod.next_instant(evidence.get("contract"), now)
+
+
+def evidence_mark_seen(evidence: dict[str, Any], now: float) -> dict[str, Any]:
+    """The evidence after the user has looked at the pane at `now` (pure).
+
+    The same rule as `PaneClassifier.mark_seen`, for a server that learns of the look
+    first: the live process's `done` records become `idle`; left-over `done`/`error`
+    results of an earlier process go (P7501-8, RI-5). `basis`/`since` are carried so
+    that `classify_evidence(new, now).since` is `now` when the look changed the state.
+    """
+    check_evidence(evidence)
+    before = classify_evidence(evidence, now, check=False)
+    gen = evidence["process"]["gen"]
+    seq = max((r["seq"] for r in evidence["records"]), default=0)
+    records = []
+    for r in sorted(evidence["records"], key=lambda r: r["seq"]):
+        if r["gen"] != gen:
+            if r["state"] in ("done", "error"):
+                continue
+        elif r["state"] == "done":
+            seq += 1
+            r = {**r, "state": "idle", "updated": now, "seq": seq}
+        records.append(dict(r))
+    records.sort(key=lambda r: r["seq"])
+    new = {**evidence, "records": records, "basis": [before.agent, before.state], "since": before.since}
+    after = classify_evidence(new, now, check=False)
+    if (after.agent, after.state) != (before.agent, before.state):
+        new["basis"] = [after.agent, after.state]
+        new["since"] = now
+    return new

@@ -10,31 +10,37 @@ Nothing is stripped: C0 controls (base64 line wrapping) are already gone by fram
 
 from __future__ import annotations
 
-import base64
 import binascii
 import re
 
 _CORE = re.compile(rb"[A-Za-z0-9+/]*")
+_PADDING = (b"", b"=", b"==", b"===")
 
 
 class Base64Error(ValueError):
     """The text is not strict base64; `str(err)` says why, in a phrase like 'has ...'."""
 
 
+def _diagnose(core: bytes) -> str:
+    if not _CORE.fullmatch(core):
+        return "has a character outside the base64 alphabet"
+    return "does not decode"  # pragma: no cover - binascii agrees with the checks here
+
+
 def strict_b64decode(value: bytes) -> bytes:
     """Decode strict standard base64 (padding optional) or raise `Base64Error`."""
     core = value.rstrip(b"=")
+    missing = (-len(core)) % 4
     pad = len(value) - len(core)
-    if pad and pad != (-len(core)) % 4:
+    if pad and pad != missing:
         raise Base64Error("has wrong padding")
-    if not _CORE.fullmatch(core):
-        raise Base64Error("has a character outside the base64 alphabet")
-    if len(core) % 4 == 1:
+    if missing == 3:
         raise Base64Error("has a length no base64 text can have")
     try:
-        data = base64.b64decode(core + b"=" * ((-len(core)) % 4), validate=True)
-    except binascii.Error as exc:  # pragma: no cover - excluded by the checks above
-        raise Base64Error(f"does not decode ({exc})") from None
-    if base64.b64encode(data).rstrip(b"=") != core:
+        # strict_mode refuses anything outside the alphabet (binascii's default skips it).
+        data = binascii.a2b_base64(core + _PADDING[missing], strict_mode=True)
+    except binascii.Error:
+        raise Base64Error(_diagnose(core)) from None
+    if missing and binascii.b2a_base64(data, newline=False)[: len(core)] != core:
         raise Base64Error("has non-canonical padding bits")
     return data

@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _open(path: str) -> BinaryIO:
     if path == "-":
+        if sys.stdin is None:
+            raise OSError(9, "it is closed")
         return sys.stdin.buffer
     if os.path.isdir(path):
         raise IsADirectoryError(21, "is a directory", path)
@@ -100,6 +102,9 @@ def _run(stream: BinaryIO, decoder: Decoder, write: Callable[[bytes], object]) -
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if sys.stdout is None:
+        print(f"{PROG}: standard output is closed", file=sys.stderr)
+        return 1
     try:
         stream = _open(args.file)
     except OSError as exc:

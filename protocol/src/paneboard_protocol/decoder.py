@@ -10,8 +10,9 @@ states jump to their next terminator the same way.
 Framing (7-bit controls only, as tmux tokenises; F-1):
 
 * `ESC ]` opens an OSC; BEL or `ESC \\` ends it; CAN or SUB aborts it; ESC followed by
-  anything else cuts it (nothing is sent) and starts a new escape. C0 controls inside
-  the payload are dropped. An OSC is at most 4096 bytes from `ESC` through its
+  anything else ends it without ST and starts a new escape — an OSC 7501 report or a
+  SetUserVar cut this way counts as not sent, a title, progress or prompt mark as ended.
+  C0 controls inside the payload are dropped. An OSC is at most 4096 bytes from `ESC` through its
   terminator (P7501-20); a longer one is discarded without being buffered.
 * `ESC P`, `ESC _`, `ESC ^`, `ESC X` (DCS, APC, PM, SOS) are skipped whole until
   `ESC \\` (CAN/SUB abort, ESC + other byte cuts), except `ESC P tmux;` passthrough,
@@ -35,20 +36,24 @@ from paneboard_protocol.events import Event, Progress, PromptMark, Rejected, Res
 MAX_OSC = 4096  # bytes from ESC through the terminator (P7501-20)
 MAX_PASSTHROUGH = 65536  # unwrapped bytes of one tmux passthrough envelope
 MAX_PASSTHROUGH_DEPTH = 4  # envelopes inside envelopes
-_MAX_ESC_FILL = 64  # C0/intermediate bytes tolerated between ESC and its final byte
+_MAX_ESC_FILL = 64  # C0 bytes tolerated between ESC and its final byte
 _HEADER = 48  # payload bytes kept after an overflow, to name the protocol in the rejection
 
 _ESC, _BEL, _CAN, _SUB, _BSL = 0x1B, 0x07, 0x18, 0x1A, 0x5C
 
-_FILL = rb"[\x00-\x17\x19\x1c-\x2f]"
-_GROUND_RE = re.compile(rb"\x1b(" + _FILL + rb"{0,%d})([\]P_^Xc])" % _MAX_ESC_FILL)
-_TAIL_RE = re.compile(rb"\x1b" + _FILL + rb"{0,%d}" % _MAX_ESC_FILL)
+# One char class after the ESC keeps the regex engine on its fast path (as fast as a bare
+# `find`): an interesting final byte, or a C0 control between ESC and its final byte.
+_GROUND_RE = re.compile(rb"\x1b[\]P_^Xc\x00-\x17\x19\x1c-\x1f]")
+_FILL_RUN = re.compile(rb"[\x00-\x17\x19\x1c-\x1f]{0,%d}" % _MAX_ESC_FILL)
+_FINALS = frozenset(b"]P_^Xc")
 _OSC_END_RE = re.compile(rb"[\x07\x18\x1a\x1b]")
 _STR_END_RE = re.compile(rb"[\x18\x1a\x1b]")
 # Every C0 control except the ones framing acts on never reaches a payload (F-1).
 _C0 = bytes(range(0x20))
 _PT_PREFIX = b"tmux;"
 _DIGITS = re.compile(rb"-?[0-9]{1,10}")
+_TITLE_CODES = {b"0": 0, b"1": 1, b"2": 2}
+_NOT_SENT_WHEN_CUT = frozenset({"osc7501", "thinkterm", "uservar"})
 
 # Scanner states.
 _GROUND, _OSC, _OSC_ESC, _STR, _STR_ESC, _DCS, _PT, _PT_ESC = range(8)
@@ -115,6 +120,10 @@ def _parse_prompt(rest: bytes, offset: int) -> Event | None:
 def dispatch_osc(payload: bytes, offset: int, terminator: Literal["bel", "st"]) -> Event | None:
     """Turn one complete OSC payload (between `ESC ]` and ST, C0 removed) into an event."""
     code, semi, rest = payload.partition(b";")
+    if code in _TITLE_CODES:  # the most frequent by far: spinners animate the title
+        if not semi:
+            return None
+        return Title(offset, title=rest.decode("utf-8", "replace"), code=_TITLE_CODES[code])
     if code == b"7501":
         return osc7501.parse_report(rest, offset, terminator)
     if code == b"1337":
@@ -125,10 +134,6 @@ def dispatch_osc(payload: bytes, offset: int, terminator: Literal["bel", "st"]) 
         if rest == b"4" or rest.startswith(b"4;"):
             return _parse_progress(rest, offset)
         return None
-    if code in (b"0", b"1", b"2"):
-        if not semi:
-            return None
-        return Title(offset, title=rest.decode("utf-8", "replace"), code=int(code))
     if code == b"133":
         return _parse_prompt(rest, offset)
     return None
@@ -201,29 +206,69 @@ class Decoder:
             if state == _GROUND:
                 m = _GROUND_RE.search(data, i)
                 if m is None:
-                    k = data.rfind(b"\x1b", max(i, n - _MAX_ESC_FILL - 1))
-                    if k >= 0 and _TAIL_RE.fullmatch(data, k):
-                        self._tail = data[k:]
-                        self._tail_off = base + k
+                    if data[n - 1] == _ESC and n - 1 >= i:
+                        self._tail = b"\x1b"
+                        self._tail_off = base + n - 1
                     break
                 j = m.start()
-                i = m.end()
-                fill = m.group(1)
-                if fill and fill.translate(None, _C0):
-                    continue  # ESC + intermediates: some other escape sequence
-                final = data[i - 1]
-                self._seq_off = base + j
+                e = m.end()
+                final = data[e - 1]
+                if final < 0x20:
+                    # C0 between ESC and its final byte is executed, the escape kept (as in
+                    # a VT parser and tmux). Rare, so handled here rather than in the regex.
+                    e = _FILL_RUN.match(data, e - 1).end()  # type: ignore[union-attr]
+                    if e == n:
+                        self._tail = data[j:]
+                        self._tail_off = base + j
+                        break
+                    final = data[e]
+                    if final not in _FINALS:
+                        i = e  # an intermediate, another ESC, ...: rescan from here
+                        continue
+                    e += 1
+                i = e
                 if final == 0x5D:  # ]
+                    # Fast path: the whole OSC is in this chunk and within the limit.
+                    t = _OSC_END_RE.search(data, e)
+                    if t is not None:
+                        k = t.start()
+                        b = data[k]
+                        if b == _BEL:
+                            term_len = 1
+                        elif b == _ESC and k + 1 < n and data[k + 1] == _BSL:
+                            term_len = 2
+                        else:
+                            term_len = 0
+                        if term_len and k + term_len - j <= MAX_OSC:
+                            payload = data[e:k].translate(None, _C0)
+                            if payload[1:2] == b";" and payload[:1] in _TITLE_CODES:
+                                # Titles are most of all OSCs (spinners): skip the dispatcher.
+                                out.append(
+                                    Title(
+                                        base + j,
+                                        payload[2:].decode("utf-8", "replace"),
+                                        _TITLE_CODES[payload[:1]],
+                                    )
+                                )
+                            else:
+                                event = dispatch_osc(payload, base + j, "bel" if term_len == 1 else "st")
+                                if event is not None and (self.rejections or event.__class__ is not Rejected):
+                                    out.append(event)
+                            i = k + term_len
+                            continue
+                    self._seq_off = base + j
                     self._state = _OSC
-                    self._raw = i - j
+                    self._raw = e - j
                     self._buf.clear()
                     self._overflow = False
                 elif final == 0x50:  # P
+                    self._seq_off = base + j
                     self._state = _DCS
                     self._pfx = 0
                 elif final == 0x63:  # c
                     out.append(Reset(base + j))
                 else:  # _ ^ X
+                    self._seq_off = base + j
                     self._state = _STR
             elif state == _OSC:
                 m = _OSC_END_RE.search(data, i)
@@ -245,9 +290,7 @@ class Decoder:
                         self._osc_finish(out, "st", 2)
                         i = end + 2
                     else:
-                        self._osc_abort(
-                            out, f"cut by ESC {quote(data[end + 1 : end + 2])} before its terminator"
-                        )
+                        self._osc_cut(out, data[end + 1 : end + 2])
                         i = end  # the ESC starts a new escape
                 else:
                     self._osc_abort(out, "aborted by CAN" if b == _CAN else "aborted by SUB")
@@ -257,7 +300,7 @@ class Decoder:
                     self._osc_finish(out, "st", 2)
                     i += 1
                 else:
-                    self._osc_abort(out, f"cut by ESC {quote(data[i : i + 1])} before its terminator")
+                    self._osc_cut(out, data[i : i + 1])
                     data, base, n, i = b"\x1b" + data[i:], self._esc_off, n - i + 1, 0
             elif state == _STR:
                 m = _STR_END_RE.search(data, i)
@@ -336,11 +379,17 @@ class Decoder:
     def close(self) -> list[Event]:
         """End of stream: reject an unterminated report, and start afresh for a new stream."""
         out: list[Event] = []
+        where = (
+            "at the end of its tmux passthrough envelope (double every ESC inside it, the ST's too)"
+            if self._depth
+            else "at end of input"
+        )
         if self._state in (_OSC, _OSC_ESC):
-            self._osc_abort(out, "unterminated at end of input")
+            self._osc_abort(out, f"unterminated {where}")
         elif self._state in (_PT, _PT_ESC):
-            self._pt_abort(out, "unterminated at end of input")
+            self._pt_abort(out, f"unterminated {where}")
         self._reset_state()
+        self._pos = 0
         return out
 
     # -- helpers -------------------------------------------------------------------
@@ -386,6 +435,16 @@ class Decoder:
                 out.append(event)
         self._buf.clear()
         self._overflow = False
+
+    def _osc_cut(self, out: list[Event], after: bytes) -> None:
+        """ESC + another byte ends an OSC without ST (F-1): a 7501 report or a user variable
+        cut this way counts as not sent; anything else (a title, progress, a prompt mark)
+        ends there, as tmux reads it."""
+        proto = _proto_of(self._osc_payload_head())
+        if proto in _NOT_SENT_WHEN_CUT:
+            self._osc_abort(out, f"cut by ESC {quote(after)} before its terminator")
+        else:
+            self._osc_finish(out, "st", 0)
 
     def _osc_abort(self, out: list[Event], why: str) -> None:
         self._state = _GROUND

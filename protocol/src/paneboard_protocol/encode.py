@@ -295,7 +295,9 @@ def tmux_passthrough(seq: bytes) -> bytes:
 
 
 __all__ = [
+    "MAX_MSG_DECODED",
     "MAX_SEQUENCE",
+    "MAX_TITLE_DECODED",
     "THINKTERM_VAR",
     "agent_value",
     "b64",

@@ -164,27 +164,73 @@ class Gate:
         return out
 
     def matches(self, screen: str, title: str, progress: str) -> bool:
-        text = region_text(self.region, screen, title, progress)
-        for pat in self.regex:
-            if not pat.search(text):
-                return False
+        return self._matches(_Texts(screen, title, progress))
+
+    def _matches(self, texts: _Texts) -> bool:
+        # Cheapest first: substring tests filter most screens before any regex runs.
         if self.contains:
-            low = text.casefold()
+            low = texts.folded(self.region)
             if not all(c in low for c in self.contains):
                 return False
+        if self.regex:
+            text = texts.get(self.region)
+            for pat in self.regex:
+                if not pat.search(text):
+                    return False
         if self.line_regex:
-            lines = text.split("\n")
+            lines = texts.lines(self.region)
             for pat in self.line_regex:
                 if not any(pat.search(ln) for ln in lines):
                     return False
         for reg, pat in self.fixed:
-            if not pat.search(region_text(reg, screen, title, progress)):
+            if not pat.search(texts.get(reg)):
                 return False
-        if not all(g.matches(screen, title, progress) for g in self.all):
+        if not all(g._matches(texts) for g in self.all):
             return False
-        if self.any and not any(g.matches(screen, title, progress) for g in self.any):
+        if self.any and not any(g._matches(texts) for g in self.any):
             return False
-        return not any(g.matches(screen, title, progress) for g in self.not_)
+        return not any(g._matches(texts) for g in self.not_)
+
+
+class _Texts:
+    """Region texts of one reading, each computed once however many conditions read it."""
+
+    __slots__ = ("_folded", "_lines", "_text", "progress", "screen", "title")
+
+    def __init__(self, screen: str, title: str, progress: str) -> None:
+        self.screen, self.title, self.progress = screen, title, progress
+        self._text: dict[str, str] = {}
+        self._folded: dict[str, str] = {}
+        self._lines: dict[str, list[str]] = {}
+
+    def get(self, region: str) -> str:
+        text = self._text.get(region)
+        if text is None:
+            m = _REGION_RE.match(region)
+            if m:  # bottom/top N non-empty lines: split the screen once for all N
+                non_empty = self._lines.get("\0non-empty")
+                if non_empty is None:
+                    non_empty = self._lines["\0non-empty"] = [
+                        ln for ln in self.screen.split("\n") if ln.strip()
+                    ]
+                n = int(m.group(2))
+                text = "\n".join(non_empty[-n:] if m.group(1).startswith("bottom") else non_empty[:n])
+            else:
+                text = region_text(region, self.screen, self.title, self.progress)
+            self._text[region] = text
+        return text
+
+    def folded(self, region: str) -> str:
+        low = self._folded.get(region)
+        if low is None:
+            low = self._folded[region] = self.get(region).casefold()
+        return low
+
+    def lines(self, region: str) -> list[str]:
+        lines = self._lines.get(region)
+        if lines is None:
+            lines = self._lines[region] = self.get(region).split("\n")
+        return lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,9 +290,9 @@ class Manifest:
         while lines and not lines[-1].strip():
             lines.pop()
         text = "\n".join(lines[-self.rows :])
-        t, p = title or "", progress or ""
+        texts = _Texts(text, title or "", progress or "")
         for rule in self.rules:
-            if rule.gate.matches(text, t, p):
+            if rule.gate._matches(texts):
                 return Match(self.id, rule.id, rule.state, rule.kind, rule.native)
         return None
 
@@ -446,12 +492,16 @@ class RuleSet:
     bundled: bool = True
     _by_agent: dict[str, Manifest] = field(default_factory=dict, repr=False, compare=False)
     _by_process: dict[str, Manifest] = field(default_factory=dict, repr=False, compare=False)
+    _aliases: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for m in self.manifests:
             self._by_agent.setdefault(m.agent, m)
             for name in m.process:
                 self._by_process.setdefault(name, m)
+            self._aliases.setdefault(m.id, m.agent)
+            for a in m.aliases:
+                self._aliases.setdefault(a, m.agent)
 
     @classmethod
     def from_manifests(cls, manifests: Iterable[Manifest]) -> RuleSet:
@@ -473,13 +523,8 @@ class RuleSet:
 
     @property
     def aliases(self) -> dict[str, str]:
-        """OSC 7501 `app` names -> agent (`claude-code` -> `claude`, RI-1)."""
-        out: dict[str, str] = {}
-        for m in self.manifests:
-            out.setdefault(m.id, m.agent)
-            for a in m.aliases:
-                out.setdefault(a, m.agent)
-        return out
+        """OSC 7501 `app` names -> agent (`claude-code` -> `claude`, RI-1); a fresh copy."""
+        return dict(self._aliases)
 
 
 def load_files(files: Iterable[tuple[str, str]], origin: str) -> tuple[list[Manifest], list[RuleError]]:

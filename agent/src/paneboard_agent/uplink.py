@@ -1,0 +1,308 @@
+"""The collector's uplink to `paneboard serve`: a `Sink` over one WebSocket.
+
+What it guarantees (protocol in docs/wire.md):
+- Nothing is lost while the server is away: changes wait in a buffer that keeps only
+  the latest change per pane (and per host), so its size is bounded by the number of
+  panes, however long the outage and however chatty the panes.
+- Every message carries a sequence number and stays "in flight" until the server
+  acknowledges it (after committing). On reconnect the server says what it has; the
+  rest is resent, or a full snapshot is sent when the server asks for one (it lost
+  track, or saw a gap).
+- Reconnects back off exponentially with jitter so a fleet of collectors does not
+  stampede a restarted server.
+The `websockets` library is the only dependency; the agent distribution stays light.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import websockets
+from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
+
+from .sink import PaneKey, PaneUpdate, SnapshotSource
+
+log = logging.getLogger("paneboard.uplink")
+
+PROTOCOL = 1
+VERSION = "0.1.0"
+
+
+def ingest_url(url: str) -> str:
+    """`http://host:port` (what people type) -> `ws://host:port/api/ingest`."""
+    parts = urlsplit(url)
+    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme)
+    if scheme is None or not parts.netloc:
+        raise ValueError(f"bad server URL {url!r} (use http://HOST:PORT)")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/api/ingest"):
+        path += "/api/ingest"
+    return urlunsplit((scheme, parts.netloc, path, "", ""))
+
+
+class UplinkError(Exception):
+    pass
+
+
+class UplinkSink:
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        window: int = 64,
+        ops_per_message: int = 500,
+        backoff: tuple[float, float] = (0.25, 15.0),
+        on_seen: Callable[[PaneKey, float], Any] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.url = ingest_url(url)
+        self.token = token
+        self.window = window
+        self.ops_per_message = ops_per_message
+        self.backoff = backoff
+        self.on_seen = on_seen
+        self.clock = clock
+        self.stream = uuid.uuid4().hex
+        self.source: SnapshotSource | None = None
+        # The latest known view (what a snapshot holds when no source is attached).
+        self.view: dict[str, dict[str, Any]] = {}
+        self.hosts: dict[str, tuple[bool, str | None]] = {}
+        # Not yet sent, coalesced per pane/host: the bound is the pane count.
+        self.pending: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        # Sent, not yet acknowledged: seq -> message.
+        self.inflight: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        self.seq = 0
+        self.acked = 0
+        self.connected = asyncio.Event()
+        self.last_error: str | None = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self._need_snapshot = True
+        self._bg: set[asyncio.Future[Any]] = set()
+
+    # --- Sink ---------------------------------------------------------------------------
+    def attach(self, source: SnapshotSource) -> None:
+        self.source = source
+
+    async def pane_changed(self, update: PaneUpdate) -> None:
+        op = {"op": "pane", "update": update.wire_json()}
+        self.view[str(update.key)] = op
+        self._put(f"p:{update.key}", op)
+
+    async def pane_gone(self, key: PaneKey, t: float) -> None:
+        self.view.pop(str(key), None)
+        self._put(f"p:{key}", {"op": "gone", "key": asdict(key), "t": t})
+
+    async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
+        self.hosts[host] = (reachable, error)
+        self._put(f"h:{host}", {"op": "host", "host": host, "reachable": reachable, "error": error, "t": t})
+
+    def _put(self, key: str, op: dict[str, Any]) -> None:
+        self.pending.pop(key, None)
+        self.pending[key] = op
+        self._wake.set()
+
+    # --- lifecycle ----------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="paneboard-uplink")
+
+    async def close(self, flush_timeout: float = 2.0) -> None:
+        """Stop; first give the server a moment to acknowledge what is in flight."""
+        if self._task is None:
+            return
+        deadline = time.monotonic() + flush_timeout
+        while (self.pending or self.inflight) and self.connected.is_set() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        self._closing = True
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._task
+        self._task = None
+
+    @property
+    def buffered(self) -> int:
+        """Changes not yet acknowledged by the server (pending + in flight)."""
+        return len(self.pending) + sum(len(m.get("ops", ())) or 1 for m in self.inflight.values())
+
+    # --- the connection -----------------------------------------------------------------
+    async def _run(self) -> None:
+        delay = self.backoff[0]
+        while not self._closing:
+            try:
+                async with websockets.connect(
+                    self.url,
+                    additional_headers={"Authorization": f"Bearer {self.token}"},
+                    open_timeout=10,
+                    ping_interval=20,
+                    ping_timeout=20,
+                    max_size=1 << 20,
+                    compression=None,
+                ) as ws:
+                    await self._session(ws)
+                    delay = self.backoff[0]
+            except asyncio.CancelledError:
+                raise
+            except ConnectionClosed as exc:
+                rcvd = exc.rcvd
+                why = f"{rcvd.code} {rcvd.reason}" if rcvd is not None else "connection lost"
+                self._note(f"server closed the uplink: {why}")
+                if rcvd is not None and rcvd.code == 4401:
+                    delay = self.backoff[1]
+                if rcvd is not None and rcvd.code in (1007, 1009):
+                    # The server will refuse the same bytes again: resending them would loop.
+                    # Start over from a fresh snapshot (what the panes show now), slowly.
+                    self.inflight.clear()
+                    self._need_snapshot = True
+                    delay = self.backoff[1]
+            except InvalidStatus as exc:
+                self._note(f"server refused the uplink: HTTP {exc.response.status_code}")
+            except InvalidURI as exc:
+                self._note(f"bad server URL: {exc}")
+                delay = self.backoff[1]
+            except (OSError, TimeoutError, websockets.exceptions.WebSocketException, ValueError) as exc:
+                self._note(f"cannot reach server: {exc or type(exc).__name__}")
+            finally:
+                self.connected.clear()
+            if self._closing:
+                return
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, self.backoff[1])
+
+    def _note(self, msg: str) -> None:
+        if msg != self.last_error:
+            log.warning("%s", msg)
+        self.last_error = msg
+
+    async def _session(self, ws: Any) -> None:
+        await ws.send(
+            json.dumps(
+                {
+                    "type": "hello",
+                    "protocol": PROTOCOL,
+                    "version": VERSION,
+                    "stream": self.stream,
+                    "hosts": sorted(self.hosts),
+                }
+            )
+        )
+        welcome = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        if welcome.get("type") != "welcome":
+            raise UplinkError(f"expected welcome, got {welcome.get('type')!r}")
+        acked = welcome.get("acked")
+        if isinstance(acked, int):
+            self._ack(acked)
+        resend = (
+            (not welcome.get("snapshot"))
+            and isinstance(acked, int)
+            and (not self.inflight or next(iter(self.inflight)) == acked + 1)
+        )
+        if self._need_snapshot or not resend:
+            await self._send_snapshot(ws)
+        else:
+            for msg in self.inflight.values():
+                await ws.send(json.dumps(msg))
+        self.connected.set()
+        reader = asyncio.create_task(self._reader(ws))
+        try:
+            while True:
+                if reader.done():
+                    reader.result()
+                    return
+                if self._need_snapshot:
+                    await self._send_snapshot(ws)
+                if self.pending and len(self.inflight) < self.window:
+                    await self._send_delta(ws)
+                    continue
+                self._wake.clear()
+                waiter = asyncio.ensure_future(self._wake.wait())
+                await asyncio.wait({waiter, reader}, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+        finally:
+            reader.cancel()
+            with contextlib.suppress(BaseException):
+                await reader
+
+    async def _reader(self, ws: Any) -> None:
+        async for raw in ws:
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                continue
+            kind = msg.get("type")
+            if kind == "ack" and isinstance(msg.get("seq"), int):
+                self._ack(msg["seq"])
+                self.last_error = None
+                self._wake.set()
+            elif kind == "resync":
+                log.info("server asked for a snapshot: %s", msg.get("reason"))
+                self._need_snapshot = True
+                self._wake.set()
+            elif kind == "seen":
+                self._seen(msg)
+
+    def _ack(self, seq: int) -> None:
+        self.acked = max(self.acked, seq)
+        while self.inflight and next(iter(self.inflight)) <= seq:
+            self.inflight.popitem(last=False)
+
+    def _seen(self, msg: dict[str, Any]) -> None:
+        try:
+            k = msg["key"]
+            key = PaneKey(str(k["host"]), str(k["tmux"]), str(k["pane"]))
+            t = float(msg.get("t") or self.clock())
+        except (KeyError, TypeError, ValueError):
+            return
+        target = self.on_seen or getattr(self.source, "mark_seen", None)
+        if target is None:
+            return
+        try:
+            result = target(key, t)
+            if asyncio.iscoroutine(result):
+                task = asyncio.ensure_future(result)
+                self._bg.add(task)
+                task.add_done_callback(self._bg.discard)
+        except Exception as exc:  # the collector's problem; the uplink keeps going
+            log.warning("seen for %s failed: %s", key, exc)
+
+    async def _send_snapshot(self, ws: Any) -> None:
+        if self.source is not None:
+            updates, hosts = self.source.snapshot()
+            panes = [u.wire_json() for u in updates]
+            host_map = {h: {"reachable": r, "error": e} for h, (r, e) in hosts.items()}
+        else:
+            panes = [op["update"] for op in self.view.values()]
+            host_map = {h: {"reachable": r, "error": e} for h, (r, e) in self.hosts.items()}
+        for p in panes:
+            host_map.setdefault(p["key"]["host"], {"reachable": True, "error": None})
+        self.seq += 1
+        msg = {"type": "snapshot", "seq": self.seq, "t": self.clock(), "hosts": host_map, "panes": panes}
+        # The snapshot supersedes everything before it, sent or not.
+        self.pending.clear()
+        self.inflight.clear()
+        self.inflight[self.seq] = msg
+        self._need_snapshot = False
+        await ws.send(json.dumps(msg))
+
+    async def _send_delta(self, ws: Any) -> None:
+        ops = []
+        while self.pending and len(ops) < self.ops_per_message:
+            _, op = self.pending.popitem(last=False)
+            ops.append(op)
+        self.seq += 1
+        msg = {"type": "delta", "seq": self.seq, "ops": ops}
+        self.inflight[self.seq] = msg
+        await ws.send(json.dumps(msg))

@@ -1,0 +1,221 @@
+"""Tokens, viewers and browser sessions in the store: what the CLI and auth use.
+
+Everything here is a small awaitable over one engine; nothing is cached, so a token
+revoked with `paneboard token revoke` stops working on the next request.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from . import schema as s
+from .secrets_ import hash_password, new_secret, new_token, token_hash, verify_password
+
+
+class AccountError(Exception):
+    pass
+
+
+NAME_MAX = 128
+
+
+def _check_name(name: str) -> str:
+    if not name or len(name) > NAME_MAX or not name.isprintable() or name.strip() != name:
+        raise AccountError(f"bad name {name!r}: 1-{NAME_MAX} printable characters, no surrounding spaces")
+    return name
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    id: int
+    name: str
+    kind: str
+    created_at: float
+    revoked_at: float | None
+    last_used: float | None
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is making a request: a viewer account, a viewer token, or a collector."""
+
+    kind: str  # "viewer" (account), "viewer-token", "collector"
+    name: str
+    id: int
+    readonly: bool
+    csrf: str | None = None  # set for cookie sessions: the double-submit value
+
+
+async def create_token(engine: AsyncEngine, name: str, kind: str) -> str:
+    _check_name(name)
+    if kind not in {"collector", "viewer"}:
+        raise AccountError(f"bad token kind {kind!r}")
+    token = new_token(kind)
+    async with engine.begin() as conn:
+        existing = (
+            await conn.execute(
+                select(s.tokens.c.id, s.tokens.c.revoked_at).where(
+                    s.tokens.c.kind == kind, s.tokens.c.name == name
+                )
+            )
+        ).first()
+        if existing is not None and existing.revoked_at is None:
+            raise AccountError(f"a {kind} token named {name!r} exists (revoke it first)")
+        if existing is not None:
+            # A revoked name is reused: keep the row (hosts and history hang off it).
+            await conn.execute(
+                update(s.tokens)
+                .where(s.tokens.c.id == existing.id)
+                .values(token_hash=token_hash(token), revoked_at=None, created_at=time.time())
+            )
+        else:
+            await conn.execute(
+                insert(s.tokens).values(
+                    name=name, kind=kind, token_hash=token_hash(token), created_at=time.time()
+                )
+            )
+    return token
+
+
+async def list_tokens(engine: AsyncEngine) -> list[TokenInfo]:
+    async with engine.connect() as conn:
+        rows = (await conn.execute(select(s.tokens).order_by(s.tokens.c.kind, s.tokens.c.name))).all()
+    return [TokenInfo(r.id, r.name, r.kind, r.created_at, r.revoked_at, r.last_used) for r in rows]
+
+
+async def revoke_token(engine: AsyncEngine, name: str, kind: str | None = None) -> int:
+    cond = [s.tokens.c.name == name, s.tokens.c.revoked_at.is_(None)]
+    if kind:
+        cond.append(s.tokens.c.kind == kind)
+    async with engine.begin() as conn:
+        rows = (await conn.execute(select(s.tokens.c.id).where(*cond))).all()
+        ids = [r.id for r in rows]
+        if ids:
+            await conn.execute(update(s.tokens).where(s.tokens.c.id.in_(ids)).values(revoked_at=time.time()))
+            await conn.execute(delete(s.web_sessions).where(s.web_sessions.c.token_id.in_(ids)))
+    return len(ids)
+
+
+async def lookup_token(engine: AsyncEngine, token: str, kind: str) -> Principal | None:
+    if not token or len(token) > 256:
+        return None
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(
+                select(s.tokens).where(
+                    s.tokens.c.token_hash == token_hash(token),
+                    s.tokens.c.kind == kind,
+                    s.tokens.c.revoked_at.is_(None),
+                )
+            )
+        ).first()
+    if row is None:
+        return None
+    return Principal(
+        "collector" if kind == "collector" else "viewer-token", row.name, row.id, readonly=kind == "viewer"
+    )
+
+
+async def add_viewer(engine: AsyncEngine, name: str, password: str) -> None:
+    _check_name(name)
+    if len(password) < 8:
+        raise AccountError("password too short (at least 8 characters)")
+    if len(password) > 1024:
+        raise AccountError("password too long (at most 1024 characters)")
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                insert(s.viewers).values(
+                    name=name, password_hash=hash_password(password), created_at=time.time()
+                )
+            )
+    except IntegrityError as exc:
+        raise AccountError(f"a viewer named {name!r} exists") from exc
+
+
+async def list_viewers(engine: AsyncEngine) -> list[tuple[str, float]]:
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(select(s.viewers.c.name, s.viewers.c.created_at).order_by(s.viewers.c.name))
+        ).all()
+    return [(r.name, r.created_at) for r in rows]
+
+
+async def remove_viewer(engine: AsyncEngine, name: str) -> bool:
+    async with engine.begin() as conn:
+        row = (await conn.execute(select(s.viewers.c.id).where(s.viewers.c.name == name))).first()
+        if row is None:
+            return False
+        await conn.execute(delete(s.web_sessions).where(s.web_sessions.c.viewer_id == row.id))
+        await conn.execute(delete(s.viewers).where(s.viewers.c.id == row.id))
+    return True
+
+
+async def check_login(engine: AsyncEngine, name: str, password: str) -> int | None:
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(
+                select(s.viewers.c.id, s.viewers.c.password_hash).where(s.viewers.c.name == name)
+            )
+        ).first()
+    ok = verify_password(row.password_hash if row else None, password)
+    return row.id if (ok and row) else None
+
+
+async def open_session(
+    engine: AsyncEngine, *, viewer_id: int | None, token_id: int | None, readonly: bool, lifetime: float
+) -> tuple[str, str]:
+    """A new browser session; returns (cookie value, csrf value). Only a hash is stored."""
+    sid, csrf = new_secret(), new_secret()
+    now = time.time()
+    async with engine.begin() as conn:
+        await conn.execute(
+            insert(s.web_sessions).values(
+                id_hash=token_hash(sid),
+                viewer_id=viewer_id,
+                token_id=token_id,
+                csrf=csrf,
+                readonly=readonly,
+                created_at=now,
+                expires_at=now + lifetime,
+            )
+        )
+    return sid, csrf
+
+
+async def session_principal(engine: AsyncEngine, sid: str) -> Principal | None:
+    if not sid or len(sid) > 256:
+        return None
+    j = s.web_sessions.outerjoin(s.viewers, s.viewers.c.id == s.web_sessions.c.viewer_id).outerjoin(
+        s.tokens, s.tokens.c.id == s.web_sessions.c.token_id
+    )
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(
+                select(
+                    s.web_sessions,
+                    s.viewers.c.name.label("vname"),
+                    s.tokens.c.name.label("tname"),
+                    s.tokens.c.revoked_at,
+                )
+                .select_from(j)
+                .where(s.web_sessions.c.id_hash == token_hash(sid), s.web_sessions.c.expires_at > time.time())
+            )
+        ).first()
+    if row is None:
+        return None
+    if row.viewer_id is not None and row.vname is not None:
+        return Principal("viewer", row.vname, row.viewer_id, readonly=row.readonly, csrf=row.csrf)
+    if row.token_id is not None and row.tname is not None and row.revoked_at is None:
+        return Principal("viewer-token", row.tname, row.token_id, readonly=True, csrf=row.csrf)
+    return None
+
+
+async def close_session(engine: AsyncEngine, sid: str) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(delete(s.web_sessions).where(s.web_sessions.c.id_hash == token_hash(sid)))

@@ -1,0 +1,207 @@
+"""HTTP routes for notifications: Web Push subscription, tab watch heartbeats, quiet
+rules (mutes, DND, quiet hours) and the channels' test button.
+
+Auth comes from the server's dependencies: reads need a viewer (cookie or token),
+changes need a logged-in, non-read-only viewer with the CSRF header -- except
+`POST /api/watch`, which a read-only wall screen may send too (it changes nothing
+stored, it only says "this tab is looking").
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from .accounts import Principal
+from .notify import store
+from .notify.events import StateChange
+from .notify.quiet import QuietHours, parse_hhmm
+from .notify.service import NotifyService
+from .notify.webpush import Subscription
+from .web_auth import require_viewer, require_writer
+
+MAX_MINUTES = 60 * 24 * 365
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WatchBody(_Body):
+    tab: str = Field(min_length=1, max_length=64)
+    watching: bool
+    pane: str | None = Field(default=None, max_length=255)
+
+
+class SubscriptionBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # browsers add expirationTime etc.
+    endpoint: str = Field(max_length=2048)
+    keys: dict[str, str]
+
+
+class EndpointBody(_Body):
+    endpoint: str = Field(max_length=2048)
+
+
+class MuteBody(_Body):
+    scope: Literal["pane", "host", "agent"]
+    value: str = Field(max_length=255)
+    minutes: int | None = Field(default=None, gt=0, le=MAX_MINUTES)  # None: until lifted
+
+
+class DndBody(_Body):
+    on: bool
+    minutes: int | None = Field(default=None, gt=0, le=MAX_MINUTES)
+
+
+class QuietHoursBody(_Body):
+    start: str | None = Field(default=None, max_length=5)
+    end: str | None = Field(default=None, max_length=5)
+    tz: str | None = Field(default=None, max_length=64)
+
+
+def service(request: Request) -> NotifyService:
+    svc = getattr(request.app.state, "notify", None)
+    if svc is None:
+        raise HTTPException(503, "notifications are not running")
+    return svc
+
+
+def _viewer_key(p: Principal) -> str:
+    return f"{'viewer' if p.kind == 'viewer' else p.kind}:{p.id}"
+
+
+def _account(p: Principal) -> int:
+    """Stored settings belong to accounts; a wall screen's token has none."""
+    if p.kind != "viewer" or p.readonly:
+        raise HTTPException(403, "log in with an account to change notification settings")
+    return p.id
+
+
+Reader = Annotated[Principal, Depends(require_viewer)]
+Writer = Annotated[Principal, Depends(require_writer)]  # logged in, CSRF header checked
+Svc = Annotated[NotifyService, Depends(service)]
+
+
+def make_router() -> APIRouter:
+    """The notification routes; app.py includes them before the static files' mount."""
+    r = APIRouter(tags=["notifications"])
+
+    @r.get("/api/push/vapid-public-key")
+    async def vapid_public_key(_: Reader, svc: Svc) -> dict[str, str]:
+        assert svc.keys is not None
+        return {"key": svc.keys.public_key}
+
+    @r.post("/api/push/subscribe", status_code=204)
+    async def push_subscribe(body: SubscriptionBody, who: Writer, svc: Svc) -> Response:
+        try:
+            sub = Subscription.from_json(body.model_dump())
+        except ValueError as e:
+            raise HTTPException(422, str(e)) from e
+        await store.add_subscription(svc.engine, _account(who), sub)
+        return Response(status_code=204)
+
+    @r.delete("/api/push/subscribe", status_code=204)
+    async def push_unsubscribe(body: EndpointBody, who: Writer, svc: Svc) -> Response:
+        await store.remove_subscription(svc.engine, body.endpoint, _account(who))
+        return Response(status_code=204)
+
+    @r.post("/api/watch", status_code=204)
+    async def watch(body: WatchBody, who: Reader, svc: Svc) -> Response:
+        svc.tab_report(_viewer_key(who), body.tab, body.watching)
+        return Response(status_code=204)
+
+    @r.get("/api/notify/quiet")
+    async def quiet(who: Reader, svc: Svc) -> dict[str, Any]:
+        dnd, mutes = await store.quiet_state(svc.engine, time.time())
+        hours = None
+        if who.kind == "viewer":
+            h = store.hours_from_settings(await store.viewer_settings(svc.engine, who.id))
+            hours = h.to_json() if h else None
+        return {
+            "dnd": {"until": dnd.until} if dnd else None,
+            "mutes": [{"id": m.id, "scope": m.scope, "value": m.value, "until": m.until} for m in mutes],
+            "quiet_hours": hours,
+            "channels": [c.label for c in svc.channels],
+        }
+
+    @r.post("/api/notify/mutes")
+    async def add_mute(body: MuteBody, who: Writer, svc: Svc) -> dict[str, int]:
+        _account(who)
+        until = time.time() + body.minutes * 60 if body.minutes else None
+        return {"id": await store.add_mute(svc.engine, body.scope, body.value, until)}
+
+    @r.delete("/api/notify/mutes/{rule_id}", status_code=204)
+    async def lift_mute(rule_id: int, who: Writer, svc: Svc) -> Response:
+        _account(who)
+        if not await store.remove_mute(svc.engine, rule_id):
+            raise HTTPException(404, "no such mute")
+        return Response(status_code=204)
+
+    @r.put("/api/notify/dnd", status_code=204)
+    async def dnd(body: DndBody, who: Writer, svc: Svc) -> Response:
+        _account(who)
+        until = time.time() + body.minutes * 60 if body.minutes else None
+        await store.set_dnd(svc.engine, body.on, until)
+        return Response(status_code=204)
+
+    @r.put("/api/notify/quiet-hours", status_code=204)
+    async def quiet_hours(body: QuietHoursBody, who: Writer, svc: Svc) -> Response:
+        viewer_id = _account(who)
+        if body.start is None and body.end is None:
+            await store.set_quiet_hours(svc.engine, viewer_id, None)
+            return Response(status_code=204)
+        try:
+            hours = QuietHours(parse_hhmm(body.start or ""), parse_hhmm(body.end or ""), body.tz)
+        except ValueError as e:
+            raise HTTPException(422, str(e)) from e
+        await store.set_quiet_hours(svc.engine, viewer_id, hours)
+        return Response(status_code=204)
+
+    @r.post("/api/notify/test")
+    async def test(who: Writer, svc: Svc) -> dict[str, int]:
+        return await svc.test(_account(who))
+
+    return r
+
+
+# -- wiring into the app (called from app.py) ------------------------------------------
+
+
+def _on_changes(svc: NotifyService, changes: list[Any]) -> None:
+    """Core's change listener: each committed pane change, with its previous state."""
+    for c in changes:
+        if c.gone or c.reason == "refresh":
+            continue  # a pane leaving, or a re-send of what we had: nothing new to tell
+        p = c.pane
+        svc.pane_changed(
+            StateChange(
+                pane_id=str(p["id"]),
+                host=str(p.get("host") or ""),
+                session=str(p.get("session") or ""),
+                window=str(p.get("window") or ""),
+                agent=p.get("agent"),
+                state=p.get("state"),
+                prev_state=c.prev_state,
+                kind=p.get("kind"),
+                msg=p.get("msg"),
+                t=float(p.get("since") or 0.0),
+            )
+        )
+
+
+async def start_notify(app: Any, core: Any, engine: Any, notify_config: Any, clock: Any) -> NotifyService:
+    svc = NotifyService(engine, notify_config, clock=clock)
+    await svc.start()
+    app.state.notify = svc
+    core.listeners.append(lambda changes: _on_changes(svc, changes))
+    return svc
+
+
+async def stop_notify(app: Any) -> None:
+    svc = getattr(app.state, "notify", None)
+    if svc is not None:
+        await svc.stop()

@@ -1,0 +1,408 @@
+"""The FastAPI application: ingest, read API, live stream, login, dashboard files.
+
+`create_app(cfg, url)` builds it; the lifespan opens the database, refuses an
+unmigrated schema, loads the pane mirror and starts the writer, the staleness timer,
+retention and (on PostgreSQL) the cross-process fan-out. `run_server` runs it under
+uvicorn with the WebSocket message limit from the configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, WebSocket
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+from sse_starlette import EventSourceResponse
+from starlette.staticfiles import StaticFiles
+
+from . import __version__, accounts
+from . import schema as s
+from .accounts import Principal
+from .api_notify import make_router, start_notify, stop_notify
+from .config import Config
+from .core import Core, Seen
+from .database import create_engine, is_sqlite
+from .hub import sse_frame
+from .ingest import IngestRegistry, handle
+from .limits import Guard
+from .metrics import metrics_text
+from .migrate import check_schema
+from .web_auth import CSRF_COOKIE, SESSION_COOKIE, origin_ok, require_viewer, require_writer
+
+log = logging.getLogger("paneboard.server")
+
+
+def web_dir() -> Path | None:
+    here = Path(__file__).resolve().parent
+    for cand in (here / "web", here.parents[2] / "web"):
+        if (cand / "index.html").is_file():
+            return cand
+    return None
+
+
+Viewer = Annotated[Principal, Depends(require_viewer)]
+Writer = Annotated[Principal, Depends(require_writer)]
+
+
+class Login(BaseModel):
+    name: str = Field(min_length=1, max_length=128)
+    password: str = Field(min_length=1, max_length=1024)
+
+
+def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = create_engine(url)
+        await check_schema(engine)
+        core = Core(engine, cfg, clock)
+        await core.load()
+        registry = IngestRegistry(core)
+        app.state.core = core
+        app.state.registry = registry
+        core.start()
+        await start_notify(app, core, engine, cfg.notify, clock)
+        tasks: list[asyncio.Task[Any]] = []
+        from .retention import retention_loop
+
+        tasks.append(asyncio.create_task(retention_loop(core), name="paneboard-retention"))
+        if not is_sqlite(url):
+            from .fanout import Fanout
+
+            fan = Fanout(core, registry)
+            app.state.fanout = fan
+            tasks.append(asyncio.create_task(fan.run(), name="paneboard-fanout"))
+            await fan.ready.wait()
+        try:
+            yield
+        finally:
+            registry.close_all()
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await stop_notify(app)
+            await core.stop()
+            await engine.dispose()
+
+    app = FastAPI(
+        title="paneboard",
+        version=__version__,
+        lifespan=lifespan,
+        description="Which coding agent in which tmux pane is working, done, or waiting on you.",
+    )
+    app.state.cfg = cfg
+
+    def core_of(request: Request) -> Core:
+        return request.app.state.core
+
+    # --- ingest ---------------------------------------------------------------------
+    @app.websocket("/api/ingest")
+    async def ingest(ws: WebSocket) -> None:
+        await handle(ws, ws.app.state.core, ws.app.state.registry)
+
+    # --- read API -------------------------------------------------------------------
+    @app.get("/api/panes", summary="Every live pane")
+    async def panes(request: Request, _: Viewer) -> list[dict[str, Any]]:
+        return core_of(request).live_panes()
+
+    @app.get("/api/panes/{pane_id}", summary="One pane")
+    async def pane(request: Request, pane_id: int, _: Viewer) -> dict[str, Any]:
+        core = core_of(request)
+        p = core.panes.get(pane_id)
+        if p is None or p.gone_at is not None:
+            raise HTTPException(404, "no such pane")
+        return core.api(p)
+
+    @app.get("/api/panes/{pane_id}/events", summary="A pane's state history, newest first")
+    async def events(
+        request: Request,
+        pane_id: int,
+        _: Viewer,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+        before: Annotated[int | None, Query(ge=1)] = None,
+    ) -> dict[str, Any]:
+        core = core_of(request)
+        if pane_id not in core.panes:
+            raise HTTPException(404, "no such pane")
+        q = select(s.history).where(s.history.c.pane_id == pane_id)
+        if before is not None:
+            q = q.where(s.history.c.id < before)
+        q = q.order_by(s.history.c.id.desc()).limit(limit)
+        async with core.engine.connect() as conn:
+            rows = (await conn.execute(q)).all()
+        keys = ("id", "t", "agent", "state", "kind", "msg", "source", "prev_state", "reason")
+        # (Row.t is SQLAlchemy's tuple accessor, so columns are read through the mapping.)
+        return {
+            "pane_id": pane_id,
+            "events": [{k: r._mapping[k] for k in keys} for r in rows],
+        }
+
+    @app.post("/api/panes/{pane_id}/seen", summary="The user has looked: done becomes idle")
+    async def seen(request: Request, pane_id: int, _: Writer) -> dict[str, Any]:
+        core = core_of(request)
+        p = core.panes.get(pane_id)
+        if p is None or p.gone_at is not None:
+            raise HTTPException(404, "no such pane")
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        op = Seen(
+            pane_id,
+            on_commit=lambda: fut.done() or fut.set_result(None),
+            on_fail=lambda e: fut.done() or fut.set_exception(e),
+        )
+        core.submit(op)
+        try:
+            await asyncio.wait_for(fut, 10)
+        except Exception as exc:
+            raise HTTPException(503, "could not store the change") from exc
+        await forward_seen(request.app, pane_id)
+        return {"pane": core.api(core.panes[pane_id]), "changed": bool(op.result.get("changed"))}
+
+    @app.get("/api/stream", summary="Server-Sent Events: a snapshot, then changes")
+    async def stream(
+        request: Request, _: Viewer, last_event_id: Annotated[int | None, Query(ge=0)] = None
+    ) -> EventSourceResponse:
+        core = core_of(request)
+        header = request.headers.get("last-event-id")
+        resume = last_event_id
+        if header is not None:
+            try:
+                resume = int(header)
+            except ValueError:
+                resume = None
+        sub = core.hub.subscribe()
+        start = core.rev
+        if resume is not None and 0 < resume <= start:
+            changed = [p for p in core.panes.values() if p.rev > resume]
+            first = sse_frame(
+                "change",
+                {
+                    "rev": start,
+                    "resumed": True,
+                    "panes": [core.api(p) for p in sorted(changed, key=lambda p: p.rev) if p.gone_at is None],
+                    "gone": [p.id for p in changed if p.gone_at is not None],
+                },
+                start,
+            )
+        else:
+            first = sse_frame("snapshot", {"rev": start, "panes": core.live_panes()}, start)
+
+        async def gen() -> AsyncIterator[bytes]:
+            try:
+                yield first
+                while True:
+                    if sub.dropped and sub.queue.empty():
+                        yield sse_frame("reset", {"reason": "client too slow: reconnect and resume"})
+                        return
+                    _rev, frame = await sub.queue.get()
+                    yield frame
+            finally:
+                core.hub.unsubscribe(sub)
+
+        return EventSourceResponse(
+            gen(),
+            ping=cfg.limits.sse_ping,
+            send_timeout=30,
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    @app.get("/healthz", summary="Liveness: the database answers")
+    async def healthz(request: Request) -> JSONResponse:
+        core = core_of(request)
+        try:
+            async with core.engine.connect() as conn:
+                await conn.execute(select(1))
+        except Exception as exc:
+            return JSONResponse({"ok": False, "error": type(exc).__name__}, 503)
+        return JSONResponse(
+            {
+                "ok": True,
+                "version": __version__,
+                "db": "sqlite" if not core.is_pg else "postgresql",
+                "panes": sum(1 for p in core.panes.values() if p.gone_at is None),
+                "collectors": len(request.app.state.registry.connections),
+            }
+        )
+
+    @app.get("/metrics", summary="Prometheus metrics")
+    async def metrics(request: Request, _: Viewer) -> Response:
+        return Response(
+            metrics_text(core_of(request), request.app.state.registry), media_type="text/plain; version=0.0.4"
+        )
+
+    # --- viewers --------------------------------------------------------------------
+    def set_session(resp: Response, sid: str, csrf: str) -> None:
+        secure = cfg.server.cookie_secure
+        age = int(cfg.server.session_days * 86400)
+        resp.set_cookie(
+            SESSION_COOKIE, sid, max_age=age, httponly=True, samesite="strict", secure=secure, path="/"
+        )
+        resp.set_cookie(
+            CSRF_COOKIE, csrf, max_age=age, httponly=False, samesite="strict", secure=secure, path="/"
+        )
+
+    @app.post("/api/login", summary="Log in with a viewer account")
+    async def login(request: Request, body: Login) -> JSONResponse:
+        if not origin_ok(request):
+            raise HTTPException(403, "cross-origin request refused")
+        core = core_of(request)
+        vid = await accounts.check_login(core.engine, body.name, body.password)
+        if vid is None:
+            raise HTTPException(401, "wrong name or password")
+        sid, csrf = await accounts.open_session(
+            core.engine,
+            viewer_id=vid,
+            token_id=None,
+            readonly=False,
+            lifetime=cfg.server.session_days * 86400,
+        )
+        resp = JSONResponse({"name": body.name, "csrf": csrf})
+        set_session(resp, sid, csrf)
+        return resp
+
+    @app.post("/api/logout", summary="End this browser session")
+    async def logout(request: Request, _: Writer) -> JSONResponse:
+        sid = request.cookies.get(SESSION_COOKIE, "")
+        await accounts.close_session(core_of(request).engine, sid)
+        resp = JSONResponse({"ok": True})
+        resp.delete_cookie(SESSION_COOKIE, path="/")
+        resp.delete_cookie(CSRF_COOKIE, path="/")
+        return resp
+
+    @app.get("/api/me", summary="Who this session is")
+    async def me(p: Viewer) -> dict[str, Any]:
+        return {"name": p.name, "kind": p.kind, "readonly": p.readonly, "csrf": p.csrf}
+
+    @app.get("/login", include_in_schema=False)
+    async def login_page() -> Response:
+        d = web_dir()
+        if d is not None and (d / "login.html").is_file():
+            return HTMLResponse((d / "login.html").read_text(encoding="utf-8"))
+        return HTMLResponse(_LOGIN_HTML)
+
+    @app.get("/login.js", include_in_schema=False)
+    async def login_js() -> Response:
+        return Response(_LOGIN_JS, media_type="text/javascript")
+
+    @app.get("/", include_in_schema=False)
+    async def index(request: Request, token: str | None = None) -> Response:
+        core = core_of(request)
+        if token is not None:
+            p = await accounts.lookup_token(core.engine, token, "viewer")
+            if p is None:
+                return JSONResponse({"detail": "unknown or revoked viewer token"}, 401)
+            sid, csrf = await accounts.open_session(
+                core.engine,
+                viewer_id=None,
+                token_id=p.id,
+                readonly=True,
+                lifetime=cfg.server.session_days * 86400,
+            )
+            # The token leaves the address bar; other parameters (?view=wall) stay.
+            rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
+            resp: Response = RedirectResponse("/" + (f"?{rest}" if rest else ""), 303)
+            set_session(resp, sid, csrf)
+            return resp
+        sid = request.cookies.get(SESSION_COOKIE)
+        if not sid or await accounts.session_principal(core.engine, sid) is None:
+            return RedirectResponse("/login", 303)
+        d = web_dir()
+        if d is None:
+            return HTMLResponse(
+                "<!doctype html><title>paneboard</title><p>The dashboard files are not "
+                "installed; the API is at <a href=/docs>/docs</a>.</p>"
+            )
+        return HTMLResponse(
+            (d / "index.html").read_text(encoding="utf-8"), headers={"Cache-Control": "no-store"}
+        )
+
+    app.include_router(make_router())
+    d = web_dir()
+    if d is not None:
+        app.mount("/", StaticFiles(directory=d), name="web")
+
+    app.add_middleware(Guard, max_body=cfg.limits.max_body_bytes)
+    return app
+
+
+async def forward_seen(app: Any, pane_id: int) -> None:
+    """Tell the pane's collector its user has looked, wherever that collector is connected."""
+    core: Core = app.state.core
+    target = core.collector_of(pane_id)
+    if target is None:
+        return
+    cid, key = target
+    send = core.seen_routes.get(cid)
+    msg = {"type": "seen", "key": key.model_dump(), "t": core.clock()}
+    if send is not None:
+        send(msg)
+        return
+    fan = getattr(app.state, "fanout", None)
+    if fan is not None:
+        await fan.notify_seen(pane_id)
+
+
+_LOGIN_HTML = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1">
+<title>paneboard — log in</title></head>
+<body><main><h1>paneboard</h1>
+<form id="login"><label>Name <input name="name" autocomplete="username" required></label>
+<label>Password <input name="password" type="password" autocomplete="current-password" required></label>
+<button type="submit">Log in</button><p id="error" role="alert"></p></form></main>
+<script type="module" src="/login.js"></script></body></html>
+"""
+
+_LOGIN_JS = """const form = document.getElementById('login');
+form.addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  const data = Object.fromEntries(new FormData(form));
+  const r = await fetch('/api/login', {method: 'POST', headers: {'Content-Type': 'application/json'},
+                                       body: JSON.stringify(data)});
+  if (r.ok) { location.href = '/'; return; }
+  const text = r.status === 401 ? 'Wrong name or password.' : 'Login failed.';
+  document.getElementById('error').textContent = text;
+});
+"""
+
+
+def run_server(cfg: Config, url: str, host: str, port: int) -> int:
+    import uvicorn
+
+    from .database import create_engine as _ce
+
+    async def precheck() -> None:
+        engine = _ce(url)
+        try:
+            await check_schema(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(precheck())
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    app = create_app(cfg, url)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        ws_max_size=cfg.limits.max_message_bytes,
+        ws_ping_interval=20,
+        ws_ping_timeout=20,
+        log_level="info",
+        lifespan="on",
+        proxy_headers=False,
+        server_header=False,
+    )
+    server = uvicorn.Server(config)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    return 0 if server.started else 1

@@ -1,0 +1,79 @@
+"""The server's configuration: a TOML file validated by pydantic.
+
+Unknown keys are errors (a typo must not silently do nothing) and every error names
+the key, e.g. `config.toml: retention.max_age_days: Input should be greater than 0`.
+Other engineers' sections (`[notify]`, apprise URLs, ...) are kept as free-form tables.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class ConfigError(Exception):
+    pass
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerSection(_Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)
+    db: str | None = None
+    # Seconds a collector may be away before its hosts are shown unreachable.
+    grace_period: float = Field(30.0, ge=0)
+    # Origins allowed for state-changing browser requests besides the server's own.
+    allowed_origins: list[str] = []
+    # Mark cookies Secure (set when served behind HTTPS).
+    cookie_secure: bool = False
+    session_days: float = Field(30.0, gt=0)
+
+
+class RetentionSection(_Strict):
+    max_age_days: float = Field(30.0, gt=0)
+    max_per_pane: int = Field(2000, gt=0)
+    gone_pane_days: float = Field(7.0, gt=0)
+    interval: float = Field(300.0, gt=0)
+    batch: int = Field(500, gt=0)
+
+
+class LimitsSection(_Strict):
+    max_message_bytes: int = Field(1 << 20, gt=1024)
+    max_body_bytes: int = Field(64 << 10, gt=1024)
+    max_panes_per_message: int = Field(5000, gt=0)
+    sse_queue: int = Field(512, gt=0)
+    sse_ping: float = Field(15.0, gt=0)
+
+
+class Config(_Strict):
+    server: ServerSection = ServerSection()
+    retention: RetentionSection = RetentionSection()
+    limits: LimitsSection = LimitsSection()
+    notify: dict[str, Any] = {}
+    web: dict[str, Any] = {}
+
+
+def load_config(path: str | Path | None) -> Config:
+    if path is None:
+        return Config()
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{p}: no such file") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{p}: cannot read: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from exc
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(part) for part in err["loc"])
+        raise ConfigError(f"{p}: {key}: {err['msg']}") from exc

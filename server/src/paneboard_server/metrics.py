@@ -1,0 +1,60 @@
+"""`GET /metrics`: Prometheus text, gathered from the live state on each scrape."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+
+class _Live:
+    def __init__(self, core: Any, registry: Any) -> None:
+        self.core = core
+        self.registry = registry
+
+    def collect(self):  # type: ignore[no-untyped-def]
+        core = self.core
+        states = Counter(p.state or "none" for p in core.panes.values() if p.gone_at is None)
+        g = GaugeMetricFamily("paneboard_panes", "Live panes by state", labels=["state"])
+        for st in ("working", "blocked", "idle", "done", "error", "none"):
+            g.add_metric([st], states.get(st, 0))
+        yield g
+        yield GaugeMetricFamily(
+            "paneboard_sse_clients", "Connected live-stream clients", value=len(core.hub.subscribers)
+        )
+        yield GaugeMetricFamily(
+            "paneboard_collectors_connected",
+            "Collectors connected to this process",
+            value=len(self.registry.connections),
+        )
+        yield GaugeMetricFamily(
+            "paneboard_hosts_unreachable",
+            "Hosts shown as unreachable",
+            value=sum(1 for h in core.hosts.values() if not h.reachable),
+        )
+        yield GaugeMetricFamily(
+            "paneboard_writer_queue", "Operations waiting for the writer", value=core.queue.qsize()
+        )
+        yield CounterMetricFamily("paneboard_reports", "Pane reports ingested", value=core.stats["reports"])
+        yield CounterMetricFamily(
+            "paneboard_commits", "Writer transactions committed", value=core.stats["batches"]
+        )
+        yield CounterMetricFamily(
+            "paneboard_commit_failures", "Writer transactions that failed", value=core.stats["commits_failed"]
+        )
+        yield CounterMetricFamily(
+            "paneboard_stale_changes",
+            "State changes made by staleness expiry",
+            value=core.stats["stale_changes"],
+        )
+        yield CounterMetricFamily(
+            "paneboard_sse_dropped", "Live-stream clients dropped for being slow", value=core.hub.dropped
+        )
+
+
+def metrics_text(core: Any, registry: Any) -> bytes:
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Live(core, registry))
+    return generate_latest(reg)

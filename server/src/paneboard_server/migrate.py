@@ -1,0 +1,101 @@
+"""Alembic, driven from code: `paneboard db upgrade | current` and the start-up check.
+
+The migrations ship inside the wheel as `paneboard_server/migrations` (hatch
+force-include); in an editable install they are read from the source tree's
+`migrations/`. The server refuses to start on a schema that is not at head (older:
+"run `paneboard db upgrade`"; newer: "this paneboard is older than the database").
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from .database import DatabaseError, redact
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# The newest revision in migrations/versions. Kept here so the start-up check does not
+# import Alembic (most of a CLI command's start-up time); a test keeps it in step.
+HEAD = "0001"
+
+
+def migrations_dir() -> Path:
+    packaged = Path(str(resources.files("paneboard_server"))) / "migrations"
+    if (packaged / "env.py").is_file():
+        return packaged
+    source = Path(__file__).resolve().parents[3] / "migrations"
+    if (source / "env.py").is_file():
+        return source
+    raise DatabaseError("the migrations are missing from this installation")
+
+
+def alembic_config(url: str) -> Config:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.attributes["url"] = url
+    return cfg
+
+
+def head_revision() -> str:
+    return HEAD
+
+
+def script_head() -> str | None:
+    """The head according to the migration scripts themselves (imports Alembic)."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
+def known_revisions() -> set[str]:
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    return {rev.revision for rev in script.walk_revisions()}
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Run the migrations (synchronously; Alembic's env.py runs its own event loop)."""
+    from alembic import command
+
+    command.upgrade(alembic_config(url), revision)
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    async with engine.connect() as conn:
+        try:
+            rows = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
+        except DBAPIError:
+            return None
+    return rows[0][0] if rows else None
+
+
+async def check_schema(engine: AsyncEngine) -> None:
+    """Raise DatabaseError naming what to run unless the schema is at head."""
+    current = await current_revision(engine)
+    head = head_revision()
+    if current == head:
+        return
+    where = redact(str(engine.url))
+    if current is None:
+        raise DatabaseError(
+            f"database {where} is not initialised: run `paneboard db upgrade` (or serve with --migrate)"
+        )
+    if current not in known_revisions():
+        raise DatabaseError(
+            f"database {where} is at revision {current}, newer than this paneboard knows ({head}): "
+            "upgrade paneboard"
+        )
+    raise DatabaseError(
+        f"database {where} is at revision {current}, not {head}: run `paneboard db upgrade` "
+        "(or serve with --migrate)"
+    )

@@ -1,0 +1,37 @@
+"""Sending one message through an Apprise URL (ntfy, Slack, Discord, Telegram, mail …).
+
+Apprise does blocking I/O for most services, so each send runs in a worker thread
+with its own `Apprise` object (they are not shared across threads)."""
+
+from __future__ import annotations
+
+import asyncio
+
+# apprise is imported where it is used: it loads its plugins on import, and the server
+# should not pay that at start-up when no channel is configured.
+
+
+def _send_sync(url: str, title: str, body: str, notify_type: str) -> bool:
+    import apprise
+
+    a = apprise.Apprise()
+    if not a.add(url):
+        return False
+    return bool(a.notify(title=title, body=body, notify_type=notify_type))
+
+
+def notify_type_for(state: str | None) -> str:
+    """Apprise's NotifyType values (plain strings), so no import is needed to pick one."""
+    return {"blocked": "warning", "error": "failure", "done": "success"}.get(state or "", "info")
+
+
+async def send(url: str, title: str, body: str, state: str | None = None) -> bool:
+    """True when Apprise reports the message delivered."""
+    return await asyncio.to_thread(_send_sync, url, title, body, notify_type_for(state))
+
+
+def valid_url(url: str) -> bool:
+    """Does Apprise know this URL's scheme? (Checked when the config loads.)"""
+    import apprise
+
+    return apprise.Apprise().add(url)

@@ -1,0 +1,51 @@
+"""The one thing notifications react to: a pane's state changed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+NOTIFY_STATES = frozenset({"blocked", "done"})
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    """A pane moved from `prev_state` to `state` (both may be None: no agent)."""
+
+    pane_id: str
+    host: str
+    session: str
+    window: str
+    agent: str | None
+    state: str | None
+    prev_state: str | None
+    kind: str | None = None
+    msg: str | None = None
+    t: float = 0.0
+
+    @property
+    def notable(self) -> bool:
+        """Only a change *into* blocked or done is worth interrupting someone for."""
+        return self.state in NOTIFY_STATES and self.state != self.prev_state
+
+    def title(self) -> str:
+        who = self.agent or "shell"
+        kind = f" ({self.kind})" if self.kind and self.state == "blocked" else ""
+        return f"{who} {self.state or 'idle'}{kind}"
+
+    def body(self) -> str:
+        where = f"{self.host} · {self.session}:{self.window}"
+        return f"{self.msg}\n{where}" if self.msg else where
+
+    def payload(self) -> dict[str, Any]:
+        """What a push carries: enough for the service worker to show and route it."""
+        return {
+            "pane": self.pane_id,
+            "title": self.title(),
+            "body": self.body(),
+            "state": self.state,
+            "kind": self.kind,
+            "host": self.host,
+            "agent": self.agent,
+            "t": self.t,
+        }

@@ -1,0 +1,232 @@
+"""The notifier: takes pane state changes from the server and tells people.
+
+The server calls `NotifyService.pane_changed(change)` for every history row it
+writes (never blocking: changes go on a bounded queue, a worker sends). For a change
+into blocked or done:
+- Apprise channels that want it (routing), unless DND or a mute covers it, each
+  rate-limited and de-duplicated per pane+state;
+- Web Push to every subscription whose viewer has no tab watching (tabs report via
+  `POST /api/watch`), unless DND, a mute or that viewer's quiet hours say no;
+  subscriptions the push service calls gone (404/410) are deleted.
+Every attempt lands in `notification_log`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from . import apprise_send, store, webpush
+from .events import StateChange
+from .limits import Limiter
+from .quiet import shared_quiet, viewer_quiet
+from .routing import Channel, ConfigError, parse_channels
+from .vapid import VapidKeys
+from .watch import WatchTracker
+
+if TYPE_CHECKING:
+    import aiohttp
+
+log = logging.getLogger("paneboard.notify")
+
+QUEUE_MAX = 1000
+PUSH_CONCURRENCY = 8
+
+
+@dataclass(frozen=True, slots=True)
+class NotifySettings:
+    """The `[notify]` table of the server config (besides `channels`)."""
+
+    subject: str = "mailto:paneboard@localhost"  # VAPID `sub`: who push services contact
+    push_ttl: int = 3600
+    rate_per_minute: float = 20.0
+    burst: float = 10.0
+    dedupe_seconds: float = 300.0
+    watch_ttl: float = 45.0
+
+    @classmethod
+    def from_config(cls, notify: Mapping[str, Any]) -> tuple[NotifySettings, list[Channel]]:
+        allowed = {"channels", *cls.__dataclass_fields__}
+        unknown = set(notify) - allowed
+        if unknown:
+            raise ConfigError(f"notify: unknown key {sorted(unknown)[0]!r}")
+        kw: dict[str, Any] = {}
+        for name, f in cls.__dataclass_fields__.items():
+            if name in notify:
+                v = notify[name]
+                want = str if f.type == "str" else (int if f.type == "int" else float)
+                if isinstance(v, bool) or not isinstance(v, (str,) if want is str else (int, float)):
+                    raise ConfigError(f"notify.{name}: must be a {want.__name__}")
+                if want is not str and v <= 0:
+                    raise ConfigError(f"notify.{name}: must be greater than 0")
+                kw[name] = want(v)
+        subject = kw.get("subject", cls.__dataclass_fields__["subject"].default)
+        if not subject.startswith(("mailto:", "https://")):
+            raise ConfigError("notify.subject: must be a mailto: or https:// URL")
+        return cls(**kw), parse_channels(notify)
+
+
+class NotifyService:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        notify_config: Mapping[str, Any] | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.engine = engine
+        self.settings, self.channels = NotifySettings.from_config(notify_config or {})
+        self.clock = clock
+        self.limiter = Limiter(
+            per_minute=self.settings.rate_per_minute,
+            burst=self.settings.burst,
+            dedupe_window=self.settings.dedupe_seconds,
+        )
+        self.watch = WatchTracker(ttl=self.settings.watch_ttl)
+        self.keys: VapidKeys | None = None
+        self.dropped = 0
+        self._queue: asyncio.Queue[tuple[StateChange, frozenset[str]]] = asyncio.Queue(QUEUE_MAX)
+        self._worker: asyncio.Task[None] | None = None
+        self._http: aiohttp.ClientSession | None = None
+
+    async def start(self) -> None:
+        self.keys = await store.vapid_keys(self.engine, self.settings.subject)
+        self._worker = asyncio.create_task(self._run(), name="paneboard-notify")
+
+    async def stop(self) -> None:
+        if self._worker:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._worker = None
+        if self._http:
+            await self._http.close()
+            self._http = None
+
+    # -- input -------------------------------------------------------------------------
+
+    def pane_changed(self, change: StateChange) -> None:
+        """Called by the server for each state change; never blocks, never raises."""
+        if not change.notable:
+            return
+        try:
+            self._queue.put_nowait((change, self.watch.watchers(self.clock())))
+        except asyncio.QueueFull:
+            self.dropped += 1
+
+    def tab_report(self, viewer: str, tab: str, watching: bool) -> None:
+        self.watch.report(viewer, tab, watching, self.clock())
+
+    async def idle(self) -> None:
+        """Wait until every queued change has been handled (tests, shutdown)."""
+        await self._queue.join()
+
+    # -- work --------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            change, watchers = await self._queue.get()
+            try:
+                await self.handle(change, watchers)
+            except Exception:  # one bad change must not stop the notifier
+                log.exception("notifying about pane %s failed", change.pane_id)
+            finally:
+                self._queue.task_done()
+
+    async def handle(self, change: StateChange, watchers: frozenset[str] | None = None) -> dict[str, int]:
+        """Tell whoever should know; `watchers`: viewers watching when the change happened."""
+        now = self.clock()
+        if watchers is None:
+            watchers = self.watch.watchers(now)
+        dnd, mutes = await store.quiet_state(self.engine, now)
+        counts = {"channels": 0, "push": 0, "quiet": 0, "watched": 0, "limited": 0}
+        pane_db_id = _db_id(change.pane_id)
+        if shared_quiet(change, now, dnd=dnd, mutes=mutes):
+            counts["quiet"] += 1
+            return counts
+        title, body = change.title(), change.body()
+        for ch in self.channels:
+            if not ch.wants(change):
+                continue
+            if not self.limiter.allow(ch.url, change.pane_id, change.state or "", now):
+                counts["limited"] += 1
+                continue
+            ok = await apprise_send.send(ch.url, title, body, change.state)
+            counts["channels"] += int(ok)
+            await store.log(self.engine, pane_db_id, f"apprise:{ch.label}", change.state, ok)
+        hours = await store.all_quiet_hours(self.engine)
+        targets = []
+        for viewer_id, sub in await store.subscriptions(self.engine):
+            if viewer_quiet(change, now, dnd=dnd, mutes=mutes, hours=hours.get(viewer_id or -1)):
+                counts["quiet"] += 1
+            elif viewer_id is not None and f"viewer:{viewer_id}" in watchers:
+                counts["watched"] += 1
+            else:
+                targets.append(sub)
+        sent = await self._push_all(targets, webpush.change_message(change), change, pane_db_id)
+        counts["push"] += sent
+        return counts
+
+    async def _push_all(
+        self, subs: list[webpush.Subscription], data: str, change: StateChange | None, pane_db_id: int | None
+    ) -> int:
+        if not subs or self.keys is None:
+            return 0
+        sem = asyncio.Semaphore(PUSH_CONCURRENCY)
+        keys = self.keys
+        if self._http is None:  # made on the first push: aiohttp is heavy to import
+            import aiohttp
+
+            self._http = aiohttp.ClientSession()
+
+        async def one(sub: webpush.Subscription) -> bool:
+            async with sem:
+                outcome, status = await webpush.send(
+                    sub,
+                    data,
+                    keys,
+                    subject=self.settings.subject,
+                    topic=webpush.topic_for(change.pane_id) if change else None,
+                    urgency=webpush.urgency_for(change.state if change else None),
+                    ttl=self.settings.push_ttl,
+                    session=self._http,
+                )
+            state = change.state if change else "test"
+            if outcome == "gone":
+                await store.remove_subscription(self.engine, sub.endpoint)
+            elif outcome == "sent":
+                await store.mark_push_ok(self.engine, sub.endpoint)
+            ok = outcome == "sent"
+            await store.log(self.engine, pane_db_id, "webpush", state, ok, f"{outcome} {status}")
+            return outcome == "sent"
+
+        results = await asyncio.gather(*(one(s) for s in subs))
+        return sum(results)
+
+    async def test(self, viewer_id: int | None) -> dict[str, int]:
+        """The settings panel's test button: every channel, and this viewer's pushes."""
+        sent = failed = 0
+        for ch in self.channels:
+            ok = await apprise_send.send(ch.url, "paneboard test", "If you can read this, the channel works.")
+            sent += int(ok)
+            failed += int(not ok)
+            await store.log(self.engine, None, f"apprise:{ch.label}", "test", ok)
+        every = await store.subscriptions(self.engine)
+        subs = [sub for v, sub in every if viewer_id is not None and v == viewer_id]
+        data = '{"title": "paneboard test", "body": "Push notifications work on this device."}'
+        pushed = await self._push_all(subs, data, None, None)
+        return {"sent": sent, "failed": failed, "push": pushed}
+
+
+def _db_id(pane_id: str) -> int | None:
+    try:
+        return int(pane_id)
+    except ValueError:
+        return None

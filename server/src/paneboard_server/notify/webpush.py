@@ -1,0 +1,116 @@
+"""Sending one Web Push message (RFC 8030/8291/8292) with pywebpush.
+
+Headers that matter: TTL (how long the push service keeps it for an offline phone),
+Urgency (blocked is `high` so Android delivers it in Doze; done is `normal`), and
+Topic, derived from the pane id, so a newer push for a pane replaces an older one
+still waiting at the push service. 404/410 from the push service mean the
+subscription is gone for good: the caller deletes it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlparse
+
+from .events import StateChange
+from .vapid import VapidKeys
+
+if TYPE_CHECKING:
+    import aiohttp
+
+Outcome = Literal["sent", "gone", "failed"]
+DEFAULT_TTL = 3600
+MAX_PAYLOAD = 3000  # below the 4 kB push-service limit after encryption overhead
+
+
+def topic_for(pane_id: str) -> str:
+    """RFC 8030 Topic: at most 32 characters of the URL-safe base64 alphabet."""
+    digest = hashlib.sha256(pane_id.encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()[:32]
+
+
+def urgency_for(state: str | None) -> str:
+    return "high" if state == "blocked" else "normal"
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    endpoint: str
+    p256dh: str
+    auth: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> Subscription:
+        """Validate what `PushSubscription.toJSON()` gave the page; ValueError if malformed."""
+        if not isinstance(data, dict):
+            raise ValueError("subscription must be an object")
+        endpoint, keys = data.get("endpoint"), data.get("keys")
+        if not isinstance(endpoint, str) or len(endpoint) > 2048:
+            raise ValueError("subscription endpoint missing or too long")
+        u = urlparse(endpoint)
+        if u.scheme not in ("https", "http") or not u.netloc:
+            raise ValueError("subscription endpoint must be an http(s) URL")
+        if not isinstance(keys, dict):
+            raise ValueError("subscription keys missing")
+        p256dh, auth = keys.get("p256dh"), keys.get("auth")
+        for name, v, lo, hi in (("p256dh", p256dh, 80, 100), ("auth", auth, 16, 32)):
+            if not isinstance(v, str) or not lo <= len(v) <= hi:
+                raise ValueError(f"subscription key {name} malformed")
+            try:
+                base64.urlsafe_b64decode(v + "=" * (-len(v) % 4))
+            except ValueError as e:
+                raise ValueError(f"subscription key {name} is not base64url") from e
+        return cls(endpoint=endpoint, p256dh=p256dh, auth=auth)
+
+    def info(self) -> dict[str, Any]:
+        return {"endpoint": self.endpoint, "keys": {"p256dh": self.p256dh, "auth": self.auth}}
+
+
+def change_message(change: StateChange) -> str:
+    data = json.dumps(change.payload(), ensure_ascii=False)
+    if len(data.encode()) > MAX_PAYLOAD:
+        trimmed = {**change.payload(), "body": change.body()[:1000]}
+        data = json.dumps(trimmed, ensure_ascii=False)
+    return data
+
+
+async def send(
+    sub: Subscription,
+    data: str,
+    keys: VapidKeys,
+    *,
+    subject: str,
+    topic: str | None,
+    urgency: str = "normal",
+    ttl: int = DEFAULT_TTL,
+    session: aiohttp.ClientSession | None = None,
+    timeout: float = 10.0,
+) -> tuple[Outcome, int | None]:
+    """Encrypt and deliver one message; returns the outcome and the HTTP status."""
+    import aiohttp  # imported on first push: heavy, and most servers start without any
+    from pywebpush import WebPushException, webpush_async
+
+    headers: dict[str, str | int | float] = {"Urgency": urgency}
+    if topic:
+        headers["Topic"] = topic
+    try:
+        resp = await webpush_async(
+            sub.info(),
+            data=data,
+            vapid_private_key=keys.signer(),
+            vapid_claims={"sub": subject},
+            ttl=ttl,
+            headers=headers,
+            timeout=timeout,
+            aiohttp_session=session,
+        )
+    except WebPushException as e:
+        status = getattr(e.response, "status", None) or getattr(e.response, "status_code", None)
+        return ("gone" if status in (404, 410) else "failed"), status
+    except (aiohttp.ClientError, TimeoutError, OSError):
+        return "failed", None
+    return "sent", getattr(resp, "status", None)

@@ -1,0 +1,100 @@
+"""History retention: prune by age and by count per pane, a small batch at a time.
+
+Small batches keep each delete transaction short so the writer (the one SQLite
+writer) is never held up for long; expired browser sessions go too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from sqlalchemy import delete, func, select
+
+from . import schema as s
+
+log = logging.getLogger("paneboard.retention")
+
+
+async def prune_once(core) -> int:  # type: ignore[no-untyped-def]
+    """One full pass; returns the number of history rows removed."""
+    cfg = core.cfg.retention
+    now = core.clock()
+    removed = 0
+    cutoff = now - cfg.max_age_days * 86400
+    engine = core.engine
+    while True:
+        async with engine.begin() as conn:
+            ids = [
+                r[0]
+                for r in (
+                    await conn.execute(select(s.history.c.id).where(s.history.c.t < cutoff).limit(cfg.batch))
+                ).all()
+            ]
+            if ids:
+                await conn.execute(delete(s.history).where(s.history.c.id.in_(ids)))
+        removed += len(ids)
+        if len(ids) < cfg.batch:
+            break
+        await asyncio.sleep(0)
+    async with engine.connect() as conn:
+        heavy = (
+            await conn.execute(
+                select(s.history.c.pane_id)
+                .group_by(s.history.c.pane_id)
+                .having(func.count() > cfg.max_per_pane)
+            )
+        ).all()
+    for (pane_id,) in heavy:
+        async with engine.connect() as conn:
+            cut = (
+                await conn.execute(
+                    select(s.history.c.id)
+                    .where(s.history.c.pane_id == pane_id)
+                    .order_by(s.history.c.id.desc())
+                    .offset(cfg.max_per_pane)
+                    .limit(1)
+                )
+            ).scalar()
+        if cut is None:
+            continue
+        while True:
+            async with engine.begin() as conn:
+                ids = [
+                    r[0]
+                    for r in (
+                        await conn.execute(
+                            select(s.history.c.id)
+                            .where(s.history.c.pane_id == pane_id, s.history.c.id <= cut)
+                            .limit(cfg.batch)
+                        )
+                    ).all()
+                ]
+                if ids:
+                    await conn.execute(delete(s.history).where(s.history.c.id.in_(ids)))
+            removed += len(ids)
+            if len(ids) < cfg.batch:
+                break
+            await asyncio.sleep(0)
+    async with engine.begin() as conn:
+        await conn.execute(delete(s.web_sessions).where(s.web_sessions.c.expires_at < now))
+    # Panes gone long ago: deleted by the writer, which owns the in-memory mirror.
+    from .core import Purge
+
+    done = asyncio.get_running_loop().create_future()
+    op = Purge(now - cfg.gone_pane_days * 86400, on_fail=lambda e: done.done() or done.set_exception(e))
+    op.on_commit = lambda: done.done() or done.set_result(None)
+    core.submit(op)
+    await asyncio.wait_for(done, 60)
+    return removed
+
+
+async def retention_loop(core) -> None:  # type: ignore[no-untyped-def]
+    while True:
+        await asyncio.sleep(core.cfg.retention.interval)
+        try:
+            n = await prune_once(core)
+            if n:
+                log.info("pruned %d history rows", n)
+        except Exception as exc:
+            log.error("retention pass failed: %s: %s", type(exc).__name__, exc)

@@ -1,0 +1,215 @@
+"""The database schema, as SQLAlchemy Core tables.
+
+Core rather than the ORM: the hot path (a burst of pane updates committed in one
+transaction) is a handful of executemany statements, and Core keeps that cheap and
+explicit. The Alembic migrations in `migrations/` create exactly these tables; the
+test suite checks the two agree (`test_migrations_match_schema`).
+
+Tables used by the web engineer's features (push subscriptions, VAPID keys, the
+notification log, quiet rules) live here too so there is one migration chain.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+# Bearer tokens, collector ("collector") or read-only viewer ("viewer"): only a hash is stored.
+tokens = Table(
+    "tokens",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(128), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float),
+    Column("last_used", Float),
+    UniqueConstraint("kind", "name", name="uq_tokens_kind_name"),
+)
+
+# One row per collector token: where its uplink stream stands (seq survives restarts).
+collectors = Table(
+    "collectors",
+    metadata,
+    Column("token_id", Integer, ForeignKey("tokens.id", ondelete="CASCADE"), primary_key=True),
+    Column("version", String(64)),
+    Column("stream", String(64)),
+    Column("last_seq", BigInteger),
+    Column("connected", Boolean, nullable=False, default=False),
+    Column("last_seen", Float),
+)
+
+hosts = Table(
+    "hosts",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("collector_id", Integer, ForeignKey("tokens.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("reachable", Boolean, nullable=False, default=True),
+    Column("error", Text),
+    Column("last_seen", Float),
+    Column("unreachable_since", Float),
+    UniqueConstraint("collector_id", "name", name="uq_hosts_collector_name"),
+)
+
+# tmux sessions seen per host (tmux server + session name), for grouping on the board.
+tmux_sessions = Table(
+    "tmux_sessions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("host_id", Integer, ForeignKey("hosts.id", ondelete="CASCADE"), nullable=False),
+    Column("tmux", String(255), nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("last_seen", Float),
+    UniqueConstraint("host_id", "tmux", "name", name="uq_tmux_sessions"),
+)
+
+# Current classification of every pane. `rev` is a global change counter: the SSE
+# stream's event ids, so a client resuming with Last-Event-ID gets every pane whose
+# rev is newer. `gone_at` marks panes that left (kept until retention removes them so
+# a resuming client learns they are gone).
+panes = Table(
+    "panes",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("host_id", Integer, ForeignKey("hosts.id", ondelete="CASCADE"), nullable=False),
+    Column("tmux", String(255), nullable=False),
+    Column("pane", String(64), nullable=False),
+    Column("session", Text),
+    Column("window", Text),
+    Column("agent", Text),
+    Column("state", String(16)),
+    Column("kind", String(32)),
+    Column("msg", Text),
+    Column("title", Text),
+    Column("progress", Integer),
+    Column("source", String(16)),
+    Column("observable", Boolean, nullable=False, default=True),
+    Column("process", Text),
+    Column("since", Float),
+    Column("last_seen", Float),
+    Column("evidence", JSON),
+    Column("rev", BigInteger, nullable=False, default=0),
+    Column("gone_at", Float),
+    UniqueConstraint("host_id", "tmux", "pane", name="uq_panes_key"),
+    Index("ix_panes_rev", "rev"),
+)
+
+# The pane's current OSC 7501 records (P7501-6: one per id, root id is "").
+pane_records = Table(
+    "pane_records",
+    metadata,
+    Column("pane_id", Integer, ForeignKey("panes.id", ondelete="CASCADE"), primary_key=True),
+    Column("record_id", String(255), primary_key=True),
+    Column("state", String(16)),
+    Column("kind", String(32)),
+    Column("app", Text),
+    Column("msg", Text),
+    Column("title", Text),
+    Column("data", JSON),
+)
+
+# State-change history: one row each time a pane's (agent, state, kind) changes.
+history = Table(
+    "history",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("pane_id", Integer, ForeignKey("panes.id", ondelete="CASCADE"), nullable=False),
+    Column("t", Float, nullable=False),
+    Column("agent", Text),
+    Column("state", String(16)),
+    Column("kind", String(32)),
+    Column("msg", Text),
+    Column("source", String(16)),
+    Column("prev_state", String(16)),
+    Column("reason", String(32), nullable=False),
+    Index("ix_history_pane", "pane_id", "id"),
+    Index("ix_history_t", "t"),
+)
+
+viewers = Table(
+    "viewers",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(128), nullable=False, unique=True),
+    Column("password_hash", String(255), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("settings", JSON),
+)
+
+# Browser sessions (cookies): only a hash of the cookie value is stored.
+web_sessions = Table(
+    "web_sessions",
+    metadata,
+    Column("id_hash", String(64), primary_key=True),
+    Column("viewer_id", Integer, ForeignKey("viewers.id", ondelete="CASCADE")),
+    Column("token_id", Integer, ForeignKey("tokens.id", ondelete="CASCADE")),
+    Column("csrf", String(64), nullable=False),
+    Column("readonly", Boolean, nullable=False, default=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Index("ix_web_sessions_expires", "expires_at"),
+)
+
+push_subscriptions = Table(
+    "push_subscriptions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("viewer_id", Integer, ForeignKey("viewers.id", ondelete="CASCADE")),
+    Column("endpoint", Text, nullable=False, unique=True),
+    Column("p256dh", String(255), nullable=False),
+    Column("auth", String(255), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("last_ok", Float),
+)
+
+vapid_keys = Table(
+    "vapid_keys",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("private_pem", Text, nullable=False),
+    Column("public_b64", Text, nullable=False),
+    Column("subject", String(255)),
+    Column("created_at", Float, nullable=False),
+)
+
+notification_log = Table(
+    "notification_log",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("pane_id", Integer, ForeignKey("panes.id", ondelete="SET NULL")),
+    Column("channel", String(255), nullable=False),
+    Column("state", String(16)),
+    Column("t", Float, nullable=False),
+    Column("ok", Boolean, nullable=False),
+    Column("detail", Text),
+    Index("ix_notification_log_t", "t"),
+)
+
+# Mutes / snoozes / do-not-disturb (scope: pane, host, agent, global).
+quiet_rules = Table(
+    "quiet_rules",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("viewer_id", Integer, ForeignKey("viewers.id", ondelete="CASCADE")),
+    Column("scope", String(16), nullable=False),
+    Column("value", String(255)),
+    Column("until", Float),
+    Column("created_at", Float, nullable=False),
+)

@@ -1,0 +1,51 @@
+"""Token and password primitives: random bearer tokens stored as SHA-256, argon2 passwords.
+
+Bearer tokens are 256 random bits, so a fast hash is enough (nothing to brute-force)
+and lets every request be checked with one indexed lookup; passwords are chosen by
+people, so they get argon2id (argon2-cffi's defaults).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+_hasher = PasswordHasher()
+
+COLLECTOR_PREFIX = "pbc_"
+VIEWER_PREFIX = "pbv_"
+# A hash that takes as long to verify as a real one: used when the user does not exist
+# so a login attempt does not reveal which names are accounts.
+_DUMMY_HASH = _hasher.hash("not a password, a timing equaliser")
+
+
+def new_token(kind: str) -> str:
+    prefix = VIEWER_PREFIX if kind == "viewer" else COLLECTOR_PREFIX
+    return prefix + secrets.token_urlsafe(32)
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def new_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def verify_password(stored: str | None, password: str) -> bool:
+    try:
+        return _hasher.verify(stored or _DUMMY_HASH, password) and stored is not None
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def same(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode(), b.encode())

@@ -1,0 +1,63 @@
+"""Who may read and who may change: cookies, viewer bearer tokens, CSRF, Origin.
+
+Reads accept a session cookie or `Authorization: Bearer <viewer token>`. A change
+(`POST`) needs a full viewer account session (viewer tokens are read-only) plus the
+double-submit CSRF token in `X-CSRF-Token`, and an Origin, when the browser sends
+one, that is this server's own (or configured in `allowed_origins`).
+"""
+
+from __future__ import annotations
+
+from fastapi import HTTPException, Request
+
+from .accounts import Principal, lookup_token, session_principal
+from .secrets_ import same
+
+SESSION_COOKIE = "pb_session"
+CSRF_COOKIE = "pb_csrf"
+CSRF_HEADER = "x-csrf-token"
+
+
+async def current_principal(request: Request) -> Principal | None:
+    engine = request.app.state.core.engine
+    auth = request.headers.get("authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return await lookup_token(engine, auth[7:].strip(), "viewer")
+    sid = request.cookies.get(SESSION_COOKIE)
+    if sid:
+        return await session_principal(engine, sid)
+    return None
+
+
+async def require_viewer(request: Request) -> Principal:
+    p = await current_principal(request)
+    if p is None:
+        raise HTTPException(
+            401,
+            "authentication required (log in, or send a viewer token)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return p
+
+
+def origin_ok(request: Request) -> bool:
+    origin = request.headers.get("origin")
+    if origin is None:  # not a browser, or a same-origin GET-like navigation
+        return True
+    host = request.headers.get("host", "")
+    allowed = {f"http://{host}", f"https://{host}", *request.app.state.cfg.server.allowed_origins}
+    return origin in allowed
+
+
+async def require_writer(request: Request) -> Principal:
+    p = await require_viewer(request)
+    if p.readonly:
+        raise HTTPException(403, "read-only credentials cannot change anything")
+    if not origin_ok(request):
+        raise HTTPException(403, "cross-origin request refused")
+    header = request.headers.get(CSRF_HEADER, "")
+    if p.csrf is None or not header or not same(header, p.csrf):
+        raise HTTPException(
+            403, "missing or wrong CSRF token (send the pb_csrf cookie's value as X-CSRF-Token)"
+        )
+    return p

@@ -1,0 +1,192 @@
+"""The agent hook recipes in docs/recipes/, run the way the agents run them, in a tmux pane.
+
+Each hook command is taken from the recipe file itself and run by `sh -c` with the
+agent's JSON event on stdin (Claude Code, Gemini CLI) or as the last argument (Codex),
+inside a real pane; the pane's output is decoded with the real Decoder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from paneboard_protocol import AgentReport, ClearReport, Decoder, StatusReport
+from relay_tmux import Tmux, q
+
+pytestmark = pytest.mark.tmux
+RECIPES = Path(__file__).resolve().parents[2] / "docs" / "recipes"
+BIN = str(Path(sys.executable).parent)
+
+
+def hook_command(settings: dict, event: str, matcher: str | None = None) -> str:
+    for group in settings["hooks"][event]:
+        if matcher is None or group.get("matcher") == matcher:
+            return group["hooks"][0]["command"]
+    raise AssertionError(f"no {event} hook for {matcher!r}")
+
+
+def run_script(tmux: Tmux, tmp_path: Path, steps: list[tuple[str, dict | None]]) -> tuple[list, list[str]]:
+    """Run each (command, stdin event) in one pane; return decoded events and each step's stdout."""
+    lines = [f'export PATH={q(BIN)}:"$PATH"']
+    for i, (command, event) in enumerate(steps):
+        stdin = tmp_path / f"in{i}.json"
+        stdin.write_text(json.dumps(event) if event is not None else "")
+        lines.append(f"( {command} ) < {q(str(stdin))} > {q(str(tmp_path / f'out{i}'))}")
+    script = tmp_path / "hooks.sh"
+    script.write_text("\n".join(lines) + "\n")
+    pane = tmux.pane(f"sh {q(str(script))}")
+    assert pane.dead_status() == 0
+    events = [
+        e for e in Decoder().feed(pane.output()) if isinstance(e, StatusReport | AgentReport | ClearReport)
+    ]
+    outs = [(tmp_path / f"out{i}").read_text() for i in range(len(steps))]
+    return events, outs
+
+
+def summary(events: list) -> list[tuple]:
+    out = []
+    for e in events:
+        if isinstance(e, StatusReport):
+            out.append(("status", e.state, e.kind, e.app, e.msg))
+        elif isinstance(e, AgentReport):
+            out.append(("agent", e.agent, e.state, e.session))
+        else:
+            out.append(("clear", e.id))
+    return out
+
+
+def test_claude_code_hooks(tmux: Tmux, tmp_path: Path) -> None:
+    settings = json.loads((RECIPES / "claude-settings.json").read_text())
+    sid = "0f6c1d2e-3b4a-4c5d-8e9f-0a1b2c3d4e5f"
+    base = {"session_id": sid, "transcript_path": "/tmp/t.jsonl", "cwd": "/src"}
+    steps = [
+        (
+            hook_command(settings, "UserPromptSubmit"),
+            base | {"hook_event_name": "UserPromptSubmit", "prompt": "hi"},
+        ),
+        (
+            hook_command(settings, "Notification", "permission_prompt"),
+            base | {"hook_event_name": "Notification", "message": "Claude needs your permission to use Bash"},
+        ),
+        (
+            hook_command(settings, "PostToolUse"),
+            base | {"hook_event_name": "PostToolUse", "tool_name": "Bash"},
+        ),
+        (
+            hook_command(settings, "Notification", "elicitation_dialog"),
+            base | {"hook_event_name": "Notification", "message": "Which database?\nPick one."},
+        ),
+        (hook_command(settings, "Stop"), base | {"hook_event_name": "Stop", "stop_hook_active": False}),
+        (hook_command(settings, "SessionEnd"), base | {"hook_event_name": "SessionEnd", "reason": "exit"}),
+    ]
+    events, outs = run_script(tmux, tmp_path, steps)
+    assert outs == [""] * len(steps)  # nothing on the hook's stdout, which Claude Code reads
+    assert summary(events) == [
+        ("status", "working", None, "claude-code", None),
+        ("agent", "claude", "working", sid),
+        ("status", "blocked", "permission", "claude-code", "Claude needs your permission to use Bash"),
+        ("agent", "claude", "blocked", sid),
+        ("status", "working", None, "claude-code", None),
+        ("agent", "claude", "working", sid),
+        ("status", "blocked", "question", "claude-code", "Which database? Pick one."),
+        ("agent", "claude", "blocked", sid),
+        ("status", "done", None, "claude-code", None),
+        ("agent", "claude", "idle", sid),
+        ("clear", None),
+    ]
+
+
+def test_gemini_cli_hooks(tmux: Tmux, tmp_path: Path) -> None:
+    settings = json.loads((RECIPES / "gemini-settings.json").read_text())
+    base = {"session_id": "g-1", "cwd": "/src", "timestamp": "2026-12-02T10:00:00Z"}
+    steps = [
+        (hook_command(settings, "BeforeAgent"), base | {"hook_event_name": "BeforeAgent", "prompt": "go"}),
+        (
+            hook_command(settings, "Notification", "ToolPermission"),
+            base
+            | {"hook_event_name": "Notification", "notification_type": "ToolPermission", "message": "Allow?"},
+        ),
+        (
+            hook_command(settings, "AfterAgent"),
+            base | {"hook_event_name": "AfterAgent", "prompt_response": "ok"},
+        ),
+    ]
+    events, outs = run_script(tmux, tmp_path, steps)
+    assert outs == ["{}\n"] * len(steps)  # Gemini CLI parses a hook's stdout as JSON
+    assert summary(events) == [
+        ("status", "working", None, "gemini-cli", None),
+        ("agent", "gemini", "working", "g-1"),
+        ("status", "blocked", "permission", "gemini-cli", "Allow?"),
+        ("agent", "gemini", "blocked", "g-1"),
+        ("status", "done", None, "gemini-cli", None),
+        ("agent", "gemini", "idle", "g-1"),
+    ]
+
+
+def test_codex_notify(tmux: Tmux, tmp_path: Path) -> None:
+    config = tomllib.loads((RECIPES / "codex-config.toml").read_text())
+    event = {
+        "type": "agent-turn-complete",
+        "thread-id": "th_42",
+        "turn-id": "1",
+        "cwd": "/src",
+        "input-messages": ["fix the tests"],
+        "last-assistant-message": "All 12 tests pass now.",
+    }
+    command = shlex.join([*config["notify"], json.dumps(event)])
+    events, outs = run_script(tmux, tmp_path, [(command, None)])
+    assert outs == [""]
+    assert summary(events) == [
+        ("status", "done", None, "codex", "All 12 tests pass now."),
+        ("agent", "codex", "idle", "th_42"),
+    ]
+
+
+def test_hook_json_errors_are_one_line(tmp_path: Path) -> None:
+
+    paneboard = os.path.join(BIN, "paneboard")
+    env = {**os.environ, "PANEBOARD_TTY": str(tmp_path / "tty")}
+    for raw, needle in [("{", "not valid JSON"), ("[1]", "not a JSON object")]:
+        proc = subprocess.run(
+            [paneboard, "emit", "done", "--hook-json", raw],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=20,
+        )
+        assert proc.returncode == 2 and needle in proc.stderr and len(proc.stderr.splitlines()) == 1
+    long_msg = {"message": "é" * 5000, "session_id": "bad session id"}
+    proc = subprocess.run(
+        [paneboard, "emit", "done", "--protocol", "both", "--agent", "a", "--hook-json", "-"],
+        input=json.dumps(long_msg),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=20,
+    )
+    assert proc.returncode == 0, proc.stderr
+    status, agent = Decoder().feed((tmp_path / "tty").read_bytes())
+    assert status.msg.endswith("…") and len(status.msg.encode()) <= 2048
+    assert agent.session is None  # an id outside the grammar is left out, not fatal
+
+
+def test_hook_json_text_is_made_reportable(tmp_path: Path) -> None:
+    sink = tmp_path / "tty"
+    event = json.dumps({"message": "tab\there\u2028line \ud800 bell\u0007 end"})
+    env = {**os.environ, "PANEBOARD_TTY": str(sink)}
+    proc = subprocess.run(
+        [os.path.join(BIN, "paneboard"), "emit", "blocked", "--hook-json", event],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=20,
+    )
+    assert proc.returncode == 0, proc.stderr
+    [status] = Decoder().feed(sink.read_bytes())
+    assert status.msg == "tab here line bell end"

@@ -1,0 +1,202 @@
+"""Helpers for the server tests: free ports, the paneboard command, server processes, SSE."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def paneboard(
+    *args: str, db: str, stdin: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PANEBOARD_DB": db}
+    proc = subprocess.run(
+        [sys.executable, "-m", "paneboard.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"paneboard {' '.join(args)} failed: {proc.stderr}")
+    return proc
+
+
+@dataclass
+class ServerProc:
+    db: str
+    port: int
+    config: Path | None = None
+    proc: subprocess.Popen | None = None
+    log: Path | None = None
+    extra: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 90) -> None:
+        args = [
+            sys.executable,
+            "-m",
+            "paneboard.cli",
+            "serve",
+            "--port",
+            str(self.port),
+            "--db",
+            self.db,
+            *self.extra,
+        ]
+        if self.config is not None:
+            args += ["--config", str(self.config)]
+        assert self.log is not None
+        out = open(self.log, "ab")  # noqa: SIM115 - the process owns it
+        self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        out.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"server did not start: {self.log.read_text()[-2000:]}")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+class SSE:
+    """Reads Server-Sent Events from a live httpx stream."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self.lines = response.aiter_lines()
+        self.last_id: str | None = None
+
+    async def next(self, timeout: float = 5) -> dict[str, Any]:
+        return await asyncio.wait_for(self._next(), timeout)
+
+    async def _next(self) -> dict[str, Any]:
+        event: dict[str, Any] = {}
+        data: list[str] = []
+        async for line in self.lines:
+            if line == "":
+                if data:
+                    event["data"] = json.loads("\n".join(data))
+                    return event
+                event = {}
+                continue
+            if line.startswith(":"):
+                continue
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event["event"] = value
+            elif name == "id":
+                event["id"] = value
+                self.last_id = value
+        raise EOFError("stream ended")
+
+    async def until(self, pred: Any, timeout: float = 10) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            ev = await self.next(max(0.05, deadline - time.monotonic()))
+            if pred(ev):
+                return ev
+
+
+async def open_sse(client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> AsyncIterator[SSE]:
+    async with client.stream("GET", url, headers=headers, timeout=httpx.Timeout(30, read=60)) as r:
+        assert r.status_code == 200, r.status_code
+        yield SSE(r)
+
+
+async def make_tokens(db: str, *, viewer_password: str | None = None) -> dict[str, str]:
+    """Create a collector token, a viewer token and (optionally) a viewer account."""
+    from paneboard_server import accounts
+    from paneboard_server.database import create_engine, resolve_url
+
+    engine = create_engine(resolve_url(db))
+    try:
+        out = {
+            "collector": await accounts.create_token(engine, "col", "collector"),
+            "viewer": await accounts.create_token(engine, "wall", "viewer"),
+        }
+        if viewer_password is not None:
+            await accounts.add_viewer(engine, "ana", viewer_password)
+        return out
+    finally:
+        await engine.dispose()
+
+
+def pane_update(
+    host: str,
+    pane: str,
+    state: str | None,
+    *,
+    agent: str | None = "claude",
+    msg: str | None = None,
+    kind: str | None = None,
+    t: float | None = None,
+    evidence: dict[str, Any] | None = None,
+) -> Any:
+    from paneboard_agent.sink import PaneKey, PaneUpdate
+
+    return PaneUpdate(
+        PaneKey(host, "default", pane),
+        "main",
+        "0",
+        agent,
+        state,
+        kind,
+        msg,
+        "protocol",
+        True,
+        t or time.time(),
+        evidence=evidence or {},
+    )
+
+
+async def wait_until(pred: Any, timeout: float = 10, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if asyncio.iscoroutine(got):
+            got = await got
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)

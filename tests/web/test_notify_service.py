@@ -1,0 +1,185 @@
+"""The notifier against a real migrated SQLite, a real push service and a real
+Apprise json:// receiver: routing, quiet rules, watching tabs and gone subscriptions."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+
+import pytest
+from paneboard_server import accounts, schema
+from paneboard_server.database import create_engine, resolve_url
+from paneboard_server.migrate import upgrade
+from paneboard_server.notify import store
+from paneboard_server.notify.events import StateChange
+from paneboard_server.notify.quiet import QuietHours
+from paneboard_server.notify.routing import ConfigError
+from paneboard_server.notify.service import NotifyService, NotifySettings
+from paneboard_server.notify.webpush import Subscription
+from sqlalchemy import insert, select
+
+from .pushendpoint import PushService
+from .receiver import JsonReceiver
+
+
+@pytest.fixture
+def db_url(tmp_path):
+    url = resolve_url(str(tmp_path / "pb.db"))
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def receiver():
+    r = JsonReceiver().start()
+    yield r
+    r.stop()
+
+
+@pytest.fixture
+def pushsvc():
+    p = PushService().start()
+    yield p
+    p.stop()
+
+
+def change(state="blocked", pane="1", host="build-1", agent="claude", prev="working") -> StateChange:
+    return StateChange(pane, host, "work", "0", agent, state, prev, "question", "Which branch?", 1.0)
+
+
+async def add_panes(engine, n=10):
+    """Real pane rows (the notification log points at them)."""
+    await accounts.create_token(engine, "c1", "collector")
+    async with engine.begin() as conn:
+        tok = (await conn.execute(select(schema.tokens.c.id))).scalar_one()
+        host = (
+            await conn.execute(insert(schema.hosts).values(collector_id=tok, name="build-1"))
+        ).inserted_primary_key[0]
+        for i in range(1, n + 1):
+            await conn.execute(
+                insert(schema.panes).values(id=i, host_id=host, tmux="default", pane=f"%{i}", rev=i)
+            )
+
+
+async def setup(db_url, notify_cfg, pushsvc, clock=None):
+    engine = create_engine(db_url)
+    await add_panes(engine)
+    await accounts.add_viewer(engine, "ann", "pw-ann-123456")
+    [(name, _)] = await accounts.list_viewers(engine)
+    viewer_id = await accounts.check_login(engine, "ann", "pw-ann-123456")
+    assert viewer_id is not None and name == "ann"
+    svc = NotifyService(engine, notify_cfg, **({"clock": clock} if clock else {}))
+    await svc.start()
+    pushsvc.expected_vapid_key = svc.keys.public_key
+    sub = Subscription.from_json(pushsvc.subscription())
+    await store.add_subscription(engine, viewer_id, sub)
+    return engine, svc, viewer_id, sub
+
+
+def test_blocked_goes_to_matching_channels_and_push(db_url, receiver, pushsvc):
+    cfg = {
+        "channels": [
+            {"url": receiver.url, "states": ["blocked"]},
+            {"url": receiver.url + "-done", "states": ["done"]},
+        ]
+    }
+
+    async def go():
+        engine, svc, _, _ = await setup(db_url, cfg, pushsvc)
+        try:
+            counts = await svc.handle(change())
+            assert counts["channels"] == 1 and counts["push"] == 1
+            again = await svc.handle(change())  # same pane+state: the channel dedupes
+            assert again["limited"] == 1
+            keys_again = await store.vapid_keys(engine, "mailto:x@y")
+            assert keys_again == svc.keys  # made once, kept in the database
+        finally:
+            await svc.stop()
+            await engine.dispose()
+
+    asyncio.run(go())
+    [body] = receiver.wait_for(1)
+    assert body["title"] == "claude blocked (question)"
+    got = pushsvc.wait_for(2)
+    assert got[0].payload["pane"] == "1"
+    assert got[0].headers["urgency"] == "high"
+
+
+def test_watching_tab_holds_push_back_and_mute_dnd_quiet_hours_silence(db_url, receiver, pushsvc):
+    noon = dt.datetime(2026, 12, 2, 12, 0, tzinfo=dt.UTC).timestamp()
+
+    async def go():
+        engine, svc, viewer_id, _ = await setup(
+            db_url, {"channels": [{"url": receiver.url}]}, pushsvc, lambda: noon
+        )
+        try:
+            svc.tab_report(f"viewer:{viewer_id}", "tab1", True)
+            c = await svc.handle(change(pane="2"))
+            assert (c["push"], c["watched"], c["channels"]) == (0, 1, 1)
+            svc.tab_report(f"viewer:{viewer_id}", "tab1", False)
+
+            await store.set_quiet_hours(engine, viewer_id, QuietHours(dt.time(11, 0), dt.time(13, 0), "UTC"))
+            c = await svc.handle(change(pane="3"))
+            assert (c["push"], c["quiet"], c["channels"]) == (0, 1, 1)  # quiet hours are per viewer
+            await store.set_quiet_hours(engine, viewer_id, None)
+
+            mute = await store.add_mute(engine, "host", "build-1", noon + 600)
+            c = await svc.handle(change(pane="4"))
+            assert (c["push"], c["channels"], c["quiet"]) == (0, 0, 1)
+            assert (await svc.handle(change(pane="4", host="other")))["push"] == 1
+            await store.remove_mute(engine, mute)
+
+            await store.set_dnd(engine, True, None)
+            c = await svc.handle(change(pane="5"))
+            assert (c["push"], c["channels"]) == (0, 0)
+            await store.set_dnd(engine, False, None)
+            assert (await svc.handle(change(pane="6")))["push"] == 1
+        finally:
+            await svc.stop()
+            await engine.dispose()
+
+    asyncio.run(go())
+
+
+def test_gone_subscription_is_deleted(db_url, pushsvc):
+    async def go():
+        engine, svc, _, _sub = await setup(db_url, {}, pushsvc)
+        try:
+            pushsvc.status = 410
+            c = await svc.handle(change())
+            assert c["push"] == 0
+            assert await store.subscriptions(engine) == []
+        finally:
+            await svc.stop()
+            await engine.dispose()
+
+    asyncio.run(go())
+
+
+def test_queue_is_bounded_and_only_notable_changes_enter(db_url):
+    async def go():
+        engine = create_engine(db_url)
+        svc = NotifyService(engine, {})
+        await add_panes(engine, 1)
+        svc.pane_changed(change(state="working"))
+        assert svc._queue.qsize() == 0
+        for i in range(1200):
+            svc.pane_changed(change(pane=str(i)))
+        assert svc._queue.qsize() == 1000 and svc.dropped == 200
+        await engine.dispose()
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    ("cfg", "msg"),
+    [
+        ({"colour": 1}, "unknown key"),
+        ({"push_ttl": "long"}, "push_ttl"),
+        ({"push_ttl": -1}, "greater than 0"),
+        ({"subject": "me"}, "mailto"),
+    ],
+)
+def test_bad_notify_config_is_one_clear_error(cfg, msg):
+    with pytest.raises(ConfigError, match=msg):
+        NotifySettings.from_config(cfg)

@@ -1,0 +1,122 @@
+// Start-up and wiring: auth (viewer token in the URL, login form on 401), the live
+// stream, the board, the pane page, notifications and settings. Routing is by hash
+// (#/pane/<id>) so the static server needs no rewrite rules; /pane/<id> also works
+// when the server serves index.html there.
+
+import { Unauthorized, get } from "./api.js";
+import { Board } from "./board.js";
+import { showCounts } from "./favicon.js";
+import { Model } from "./model.js";
+import { Notifier } from "./notify.js";
+import { PaneView } from "./pane.js";
+import { registerWorker } from "./push.js";
+import { Settings } from "./settings.js";
+import { Stream } from "./stream.js";
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+const wall = params.get("view") === "wall";
+
+// A viewer token in the address bar has done its job once the server has turned it
+// into a cookie (on this very page load): take it out of the history and the bar.
+if (params.has("token")) {
+  params.delete("token");
+  const q = params.toString();
+  history.replaceState(null, "", location.pathname + (q ? `?${q}` : "") + location.hash);
+}
+if (wall) document.body.classList.add("wall");
+
+const model = new Model();
+const banner = $("banner");
+let bannerTimer = null;
+function setBanner(text, { sticky = true } = {}) {
+  clearTimeout(bannerTimer);
+  banner.textContent = text;
+  banner.hidden = !text;
+  banner.dataset.kind = text ? (sticky ? "sticky" : "info") : "";
+  if (text && !sticky) bannerTimer = setTimeout(() => { banner.hidden = true; }, 3000);
+}
+
+let view = null;
+const board = new Board(model, {
+  root: $("board"), empty: $("empty"), tpl: $("card-tpl"),
+  filters: { host: $("f-host"), agent: $("f-agent"), state: $("f-state") },
+  onOpen: (id) => { if (!wall) location.hash = `#/pane/${encodeURIComponent(id)}`; },
+});
+const settings = new Settings({ onStatus: (t) => setBanner(t, { sticky: false }) });
+const paneView = new PaneView(model, $("pane-view"), {
+  onBack: () => { location.hash = "#/"; },
+  onQuietChanged: () => settings.load(),
+  status: (t) => setBanner(t, { sticky: false }),
+});
+new Notifier(model, {
+  isPaneOnScreen: (id) => board.isOnScreen(id),
+  currentPane: () => view,
+  getQuiet: () => settings.quiet,
+});
+
+const redrawCounts = () => showCounts(model.counts(), $("counts"));
+model.addEventListener("reset", redrawCounts);
+model.addEventListener("change", redrawCounts);
+
+function route() {
+  const m = /^#\/pane\/(.+)$/.exec(location.hash) || /^\/pane\/(.+)$/.exec(location.pathname);
+  const id = m ? decodeURIComponent(m[1]) : null;
+  view = wall ? null : id;
+  $("board").hidden = !!view;
+  $("empty").hidden = !!view || model.panes.size !== 0;
+  if (view) paneView.open(view);
+  else {
+    paneView.close();
+    if (!wall) board.focusFirst();
+  }
+}
+window.addEventListener("hashchange", route);
+document.addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape" && view) location.hash = "#/";
+});
+
+// No (or an expired) session: the server's sign-in page, then back here.
+function showLogin() {
+  stream?.stop();
+  location.href = "/login";
+}
+
+let stream = null;
+async function start() {
+  try {
+    const me = await get("/api/me");
+    if (me.readonly) document.body.classList.add("readonly");
+    const d = await get("/api/panes");
+    model.reset(Array.isArray(d) ? d : d.panes || []);
+  } catch (e) {
+    if (e instanceof Unauthorized) return showLogin();
+    setBanner(`cannot load panes: ${e.message}`);
+  }
+  document.documentElement.dataset.ready = "1";
+  route();
+  settings.load();
+  if (!wall) registerWorker();
+  stream = new Stream("/api/stream", {
+    onSnapshot: (list) => model.reset(list),
+    onPane: (p) => model.upsert(p),
+    onGone: (id) => model.remove(String(id)),
+    onState: (s) => {
+      document.documentElement.dataset.stream = s;
+      if (s === "live") setBanner("");
+      else setBanner("⟳ reconnecting to the server…");
+    },
+    onUnauthorized: async (st) => {
+      try {
+        await get("/api/panes");
+        setTimeout(() => st.restart(), 2000); // not an auth problem: try again
+      } catch (e) {
+        if (e instanceof Unauthorized) showLogin();
+        else setTimeout(() => st.restart(), 2000);
+      }
+    },
+  });
+  stream.start();
+}
+
+start();

@@ -1,0 +1,192 @@
+// A pane's page: its state now, the 7501 records behind it, its timeline (when it
+// worked, when it waited on you and for how long), a "seen" action (done -> idle,
+// P7501-8) and mute/snooze buttons.
+
+import { get, post } from "./api.js";
+import { clean, setText } from "./sanitize.js";
+import { clock, formatDuration, stateInfo } from "./model.js";
+
+const SNOOZES = [["15 min", 15], ["1 hour", 60], ["8 hours", 480], ["until lifted", null]];
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = clean(text);
+  return e;
+}
+
+function num(v) {
+  if (typeof v === "number") return v;
+  const n = Number(v);
+  if (!Number.isNaN(n)) return n;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? null : t / 1000;
+}
+
+/** History rows (any order, various field names) into spans with durations. */
+export function timeline(events, now) {
+  const rows = events
+    .map((e) => ({ ...e, at: num(e.t ?? e.at ?? e.ts ?? e.since ?? e.time ?? e.created_at) }))
+    .filter((e) => e.at !== null)
+    .sort((a, b) => a.at - b.at);
+  return rows.map((r, i) => ({ ...r, until: i + 1 < rows.length ? rows[i + 1].at : now, current: i + 1 === rows.length }))
+    .map((r) => ({ ...r, duration: Math.max(0, r.until - r.at) }));
+}
+
+/** "14:03:21" today, "2 Dec 14:03" before: short enough for a phone row. */
+function when(at) {
+  const d = new Date(at * 1000);
+  const today = new Date().toDateString() === d.toDateString();
+  return today ? d.toLocaleTimeString() : d.toLocaleString(undefined, { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
+}
+
+export class PaneView {
+  constructor(model, root, { onBack, onQuietChanged, status }) {
+    this.model = model;
+    this.root = root;
+    this.onBack = onBack;
+    this.onQuietChanged = onQuietChanged;
+    this.status = status;
+    this.id = null;
+    this.events = [];
+    model.addEventListener("change", (ev) => {
+      const id = ev.detail.pane?.id ?? ev.detail.prev?.id;
+      if (this.id && id === this.id) this.load();
+    });
+  }
+
+  async open(id) {
+    this.id = id;
+    this.root.hidden = false;
+    this.render();
+    await this.load();
+  }
+
+  close() {
+    this.id = null;
+    this.root.hidden = true;
+    this.root.replaceChildren();
+  }
+
+  async load() {
+    const id = this.id;
+    try {
+      const d = await get(`/api/panes/${encodeURIComponent(id)}/events`);
+      if (id !== this.id) return;
+      this.events = Array.isArray(d) ? d : d.events || [];
+    } catch (e) {
+      this.events = [];
+      this.error = String(e.message || e);
+    }
+    this.render();
+  }
+
+  render() {
+    const p = this.model.panes.get(this.id);
+    const root = this.root;
+    root.replaceChildren();
+    const back = el("button", "back", "← Board");
+    back.type = "button";
+    back.addEventListener("click", () => this.onBack());
+    root.append(back);
+    if (!p) {
+      root.append(el("p", "muted", "This pane is gone (or not known yet)."));
+      return;
+    }
+    const info = stateInfo(p.state);
+    const h = el("h2", `st-${p.state || "none"}`);
+    const badge = el("span", "state-badge");
+    badge.append(el("span", "icon", info.icon), el("span", "word", info.word));
+    h.append(badge, document.createTextNode(" "), el("span", "agent", p.agent || "shell"));
+    if (p.kind) h.append(document.createTextNode(" "), el("span", "kind", `(${p.kind})`));
+    root.append(h);
+    const meta = el("p", "muted");
+    meta.textContent = `${clean(p.host)} · ${clean(p.session)}:${clean(p.window)} ${clean(p.pane)}` +
+      (p.since ? ` · ${info.word} for ${formatDuration(clock.now() - p.since)}` : "") +
+      (p.observable ? "" : " · not observable") + (p.stale ? " · last known" : "");
+    root.append(meta);
+    if (p.msg) root.append(el("p", "msg", p.msg));
+    if (p.title) root.append(el("p", "muted", `title: ${clean(p.title)}`));
+
+    const actions = el("div", "actions");
+    const seen = el("button", "seen", "Seen (done → idle)");
+    seen.type = "button";
+    seen.disabled = p.state !== "done";
+    seen.addEventListener("click", async () => {
+      try {
+        await post(`/api/panes/${encodeURIComponent(p.id)}/seen`, {});
+        this.status("marked seen");
+      } catch (e) { this.status(String(e.message || e)); }
+    });
+    actions.append(seen);
+    for (const [scope, value, label] of [["pane", p.id, "pane"], ["host", p.host, "host"], ["agent", p.agent || "", "agent"]]) {
+      if (scope === "agent" && !p.agent) continue;
+      const sel = el("select", "snooze");
+      sel.setAttribute("aria-label", `Mute this ${label}`);
+      sel.append(el("option", "", `Mute this ${label}…`));
+      SNOOZES.forEach(([text, minutes], i) => {
+        const o = el("option", "", text);
+        o.value = String(i);
+        sel.append(o);
+        void minutes;
+      });
+      sel.addEventListener("change", async () => {
+        const pick = SNOOZES[Number(sel.value)];
+        sel.selectedIndex = 0;
+        if (!pick) return;
+        try {
+          await post("/api/notify/mutes", { scope, value, minutes: pick[1] });
+          this.status(`muted ${label} ${pick[0]}`);
+          this.onQuietChanged();
+        } catch (e) { this.status(String(e.message || e)); }
+      });
+      actions.append(sel);
+    }
+    root.append(actions);
+
+    if (p.records.length) {
+      root.append(el("h3", "", "Current 7501 records"));
+      const t = el("table", "records");
+      const head = el("tr");
+      for (const c of ["id", "state", "kind", "app", "msg", "title"]) head.append(el("th", "", c));
+      t.append(head);
+      for (const r of p.records) {
+        const tr = el("tr");
+        for (const c of ["id", "state", "kind", "app", "msg", "title"]) tr.append(el("td", "", r[c] ?? ""));
+        t.append(tr);
+      }
+      root.append(t);
+    }
+
+    root.append(el("h3", "", "Timeline"));
+    if (this.error && !this.events.length) root.append(el("p", "error", this.error));
+    const spans = timeline(this.events, clock.now());
+    if (!spans.length) {
+      root.append(el("p", "muted", "No history yet."));
+      return;
+    }
+    const total = spans.reduce((s, r) => s + r.duration, 0) || 1;
+    const bar = el("div", "timeline-bar");
+    bar.setAttribute("aria-hidden", "true");
+    for (const r of spans) {
+      const s = el("span", `st-${r.state || "none"}`);
+      s.style.flexGrow = String(Math.max(r.duration / total, 0.002));
+      bar.append(s);
+    }
+    root.append(bar);
+    const t = el("table", "timeline");
+    const head = el("tr");
+    for (const c of ["from", "state", "for", "agent", "msg"]) head.append(el("th", "", c));
+    t.append(head);
+    for (const r of [...spans].reverse()) {
+      const tr = el("tr", `st-${r.state || "none"}`);
+      tr.append(el("td", "when", when(r.at)));
+      const st = el("td", "state-badge");
+      const i = stateInfo(r.state);
+      setText(st, `${i.icon} ${i.word}${r.kind ? ` (${r.kind})` : ""}`);
+      tr.append(st, el("td", "", formatDuration(r.duration) + (r.current ? " (now)" : "")), el("td", "", r.agent ?? ""), el("td", "msg", r.msg ?? ""));
+      t.append(tr);
+    }
+    root.append(t);
+  }
+}

@@ -1,0 +1,47 @@
+// Web Push from the page's side: register the service worker, subscribe with the
+// server's VAPID public key, and hand the subscription to the server (or take it back).
+
+import { del, get, post } from "./api.js";
+
+function urlB64ToBytes(s) {
+  const pad = "=".repeat((4 - (s.length % 4)) % 4);
+  const b = atob((s + pad).replace(/-/g, "+").replace(/_/g, "/"));
+  return Uint8Array.from(b, (c) => c.charCodeAt(0));
+}
+
+export async function registerWorker() {
+  if (!("serviceWorker" in navigator)) return null;
+  try {
+    return await navigator.serviceWorker.register("/sw.js", { scope: "/" });
+  } catch {
+    return null;
+  }
+}
+
+export async function currentSubscription() {
+  if (!("serviceWorker" in navigator) || !("PushManager" in window)) return null;
+  const reg = await navigator.serviceWorker.getRegistration("/");
+  return reg ? reg.pushManager.getSubscription() : null;
+}
+
+export async function subscribe() {
+  if (!("PushManager" in window)) throw new Error("this browser has no Web Push");
+  const perm = await Notification.requestPermission();
+  if (perm !== "granted") throw new Error("notifications not allowed");
+  const reg = (await registerWorker()) && (await navigator.serviceWorker.ready);
+  if (!reg) throw new Error("service worker unavailable");
+  const { key } = await get("/api/push/vapid-public-key");
+  let sub = await reg.pushManager.getSubscription();
+  if (!sub) {
+    sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: urlB64ToBytes(key) });
+  }
+  await post("/api/push/subscribe", sub.toJSON());
+  return sub;
+}
+
+export async function unsubscribe() {
+  const sub = await currentSubscription();
+  if (!sub) return;
+  await del("/api/push/subscribe", { endpoint: sub.endpoint });
+  await sub.unsubscribe();
+}

@@ -1,0 +1,92 @@
+// The notification settings panel: desktop permission, push on this device, a test
+// message to the configured channels, global do-not-disturb, this viewer's quiet
+// hours, and the list of active mutes (each can be lifted).
+
+import { del, get, post, put } from "./api.js";
+import { clean } from "./sanitize.js";
+import { askPermission } from "./notify.js";
+import { currentSubscription, subscribe, unsubscribe } from "./push.js";
+
+export class Settings {
+  constructor({ onStatus }) {
+    this.quiet = null;
+    this.status = onStatus;
+    const $ = (id) => document.getElementById(id);
+    this.el = {
+      panel: $("settings"), toggle: $("settings-btn"), enable: $("enable-notify"),
+      sub: $("push-subscribe"), unsub: $("push-unsubscribe"), test: $("notify-test"),
+      dnd: $("dnd"), qhStart: $("qh-start"), qhEnd: $("qh-end"), qhSave: $("qh-save"),
+      qhClear: $("qh-clear"), mutes: $("mutes"), out: $("settings-status"),
+    };
+    const e = this.el;
+    e.toggle.addEventListener("click", () => {
+      e.panel.hidden = !e.panel.hidden;
+      e.toggle.setAttribute("aria-expanded", String(!e.panel.hidden));
+      if (!e.panel.hidden) this.refreshPush();
+    });
+    e.enable.addEventListener("click", async () => this.say(`desktop notifications: ${await askPermission()}`));
+    e.sub.addEventListener("click", () => this.run(async () => { await subscribe(); await this.refreshPush(); return "push enabled on this device"; }));
+    e.unsub.addEventListener("click", () => this.run(async () => { await unsubscribe(); await this.refreshPush(); return "push disabled on this device"; }));
+    e.test.addEventListener("click", () => this.run(async () => {
+      const r = await post("/api/notify/test", {});
+      return `test sent: ${r.sent ?? 0} channel(s), ${r.failed ?? 0} failed, ${r.push ?? 0} push`;
+    }));
+    e.dnd.addEventListener("change", () => this.run(async () => {
+      await put("/api/notify/dnd", { on: e.dnd.checked, minutes: null });
+      await this.load();
+      return e.dnd.checked ? "do not disturb on" : "do not disturb off";
+    }));
+    e.qhSave.addEventListener("click", () => this.run(async () => {
+      await put("/api/notify/quiet-hours", { start: e.qhStart.value || null, end: e.qhEnd.value || null, tz: Intl.DateTimeFormat().resolvedOptions().timeZone });
+      await this.load();
+      return "quiet hours saved";
+    }));
+    e.qhClear.addEventListener("click", () => this.run(async () => {
+      await put("/api/notify/quiet-hours", { start: null, end: null, tz: null });
+      await this.load();
+      return "quiet hours cleared";
+    }));
+    setInterval(() => this.load().catch(() => {}), 60000);
+  }
+
+  say(text) {
+    this.el.out.textContent = clean(text, 300);
+    this.status?.(text);
+  }
+
+  async run(fn) {
+    try { this.say(await fn()); } catch (err) { this.say(String(err.message || err)); }
+  }
+
+  async refreshPush() {
+    const sub = await currentSubscription().catch(() => null);
+    this.el.sub.hidden = !!sub;
+    this.el.unsub.hidden = !sub;
+  }
+
+  async load() {
+    try {
+      this.quiet = await get("/api/notify/quiet");
+    } catch {
+      return;
+    }
+    const q = this.quiet;
+    this.el.dnd.checked = !!q.dnd;
+    this.el.qhStart.value = q.quiet_hours?.start || "";
+    this.el.qhEnd.value = q.quiet_hours?.end || "";
+    const ul = this.el.mutes;
+    ul.replaceChildren();
+    for (const m of q.mutes || []) {
+      const li = document.createElement("li");
+      const until = m.until ? ` until ${new Date(m.until * 1000).toLocaleString()}` : "";
+      li.append(document.createTextNode(`${m.scope} ${clean(m.value, 120)}${until} `));
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = "lift";
+      b.addEventListener("click", () => this.run(async () => { await del(`/api/notify/mutes/${encodeURIComponent(m.id)}`); await this.load(); return "mute lifted"; }));
+      li.append(b);
+      ul.append(li);
+    }
+    if (!ul.children.length) ul.textContent = "none";
+  }
+}
