@@ -231,7 +231,9 @@ def apply_update(tx: Tx, p: Pane, u: PaneIn, reason: str = "report") -> None:
         "process": u.process,
         "evidence": u.evidence,
     }
-    server = reclassify.classify(u.evidence, tx.now)
+    # Only a THINKTERM_AGENT contract makes the verdict depend on the clock (TA-12/TA-13);
+    # without one the server's classification is the collector's, so skip the work.
+    server = reclassify.classify(u.evidence, tx.now) if u.evidence.get("contract") else None
     if server is not None:
         for k in reclassify.FIELDS:
             if k in server:
