@@ -54,7 +54,7 @@ class ServerProc:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 20) -> None:
+    def start(self, timeout: float = 90) -> None:
         args = [
             sys.executable,
             "-m",

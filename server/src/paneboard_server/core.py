@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -32,7 +33,9 @@ from .staleness import Deadlines
 from .wire import HostIn, Key, PaneIn
 
 log = logging.getLogger("paneboard.server")
-BATCH_MAX = 4000
+# Operations per transaction. PANEBOARD_WRITER_BATCH=1 (one commit per operation) exists
+# only so bench/ingest.py can show what batching buys; nobody should run with it.
+BATCH_MAX = max(1, int(os.environ.get("PANEBOARD_WRITER_BATCH", "4000")))
 NOTIFY_CHANNEL = "paneboard_change"
 SEEN_CHANNEL = "paneboard_seen"
 
@@ -64,6 +67,7 @@ class Tx:
         self.collectors: dict[int, dict[str, Any]] = {}
         self.after: list[Callable[[], None]] = []
         self.refreshed: set[int] = set()
+        self.new_keys: dict[tuple[int, str, str], int] = {}
 
     # --- lookups that copy into the batch ---------------------------------------
     def host_by_id(self, host_id: int) -> Host | None:
@@ -102,25 +106,45 @@ class Tx:
         return p
 
     def find_pane(self, host_id: int, tmux: str, pane: str) -> Pane | None:
-        pid = self.core.pane_ids.get((host_id, tmux, pane))
-        if pid is not None:
-            return self.pane_by_id(pid)
-        for p in self.panes.values():
-            if p.host_id == host_id and p.tmux == tmux and p.pane == pane:
-                return p
-        return None
+        pid = self.core.pane_ids.get((host_id, tmux, pane)) or self.new_keys.get((host_id, tmux, pane))
+        return self.pane_by_id(pid) if pid is not None else None
+
+    async def ensure_panes(self, keys: list[tuple[Host, str, str]]) -> None:
+        """Create the panes not yet known in one statement (a snapshot of a new
+        collector may bring hundreds; one INSERT each would be one round trip each)."""
+        missing: dict[tuple[int, str, str], None] = {}
+        for host, tmux, pane in keys:
+            k = (host.id, tmux, pane)
+            if k not in missing and self.find_pane(*k) is None:
+                missing[k] = None
+        if not missing:
+            return
+        rows = [
+            {
+                "host_id": h,
+                "tmux": tm,
+                "pane": pn,
+                "observable": True,
+                "rev": 0,
+                "last_seen": self.now,
+                "evidence": {},
+            }
+            for h, tm, pn in missing
+        ]
+        res = await self.conn.execute(
+            insert(s.panes).returning(s.panes.c.id, sort_by_parameter_order=True), rows
+        )
+        for (h, tm, pn), row in zip(missing, res.all(), strict=True):
+            p = Pane(row.id, h, tm, pn, last_seen=self.now, gone_at=self.now)
+            self.panes[p.id] = p
+            self.new_keys[(h, tm, pn)] = p.id
 
     async def pane(self, host: Host, tmux: str, pane: str) -> Pane:
         p = self.find_pane(host.id, tmux, pane)
-        if p is not None:
-            return p
-        res = await self.conn.execute(
-            insert(s.panes).values(
-                host_id=host.id, tmux=tmux, pane=pane, observable=True, rev=0, last_seen=self.now, evidence={}
-            )
-        )
-        p = Pane(res.inserted_primary_key[0], host.id, tmux, pane, last_seen=self.now, gone_at=self.now)
-        self.panes[p.id] = p
+        if p is None:
+            await self.ensure_panes([(host, tmux, pane)])
+            p = self.find_pane(host.id, tmux, pane)
+            assert p is not None
         return p
 
     # --- changes -------------------------------------------------------------------
@@ -207,7 +231,9 @@ def apply_update(tx: Tx, p: Pane, u: PaneIn, reason: str = "report") -> None:
         "process": u.process,
         "evidence": u.evidence,
     }
-    server = reclassify.classify(u.evidence, tx.now)
+    # Only a THINKTERM_AGENT contract makes the verdict depend on the clock (TA-12/TA-13);
+    # without one the server's classification is the collector's, so skip the work.
+    server = reclassify.classify(u.evidence, tx.now) if u.evidence.get("contract") else None
     if server is not None:
         for k in reclassify.FIELDS:
             if k in server:
@@ -560,6 +586,10 @@ class Ingest(_Hooked):
             host = await tx.host(cid, name)
             tx.set_host(host, reachable, error)
         present: set[int] = set()
+        wanted = []
+        for u in self.panes:
+            wanted.append((await tx.host(cid, u.key.host), u.key.tmux, u.key.pane))
+        await tx.ensure_panes(wanted)
         for u in self.panes:
             host = await tx.host(cid, u.key.host)
             if self.snapshot_hosts is None:
@@ -691,3 +721,34 @@ class Refresh(Op):
             p.records = recs.get(p.id, [])
             tx.panes[p.id] = p
             tx.refreshed.add(p.id)
+
+
+@dataclass
+class Purge(_Hooked):
+    """Panes gone for longer than retention keeps them: delete them and their history."""
+
+    before: float
+    removed: list[int] = field(default_factory=list)
+
+    async def apply(self, tx: Tx) -> None:
+        self.hook(tx)
+        ids = [
+            p.id
+            for p in tx.core.panes.values()
+            if p.gone_at is not None and p.gone_at < self.before and p.id not in tx.changed
+        ][:1000]
+        if not ids:
+            return
+        await tx.conn.execute(delete(s.history).where(s.history.c.pane_id.in_(ids)))
+        await tx.conn.execute(delete(s.pane_records).where(s.pane_records.c.pane_id.in_(ids)))
+        await tx.conn.execute(delete(s.panes).where(s.panes.c.id.in_(ids)))
+        self.removed.extend(ids)
+
+        def forget() -> None:
+            for pid in ids:
+                p = tx.core.panes.pop(pid, None)
+                if p is not None:
+                    tx.core.pane_ids.pop((p.host_id, p.tmux, p.pane), None)
+                tx.core.deadlines.forget(pid)
+
+        tx.after.append(forget)

@@ -78,6 +78,14 @@ async def prune_once(core) -> int:  # type: ignore[no-untyped-def]
             await asyncio.sleep(0)
     async with engine.begin() as conn:
         await conn.execute(delete(s.web_sessions).where(s.web_sessions.c.expires_at < now))
+    # Panes gone long ago: deleted by the writer, which owns the in-memory mirror.
+    from .core import Purge
+
+    done = asyncio.get_running_loop().create_future()
+    op = Purge(now - cfg.gone_pane_days * 86400, on_fail=lambda e: done.done() or done.set_exception(e))
+    op.on_commit = lambda: done.done() or done.set_result(None)
+    core.submit(op)
+    await asyncio.wait_for(done, 60)
     return removed
 
 

@@ -1,0 +1,440 @@
+"""Ingest benchmark: K collectors x M panes sending reports at a rate to one
+`paneboard serve` process, with S live-stream (SSE) clients reading.
+
+Prints, per database, sustained reports/s ingested, p50/p99 delay from a report
+leaving its collector to its arrival at every SSE client, and the server's peak
+memory, beside a baseline: the same run with the writer committing one operation
+per transaction (PANEBOARD_WRITER_BATCH=1), i.e. what batching buys.
+
+    uv run python bench/ingest.py                       # SQLite and PostgreSQL, goal settings
+    uv run python bench/ingest.py --db sqlite --duration 10 --no-baseline
+
+Goal on a 2-core machine: >= 5,000 reports/s with p99 <= 250 ms to 100 SSE clients on
+SQLite. The SSE clients run in their own process and read raw sockets; only one report
+in `--probe-every` carries a timestamp (found with bytes.find, so the readers cost
+little), and every client measures every probe. Runtime is bounded: warm-up +
+duration per configuration (defaults keep the whole run under 3 minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+PG_ADMIN = os.environ.get("PANEBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- the SSE readers (a child process) ----------------------------------------------------
+async def sse_client(port: int, token: str, until: float, stats: dict[str, Any], start_at: float) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        f"GET /api/stream HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+        "Accept: text/event-stream\r\n\r\n".encode()
+    )
+    await writer.drain()
+    buf = b""
+    lat: list[float] = stats["lat"]
+    while time.time() < until:
+        try:
+            chunk = await asyncio.wait_for(reader.read(1 << 18), max(0.1, until - time.time()))
+        except TimeoutError:
+            break
+        if not chunk:
+            stats["eof"] += 1
+            break
+        now = time.time()
+        stats["bytes"] += len(chunk)
+        buf += chunk
+        end = buf.rfind(b"\n\n")
+        if end < 0:
+            continue
+        frames, buf = buf[: end + 2], buf[end + 2 :]
+        if now < start_at:
+            continue
+        stats["panes"] += frames.count(b'"pane":"')
+        i = frames.find(b'"msg":"p')
+        while i >= 0:
+            j = frames.find(b'"', i + 8)
+            with contextlib.suppress(ValueError):
+                lat.append(now - float(frames[i + 8 : j]))
+            i = frames.find(b'"msg":"p', j)
+    writer.close()
+
+
+def sse_worker(port: int, token: str, clients: int, until: float, start_at: float, out: str) -> None:
+    stats: dict[str, Any] = {"lat": [], "bytes": 0, "panes": 0, "eof": 0}
+
+    async def main() -> None:
+        await asyncio.gather(*(sse_client(port, token, until, stats, start_at) for _ in range(clients)))
+
+    asyncio.run(main())
+    Path(out).write_text(json.dumps(stats))
+
+
+# --- the collectors (this process) -----------------------------------------------------------
+def evidence_template() -> dict[str, Any]:
+    from paneboard_protocol.classifier import PaneClassifier
+    from paneboard_protocol.events import StatusReport
+
+    c = PaneClassifier()
+    now = time.time()
+    c.set_process(now, "claude", 100, observable=True)
+    c.feed(now, [StatusReport(0, None, "working", app="claude-code")])
+    return c.evidence()
+
+
+async def collector(
+    port: int,
+    token: str,
+    idx: int,
+    panes: int,
+    rate: float,
+    until: float,
+    probe_every: int,
+    counters: dict[str, int],
+) -> None:
+    import websockets
+
+    evidence = evidence_template()
+    record = evidence["records"][0]
+    states = ["working", "blocked", "working", "idle", "done"]
+    base = {
+        "session": "main",
+        "window": "0:agent",
+        "agent": "claude",
+        "kind": None,
+        "source": "protocol",
+        "observable": True,
+        "title": None,
+        "progress": None,
+        "since": None,
+        "process": "claude",
+        "records": [],
+        "evidence": evidence,
+    }
+    async with websockets.connect(
+        f"ws://127.0.0.1:{port}/api/ingest",
+        additional_headers={"Authorization": f"Bearer {token}"},
+        max_size=1 << 22,
+        compression=None,
+    ) as ws:
+        await ws.send(json.dumps({"type": "hello", "stream": uuid.uuid4().hex, "version": "bench"}))
+        json.loads(await ws.recv())
+        host = f"host{idx}"
+        snap = [
+            {
+                **base,
+                "key": {"host": host, "tmux": "default", "pane": f"%{p}"},
+                "state": "idle",
+                "msg": "r",
+                "t": time.time(),
+            }
+            for p in range(panes)
+        ]
+        seq = 1
+        await ws.send(
+            json.dumps(
+                {
+                    "type": "snapshot",
+                    "seq": seq,
+                    "t": time.time(),
+                    "hosts": {host: {"reachable": True}},
+                    "panes": snap,
+                }
+            )
+        )
+
+        async def drain() -> None:
+            async for _ in ws:
+                pass
+
+        reader = asyncio.create_task(drain())
+        tick = 0.01
+        per_tick = rate * tick
+        owed = 0.0
+        n = 0
+        nxt = time.monotonic()
+        while time.time() < until:
+            owed += per_tick
+            k = int(owed)
+            owed -= k
+            if k:
+                ops = []
+                now = time.time()
+                for _ in range(k):
+                    n += 1
+                    p = n % panes
+                    st = states[(n // panes) % len(states)]
+                    msg = f"p{now:.6f}" if n % probe_every == 0 else "r"
+                    kind = "permission" if st == "blocked" else None
+                    # The evidence must say what the report says: the server re-derives the
+                    # state from it (as it does for a real collector's reports).
+                    rec = {**record, "state": st, "kind": kind, "msg": msg, "updated": now, "seq": n}
+                    update = {
+                        **base,
+                        "key": {"host": host, "tmux": "default", "pane": f"%{p}"},
+                        "state": st,
+                        "kind": kind,
+                        "msg": msg,
+                        "t": now,
+                        "evidence": {**evidence, "records": [rec]},
+                    }
+                    ops.append({"op": "pane", "update": update})
+                seq += 1
+                await ws.send(json.dumps({"type": "delta", "seq": seq, "ops": ops}))
+                counters["sent"] += k
+            nxt += tick
+            await asyncio.sleep(max(0.0, nxt - time.monotonic()))
+        reader.cancel()
+
+
+def reports_ingested(port: int, token: str) -> float:
+    import httpx
+
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {token}"}).text
+    for line in text.splitlines():
+        if line.startswith("paneboard_reports_total"):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def peak_rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process: what it cost, whatever else the machine was doing."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+# --- one configuration --------------------------------------------------------------------------
+def prepare_db(kind: str, tmp: Path) -> tuple[str, Any]:
+    from paneboard_server.migrate import upgrade
+
+    if kind == "sqlite":
+        url = f"sqlite:///{tmp / 'bench.db'}"
+        upgrade("sqlite+aiosqlite:///" + str(tmp / "bench.db"))
+        return url, lambda: None
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    name = f"pb_bench_{uuid.uuid4().hex[:8]}"
+    admin = make_url(PG_ADMIN).set(drivername="postgresql").render_as_string(hide_password=False)
+
+    async def run(sql: str) -> None:
+        conn = await asyncpg.connect(admin)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run(f'CREATE DATABASE "{name}"'))
+    url = make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False)
+    upgrade(url.replace("postgresql://", "postgresql+asyncpg://"))
+    return url, lambda: asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def make_tokens(url: str, collectors: int) -> tuple[list[str], str]:
+    from paneboard_server import accounts
+    from paneboard_server.database import create_engine, resolve_url
+
+    async def go() -> tuple[list[str], str]:
+        engine = create_engine(resolve_url(url))
+        try:
+            cols = [await accounts.create_token(engine, f"c{i}", "collector") for i in range(collectors)]
+            return cols, await accounts.create_token(engine, "bench", "viewer")
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(go())
+
+
+def run_one(kind: str, args: argparse.Namespace, batch: int) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="pb-bench-"))
+    url, cleanup = prepare_db(kind, tmp)
+    server = None
+    try:
+        col_tokens, viewer = make_tokens(url, args.collectors)
+        port = free_port()
+        env = {**os.environ, "PANEBOARD_WRITER_BATCH": str(batch)}
+        log = open(tmp / "server.log", "wb")  # noqa: SIM115
+        server = subprocess.Popen(
+            [sys.executable, "-m", "paneboard.cli", "serve", "--port", str(port), "--db", url],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+        import httpx
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise RuntimeError((tmp / "server.log").read_text()[-2000:])
+            time.sleep(0.1)
+        t_start = time.time() + 1.0
+        start_at = t_start + args.warmup
+        until = start_at + args.duration
+        out = tmp / "sse.json"
+        sse = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--_sse-worker",
+                str(port),
+                viewer,
+                str(args.sse),
+                str(until),
+                str(start_at),
+                str(out),
+            ]
+        )
+        time.sleep(1.0)
+        counters = {"sent": 0}
+
+        async def load() -> float:
+            tasks = [
+                collector(
+                    port,
+                    col_tokens[i],
+                    i,
+                    args.panes,
+                    args.rate / args.collectors,
+                    until,
+                    args.probe_every,
+                    counters,
+                )
+                for i in range(args.collectors)
+            ]
+            gather = asyncio.gather(*tasks)
+            while time.time() < start_at:
+                await asyncio.sleep(0.05)
+            before = await asyncio.to_thread(reports_ingested, port, viewer)
+            cpu["before"] = cpu_seconds(server.pid)
+            await gather
+            return before
+
+        cpu: dict[str, float] = {}
+        before = asyncio.run(load())
+        after = reports_ingested(port, viewer)
+        cpu_used = cpu_seconds(server.pid) - cpu["before"]
+        sse.wait(args.duration + 30)
+        stats = json.loads(out.read_text())
+        if os.environ.get("PB_BENCH_DEBUG"):
+            print({k: v for k, v in stats.items() if k != "lat"}, file=sys.stderr)
+        lat = stats["lat"]
+        return {
+            "db": kind,
+            "batch": batch,
+            "offered": args.rate,
+            "reports_per_s": (after - before) / args.duration,
+            "sse_panes_per_s": stats["panes"] / args.duration / max(1, args.sse),
+            "p50_ms": pct(lat, 0.5) * 1000,
+            "p99_ms": pct(lat, 0.99) * 1000,
+            "samples": len(lat),
+            "sse_mb_per_s": stats["bytes"] / args.duration / 1e6,
+            "eof": stats["eof"],
+            "peak_rss_mb": peak_rss_mb(server.pid),
+            "cpu_us_per_report": cpu_used / max(1.0, after - before) * 1e6,
+            "server_cpu_share": cpu_used / args.duration,
+        }
+    finally:
+        if server is not None and server.poll() is None:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        cleanup()
+        if os.environ.get("PB_BENCH_KEEP"):
+            print("kept", tmp, file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--_sse-worker":
+        port, token, clients, until, start_at, out = sys.argv[2:8]
+        sse_worker(int(port), token, int(clients), float(until), float(start_at), out)
+        return 0
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--collectors", type=int, default=10)
+    p.add_argument("--panes", type=int, default=100, help="panes per collector")
+    p.add_argument("--rate", type=float, default=5000, help="reports/s offered, all collectors together")
+    p.add_argument("--sse", type=int, default=100, help="SSE clients")
+    p.add_argument("--duration", type=float, default=15)
+    p.add_argument("--warmup", type=float, default=3)
+    p.add_argument("--probe-every", type=int, default=20)
+    p.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    p.add_argument("--no-baseline", action="store_true", help="skip the one-commit-per-operation baseline")
+    args = p.parse_args()
+    kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+    rows = []
+    for kind in kinds:
+        rows.append(run_one(kind, args, 4000))
+        if not args.no_baseline:
+            rows.append(run_one(kind, args, 1))
+    print(
+        f"\n{args.collectors} collectors x {args.panes} panes, {args.rate:.0f} reports/s offered, "
+        f"{args.sse} SSE clients, {args.duration:.0f} s measured (goal: >= 5000/s, p99 <= 250 ms on SQLite)"
+    )
+    head = (
+        f"{'db':<9}{'writer':<18}{'reports/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'probes':>8}{'SSE MB/s':>10}"
+        f"{'peak RSS MB':>12}{'CPU us/rep':>11}{'srv cores':>10}"
+    )
+    print(head)
+    for r in rows:
+        label = "batched" if r["batch"] > 1 else "baseline: 1/commit"
+        print(
+            f"{r['db']:<9}{label:<18}{r['reports_per_s']:>10.0f}{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}"
+            f"{r['samples']:>8}{r['sse_mb_per_s']:>10.1f}{r['peak_rss_mb']:>12.0f}"
+            f"{r['cpu_us_per_report']:>11.0f}{r['server_cpu_share']:>10.2f}"
+        )
+    print("CPU us/rep: server CPU time per ingested report (incl. its SSE fan-out); srv cores: CPU the")
+    print("server got per second of wall time. On a shared machine the second bounds the first row.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

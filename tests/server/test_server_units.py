@@ -1,0 +1,160 @@
+"""Pure parts of the server: wire validation, the deadline heap, the SSE hub's bounded
+queues, the schema/migration agreement, and retention against a real database."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from paneboard_server.app import create_app
+from paneboard_server.config import Config
+from paneboard_server.core import Ingest
+from paneboard_server.database import resolve_url
+from paneboard_server.hub import Hub
+from paneboard_server.staleness import Deadlines
+from paneboard_server.wire import Delta, Snapshot, WireError, parse
+from pbserver import make_tokens, pane_update
+
+
+def test_wire_accepts_the_uplinks_own_messages_and_bounds_everything() -> None:
+    u = pane_update("h", "%1", "blocked", kind="permission", msg="ok?").wire_json()
+    msg = parse(json.dumps({"type": "delta", "seq": 3, "ops": [{"op": "pane", "update": u}]}), 1 << 20, 10)
+    assert isinstance(msg, Delta) and msg.ops[0].update.key.pane == "%1"
+    snap = parse(json.dumps({"type": "snapshot", "seq": 1, "t": 1, "panes": [u] * 3}), 1 << 20, 10)
+    assert isinstance(snap, Snapshot)
+    with pytest.raises(WireError, match="carries 3 panes"):
+        parse(json.dumps({"type": "snapshot", "seq": 1, "t": 1, "panes": [u] * 3}), 1 << 20, 2)
+    with pytest.raises(WireError, match="too large"):
+        parse("x" * 2000, 1000, 10)
+    for bad, where in [
+        ({"type": "delta", "seq": -1, "ops": [{"op": "pane", "update": u}]}, "seq"),
+        ({"type": "delta", "seq": 1, "ops": []}, "ops"),
+        ({"type": "delta", "seq": 1, "ops": [{"op": "explode"}]}, "ops.0"),
+        ({"type": "snapshot", "seq": 1, "t": 1, "panes": [{**u, "progress": 101}]}, "progress"),
+        (
+            {
+                "type": "snapshot",
+                "seq": 1,
+                "t": 1,
+                "panes": [{**u, "key": {"host": "", "tmux": "d", "pane": "%1"}}],
+            },
+            "host",
+        ),
+        ({"type": "nope"}, "message"),
+    ]:
+        with pytest.raises(WireError) as info:
+            parse(json.dumps(bad), 1 << 20, 10)
+        assert where in str(info.value) or "invalid message" in str(info.value)
+
+
+def test_deadlines_keep_one_live_entry_per_pane() -> None:
+    now = [100.0]
+    due: list[list[int]] = []
+    d = Deadlines(lambda: now[0], due.append)
+    d.schedule(1, 150)
+    d.schedule(2, 120)
+    d.schedule(1, 110)  # supersedes 150
+    d.schedule(3, None)
+    assert d.next_deadline() == 110
+    now[0] = 130
+    assert d.pop_due() == [1, 2]
+    assert d.next_deadline() is None  # the superseded 150 entry is not live
+    d.schedule(4, 140)
+    d.forget(4)
+    now[0] = 1000
+    assert d.pop_due() == []
+
+
+def test_hub_drops_a_client_that_cannot_keep_up() -> None:
+    async def go() -> None:
+        hub = Hub(maxsize=3)
+        fast, slow = hub.subscribe(), hub.subscribe()
+        for rev in range(1, 6):
+            hub.publish(rev, [{"id": rev}], [])
+            while not fast.queue.empty():
+                fast.queue.get_nowait()
+        assert slow.dropped and slow not in hub.subscribers and hub.dropped == 1
+        assert not fast.dropped and fast in hub.subscribers
+        assert slow.queue.qsize() == 3  # bounded: nothing queued past the limit
+
+    asyncio.run(go())
+
+
+def test_migrations_create_exactly_the_schema(db_url: str) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+    from paneboard_server.database import create_engine
+    from paneboard_server.migrate import HEAD, script_head
+    from paneboard_server.schema import metadata
+
+    assert script_head() == HEAD
+
+    async def go() -> list:
+        engine = create_engine(resolve_url(db_url))
+        async with engine.connect() as conn:
+            diff = await conn.run_sync(lambda c: compare_metadata(MigrationContext.configure(c), metadata))
+        await engine.dispose()
+        return diff
+
+    assert asyncio.run(go()) == []
+
+
+def test_retention_prunes_by_age_and_count_and_purges_gone_panes(db_url: str) -> None:
+    from paneboard_server import schema as s
+    from paneboard_server.retention import prune_once
+    from paneboard_server.wire import Key, PaneIn
+    from sqlalchemy import func, insert, select
+
+    cfg = Config.model_validate(
+        {"retention": {"max_age_days": 1, "max_per_pane": 5, "batch": 7, "gone_pane_days": 1}}
+    )
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(cfg, resolve_url(db_url))
+        async with app.router.lifespan_context(app):
+            core = app.state.core
+            done = asyncio.get_running_loop().create_future()
+            ups = [PaneIn.model_validate(pane_update("h", f"%{i}", "working").wire_json()) for i in range(3)]
+            core.submit(Ingest(1, "s", 1, panes=ups, on_commit=lambda: done.set_result(None)))
+            await done
+            a, b, c = sorted(core.panes)
+            now = time.time()
+            rows = [
+                {"pane_id": a, "t": now - 3 * 86400, "state": "idle", "reason": "report"} for _ in range(20)
+            ]
+            rows += [
+                {"pane_id": b, "t": now - 60 + i, "state": "working", "reason": "report"} for i in range(12)
+            ]
+            async with core.engine.begin() as conn:
+                await conn.execute(insert(s.history), rows)
+            done2 = asyncio.get_running_loop().create_future()
+            core.submit(
+                Ingest(
+                    1,
+                    "s",
+                    2,
+                    gone=[(Key(host="h", tmux="default", pane="%2"), now)],
+                    on_commit=lambda: done2.set_result(None),
+                )
+            )
+            await done2
+            core.panes[c].gone_at = now - 2 * 86400  # as if it went two days ago
+            removed = await prune_once(core)
+            async with core.engine.connect() as conn:
+                counts = dict(
+                    (
+                        await conn.execute(
+                            select(s.history.c.pane_id, func.count()).group_by(s.history.c.pane_id)
+                        )
+                    ).all()
+                )
+                left = {r[0] for r in (await conn.execute(select(s.panes.c.id))).all()}
+            assert counts.get(a, 0) == 1  # only its fresh "report" row from the ingest
+            assert counts[b] == 5
+            assert c not in counts and c not in left and c not in core.panes
+            assert removed == 20 + 8
+
+    asyncio.run(go())
