@@ -13,7 +13,8 @@ control mode delivers them, and prints in one run:
 * decoder / bare scan and decoder / pyte;
 * events per second on an OSC-dense corpus (a report on every line).
 
-Figures are best-of-N wall-clock runs on a shared machine: compare within one run.
+Figures are best-of-N runs timed in process CPU time (other load on a shared machine
+matters less than with wall-clock time); compare within one run.
 """
 
 from __future__ import annotations
@@ -134,13 +135,13 @@ def run_pyte(chunks: list[bytes]) -> int:
 
 
 def interleaved_best(fns: dict[str, Callable[[], int]], repeat: int) -> dict[str, float]:
-    """Best wall time of each function, runs interleaved so machine noise hits all alike."""
+    """Best CPU time of each function, runs interleaved so machine noise hits all alike."""
     times: dict[str, float] = {}
     for _ in range(repeat):
         for name, fn in fns.items():
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             fn()
-            elapsed = time.perf_counter() - t0
+            elapsed = time.process_time() - t0
             times[name] = min(times.get(name, elapsed), elapsed)
     return times
 

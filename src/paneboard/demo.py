@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import secrets
 import shlex
@@ -31,7 +32,7 @@ DEMO_PANES: tuple[tuple[str, str], ...] = (
     ("claude", "claude"),  # OSC 7501 reports the way Claude Code sends them, under `paneboard run`
     ("thinkterm", "thinkterm"),  # the THINKTERM_AGENT user variable only
     ("codex", "codex"),  # says nothing: detected by the bundled screen rules alone
-    ("build", "progress"),  # OSC 9;4 progress only
+    ("claude-native", "native"),  # Claude Code without the relay: OSC 9;4, title spinner, screen
     ("remote", "remote"),  # quiet behind an ssh-like transport: goes stale
 )
 
@@ -104,8 +105,22 @@ class Demo:
         )
         _wait_healthy(self.url, server)
 
-        self._log(f"starting a private tmux server (socket {self.tmux_socket}) with demo agents")
-        self._start_tmux()
+        self._log(f"starting a private tmux server (socket {self.tmux_socket})")
+        tmux = ["tmux", "-L", self.tmux_socket, "-f", "/dev/null"]
+        self._tmux(
+            *tmux,
+            "new-session",
+            "-d",
+            "-s",
+            "demo",
+            "-n",
+            "welcome",
+            "-x",
+            "160",
+            "-y",
+            "40",
+            self._pane_command("welcome"),
+        )
 
         self._log("starting the collector")
         self._spawn(
@@ -121,6 +136,33 @@ class Demo:
             ),
             "agent.log",
         )
+        # tmux keeps no raw output for late readers: start the agents only once the
+        # collector is attached, or their first reports would never be seen.
+        self._wait_for_panes(1)
+        self._log("starting the demo agents")
+        for window, agent in DEMO_PANES:
+            self._tmux(*tmux, "new-window", "-d", "-t", "demo", "-n", window, self._pane_command(agent))
+
+    def _tmux(self, *args: str) -> None:
+        subprocess.run(list(args), env=self.env, check=True, timeout=30, capture_output=True)
+
+    def _wait_for_panes(self, count: int, timeout: float = 60.0) -> None:
+        request = urllib.request.Request(
+            f"{self.url}/api/panes", headers={"Authorization": f"Bearer {self.viewer_token}"}
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for proc in self.children:
+                if proc.poll() is not None:
+                    raise DemoError(f"`{' '.join(proc.args[2:4])}` exited early; see its log")
+            with (
+                contextlib.suppress(urllib.error.URLError, OSError, ValueError),
+                urllib.request.urlopen(request, timeout=2) as response,
+            ):
+                if len(json.load(response)) >= count:
+                    return
+            time.sleep(0.3)
+        raise DemoError(f"the collector did not report the demo's panes within {timeout:.0f} s")
 
     def _pane_command(self, agent: str) -> str:
         """The shell command a demo pane runs.
@@ -133,21 +175,12 @@ class Demo:
         python = shlex.quote(sys.executable)
         if agent == "claude":
             return f"{python} -m paneboard.cli run -- {python} -m paneboard.demo_agents claude"
-        if agent in {"codex", "remote"}:
-            argv0 = "codex" if agent == "codex" else "ssh"
+        if agent in {"codex", "native", "remote"}:
+            argv0 = {"codex": "codex", "native": "claude", "remote": "ssh"}[agent]
             path = shlex.quote(os.pathsep.join(p for p in sys.path if p))
             inner = f"PYTHONPATH={path} exec -a {argv0} {python} -m paneboard.demo_agents {agent}"
             return f"bash -c {shlex.quote(inner)}"
         return f"{python} -m paneboard.demo_agents {agent}"
-
-    def _start_tmux(self) -> None:
-        tmux = ["tmux", "-L", self.tmux_socket, "-f", "/dev/null"]
-        for index, (window, agent) in enumerate(DEMO_PANES):
-            if index == 0:
-                args = [*tmux, "new-session", "-d", "-s", "demo", "-n", window, "-x", "160", "-y", "40"]
-            else:
-                args = [*tmux, "new-window", "-d", "-t", "demo", "-n", window]
-            subprocess.run([*args, self._pane_command(agent)], env=self.env, check=True, timeout=30)
 
     def _spawn(self, args: list[str], log_name: str) -> subprocess.Popen[bytes]:
         log = open(self.workdir / log_name, "wb")  # noqa: SIM115 - lives as long as the child

@@ -5,7 +5,7 @@ paneboard: they write to their terminal exactly what the real programs write (th
 same escape sequences, produced by `paneboard_protocol.encode`), and everything
 downstream — tmux, the collector, the server, the board — is the real thing.
 
-    python -m paneboard.demo_agents claude|thinkterm|codex|progress|remote
+    python -m paneboard.demo_agents welcome|claude|thinkterm|codex|native|remote
 """
 
 from __future__ import annotations
@@ -160,16 +160,31 @@ def codex(sleep: Callable[[float], None] = _sleep) -> None:
         sleep(10)
 
 
-def progress(sleep: Callable[[float], None] = _sleep) -> None:
-    """A build that only emits OSC 9;4 progress (the native evidence of TA-3)."""
-    _out(CLEAR + f"{BOLD}make -j2{RESET} {DIM}(OSC 9;4 progress only){RESET}\r\n")
-    for build in itertools.count(1):
-        for pct in range(0, 101, 5):
+def native(sleep: Callable[[float], None] = _sleep) -> None:
+    """Claude Code as it behaves inside tmux without `paneboard run` (P7501-13).
+
+    It sends no reports at all; what is left is native evidence — OSC 9;4 progress and
+    a spinner glyph leading the title (TA-3) — and its screen, read by the bundled
+    Claude Code manifest because the process is named `claude` (TA-4).
+    """
+    _set_process_name("claude")
+    spinner = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+    prompt = "\n╭────────────────────────────╮\n│ > \n╰────────────────────────────╯\n"
+    for turn in itertools.count(1):
+        for step in range(0, 21):
+            pct = step * 5
+            _title(f"{spinner[step % len(spinner)]} Compiling the release build")
             _out(f"\x1b]9;4;1;{pct}\x07")
-            _out(f"[{pct:3d}%] build {build}: compiling unit {pct // 5}\r\n")
+            _codex_screen(
+                f"● cargo build --release (turn {turn})\n  [{pct:3d}%] compiling crate {step} of 20\n"
+                "\n✻ Building… (esc to interrupt)\n"
+            )
             sleep(0.8)
         _out("\x1b]9;4;0\x07")
-        _out(f"{GREEN}build {build} finished{RESET}\r\n")
+        _title("✳ Release build")
+        _codex_screen("● Bash(cargo publish --dry-run)\n\n Do you want to proceed?\n ❯ 1. Yes\n   2. No\n")
+        sleep(10)
+        _codex_screen(f"● The release build is ready (turn {turn}).\n{prompt}")
         sleep(12)
 
 
@@ -181,7 +196,8 @@ def remote(sleep: Callable[[float], None] = _sleep) -> None:
     demo the server's staleness sweep takes away its state and its identity.
     """
     _set_process_name("ssh")
-    sent = int(time.time()) - SIX_HOURS + 75
+    stale_in = int(os.environ.get("PANEBOARD_DEMO_STALE_AFTER", "75"))
+    sent = int(time.time()) - SIX_HOURS + stale_in
     _out(CLEAR + f"{DIM}Connected to build-07 (simulated){RESET}\r\n")
     _out(encode_agent("remote-agent", "blocked", session="build-07", ts=sent))
     _out(f"{MAGENTA}remote-agent{RESET}: Approve the deploy to staging? [y/N]\r\n")
@@ -190,11 +206,24 @@ def remote(sleep: Callable[[float], None] = _sleep) -> None:
         sleep(3600)
 
 
+def welcome(sleep: Callable[[float], None] = _sleep) -> None:
+    """The first pane: what this tmux server is, so nobody mistakes it for their own."""
+    _out(
+        CLEAR + f"{BOLD}paneboard demo{RESET}\r\n\r\n"
+        "This is a private tmux server started by `paneboard demo`; every other window\r\n"
+        "runs a scripted agent. Switch windows with Ctrl-b n; detach with Ctrl-b d.\r\n"
+        "Ctrl-C in the terminal that runs `paneboard demo` removes all of it.\r\n"
+    )
+    while True:
+        sleep(3600)
+
+
 AGENTS: dict[str, Callable[..., None]] = {
+    "welcome": welcome,
     "claude": claude,
     "thinkterm": thinkterm,
     "codex": codex,
-    "progress": progress,
+    "native": native,
     "remote": remote,
 }
 

@@ -48,7 +48,8 @@ def test_osc7501_report_in_a_window_opened_after_start(tmux_server: TmuxServer, 
 
 
 def test_thinkterm_agent_variable_in_a_new_session(tmux_server: TmuxServer, agent: AgentProcess) -> None:
-    pane = tmux_server.new_session("second", reporter((0.5, thinkterm("my-agent", "working"))))
+    # (output written before the new session's control client attached is not seen)
+    pane = tmux_server.new_session("second", reporter((1.5, thinkterm("my-agent", "working"))))
     line = agent.wait_line(lambda o: o["pane"] == pane and o["agent"] == "my-agent", what="the contract")
     assert line["state"] == "working"
     assert line["session"] == "second"

@@ -31,7 +31,9 @@ def test_reports_through_ssh(tmux_server: TmuxServer, sshd: Sshd) -> None:
         msg = "Apply 3 to add, 1 to change, 0 to destroy?"
         report = osc7501(f"state=blocked:kind=permission:app=terraform:msg={b64(msg)}")
         p1 = tmux_server.new_window("main", "tf", reporter((0.5, report)))
-        p2 = tmux_server.new_session("other", reporter((0.5, thinkterm("my-agent", "idle"))))
+        # a new session gets its own control client (a channel and a login shell over SSH):
+        # output written before it attached is not seen, so the program reports late
+        p2 = tmux_server.new_session("other", reporter((3.0, thinkterm("my-agent", "idle"))))
         line = proc.wait_line(lambda o: o["pane"] == p1 and o["state"] == "blocked", what="blocked report")
         assert (line["kind"], line["msg"], line["agent"]) == ("permission", msg, "terraform")
         line = proc.wait_line(lambda o: o["pane"] == p2 and o["agent"] == "my-agent", what="contract")

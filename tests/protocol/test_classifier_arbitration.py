@@ -130,6 +130,11 @@ CASES = [
         id="TA-18-title-cleared-when-program-changes",
     ),
     pytest.param(
+        [CLAUDE, ("screen", 1, PERMISSION), ("proc", 2, "claude", 9)],
+        {"agent": "claude", "state": "idle", "source": None},
+        id="TA-4-new-process-is-not-read-through-the-old-frame",
+    ),
+    pytest.param(
         [CLAUDE, ("ev", 1, [title("⠂ icon", code=1)]), ("screen", 2, OTHER)],
         {"state": "idle", "title": None},
         id="TA-18-icon-title-is-not-the-title",

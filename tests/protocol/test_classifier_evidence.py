@@ -9,7 +9,12 @@ import math
 from classifier_steps import RULES, T0, agent, apply, rep, title
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from paneboard_protocol.classifier import PaneClassifier, classify_evidence, evidence_deadline
+from paneboard_protocol.classifier import (
+    PaneClassifier,
+    classify_evidence,
+    evidence_deadline,
+    evidence_mark_seen,
+)
 from paneboard_protocol.contract import MAX_AGE, MAX_AHEAD
 
 TS = int(T0)
@@ -142,3 +147,30 @@ def test_same_events_in_any_batching_classify_the_same(events, data):
         i += n
     split.feed(T0 + 1, [])
     assert whole.classification(T0 + 2) == split.classification(T0 + 2)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 2), step), max_size=20), st.floats(0, 30000))
+def test_server_side_mark_seen_equals_the_classifiers(steps, later):
+    """P7501-8 / RI-5 on the server: evidence_mark_seen gives what PaneClassifier.mark_seen gives."""
+    c = PaneClassifier(RULES)
+    t = T0
+    for dt, s in steps:
+        t += dt
+        apply(c, (s[0], t, *s[1:]))
+    if c.next_deadline(t) != evidence_deadline(c.evidence(), t):
+        return  # a debounce is pending: collector-side state the server never has
+    seen_at = t + later
+    server = evidence_mark_seen(json.loads(json.dumps(c.evidence())), seen_at)
+    c.mark_seen(seen_at)
+    assert classify_evidence(server, seen_at) == c.classification(seen_at)
+    assert server["records"] == c.evidence()["records"]
+
+
+def test_mark_seen_on_the_server_turns_done_idle_now():
+    c = PaneClassifier(RULES)
+    c.set_process(1, "claude", 3)
+    c.feed(2, [rep("done", app="claude-code")])
+    ev = evidence_mark_seen(c.evidence(), 50)
+    got = classify_evidence(ev, 50)
+    assert (got.state, got.since) == ("idle", 50)

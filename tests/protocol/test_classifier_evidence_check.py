@@ -7,6 +7,8 @@ import json
 
 import pytest
 from classifier_steps import RULES, agent, rep, title
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from paneboard_protocol.arbitration import empty_evidence
 from paneboard_protocol.classifier import EvidenceError, PaneClassifier, classify_evidence, evidence_deadline
 
@@ -79,3 +81,43 @@ def test_bad_evidence_is_one_clear_error(path, value, needle):
 def test_not_a_dict():
     with pytest.raises(EvidenceError, match="must be an object"):
         classify_evidence([], 1)  # type: ignore[arg-type]
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 300), st.floats(allow_nan=True), st.text(max_size=5)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, (*prefix, i))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), json_values)
+def test_any_corruption_is_classified_or_one_evidence_error(data, value):
+    ev = real_evidence()
+    path = data.draw(st.sampled_from(list(_paths(ev))))
+    if not path:
+        ev = value
+    else:
+        node = ev
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+    try:
+        got = classify_evidence(ev, 10)
+    except EvidenceError as exc:
+        assert str(exc).startswith("evidence ")
+    else:
+        assert got.state in (None, "working", "blocked", "idle", "done", "error")
+        evidence_deadline(ev, 10)

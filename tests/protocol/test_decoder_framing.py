@@ -19,7 +19,16 @@ from decoder_helpers import (
 )
 from paneboard_protocol import Decoder
 from paneboard_protocol.decoder import MAX_PASSTHROUGH
-from paneboard_protocol.events import AgentReport, Probe, Rejected, Reset, StatusReport, Title
+from paneboard_protocol.events import (
+    AgentReport,
+    Probe,
+    Progress,
+    PromptMark,
+    Rejected,
+    Reset,
+    StatusReport,
+    Title,
+)
 
 
 def passthrough(inner: bytes) -> bytes:
@@ -70,6 +79,33 @@ def test_F_1_cut_setuservar_not_sent():
     events = decode(data)
     assert len(events) == 1 and events[0].proto == "thinkterm" and "cut" in events[0].reason
     assert decode(data, rejections=False) == []
+
+
+@pytest.mark.parametrize(
+    ("data", "expect"),
+    [
+        pytest.param(b"\x1b]2;hello\x1b[0m", Title(0, title="hello", code=2), id="F-1 title ended by ESC ["),
+        pytest.param(
+            b"\x1b]9;4;1;20\x1b]", Progress(0, state=1, percent=20), id="F-1 progress ended by ESC ]"
+        ),
+        pytest.param(b"\x1b]133;A\x1bc", PromptMark(0, mark="A"), id="F-1 prompt mark ended by ESC c"),
+    ],
+)
+def test_F_1_esc_other_ends_other_oscs(data, expect):
+    events = decode(data)
+    assert events[0] == expect
+    assert not any(isinstance(e, Rejected) for e in events)
+
+
+@pytest.mark.parametrize("abort", [b"\x18", b"\x1a"], ids=["CAN", "SUB"])
+def test_F_1_can_sub_abort_a_title_too(abort):
+    assert decode(b"\x1b]2;hello" + abort, rejections=False) == []
+
+
+def test_F_1_cut_title_still_bounded():
+    data = b"\x1b]2;" + b"t" * 5000 + b"\x1b[m"
+    (ev,) = decode(data)
+    assert isinstance(ev, Rejected) and ev.proto == "title" and "longer than 4096" in ev.reason
 
 
 def test_F_1_c0_between_esc_and_bracket_is_executed():

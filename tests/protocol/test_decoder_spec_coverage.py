@@ -65,7 +65,7 @@ def test_P7501_13_claude_code_startup_probes():
 
 def test_P7501_21_ris_cuts_an_unfinished_string_and_resets():
     # ESC c inside an OSC ends it without ST (F-1) and is itself a reset.
-    assert decode(b"\x1b]2;a\x1bc", rejections=False) == [Reset(5)]
+    assert decode(b"\x1b]7501;state=idle\x1bc", rejections=False) == [Reset(17)]
     assert decode(b"\x1b_apc\x1bc") == [Reset(5)]
 
 

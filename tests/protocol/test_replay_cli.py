@@ -193,3 +193,9 @@ def test_rules_list_shows_the_winner_per_id(tmp_path: Path):
 def test_rules_without_subcommand():
     got = paneboard("rules")
     assert got.returncode == 2 and "give a subcommand" in got.stderr.decode()
+
+
+def test_explain_names_the_rule_behind_a_screen_state(tmp_path: Path):
+    trace = TRACES / "TA-2__screen_rule.jsonl"
+    got = paneboard("replay", "--explain", str(trace), "--rules", str(tmp_path))
+    assert [o["rule"] for o in _lines(got.stdout)] == [None, "claude-code/permission_prompt"]

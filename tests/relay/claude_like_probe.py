@@ -7,7 +7,8 @@ the DA1 answer means "supported"; the DA1 answer first means "unsupported"
 (P7501-12). When supported it reports like Claude Code does, with its own hand-made
 bytes (deliberately not paneboard's encoder), then says goodbye with `done`.
 
-usage: claude_like_probe.py RESULT_FILE [--terminator st|bel] [--pause SECONDS]
+usage: claude_like_probe.py RESULT_FILE [--terminator st|bel] [--pause SECONDS] [--steps DIR]
+With --steps, report i (from 1) waits until DIR/step<i> exists, so a test can pace it.
 RESULT_FILE gets one JSON line: {"verdict": ..., "replies": [...], "reports": [...]}.
 """
 
@@ -39,6 +40,7 @@ def main() -> int:
     result_path = sys.argv[1]
     term = b"\x07" if "bel" in sys.argv[2:] else b"\x1b\\"
     pause = float(sys.argv[sys.argv.index("--pause") + 1]) if "--pause" in sys.argv else 0.0
+    steps = sys.argv[sys.argv.index("--steps") + 1] if "--steps" in sys.argv else None
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     replies: list[str] = []
@@ -47,7 +49,7 @@ def main() -> int:
         tty.setraw(fd, termios.TCSANOW)
         os.write(1, b"\x1b[>0q" + b"\x1b[?u" + b"\x1b]7501;?" + term + b"\x1b[c")
         buf = b""
-        deadline = time.monotonic() + 5.0
+        deadline = time.monotonic() + 15.0  # generous: the DA1 answer ends it early
         while verdict == "timeout" and time.monotonic() < deadline:
             r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             if not r:
@@ -70,7 +72,9 @@ def main() -> int:
                 "state=clear:id=task_1.a",
                 f"state=done:app=claude-code:msg={b64('All tests pass')}",
             ]
-            for body in reports:
+            for i, body in enumerate(reports):
+                while steps and i and not os.path.exists(os.path.join(steps, f"step{i}")):
+                    time.sleep(0.02)
                 os.write(1, b"\x1b]7501;" + body.encode() + b"\x1b\\")
                 time.sleep(pause)  # lets a watcher see each state (a real agent takes longer)
         with open(result_path + ".tmp", "w") as f:

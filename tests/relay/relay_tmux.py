@@ -31,7 +31,7 @@ PANEBOARD = str(Path(sys.executable).parent / "paneboard")
 PROBE = str(HERE / "claude_like_probe.py")
 
 
-def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str = "condition") -> object:
+def wait_for(predicate: Callable[[], object], timeout: float = 20.0, what: str = "condition") -> object:
     """Poll `predicate` until it returns something truthy, or fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -112,7 +112,7 @@ class Pane:
     def keys(self, *keys: str, literal: bool = False) -> None:
         self.tmux.cmd("send-keys", "-t", self.id, *(["-l"] if literal else []), *keys)
 
-    def dead_status(self, timeout: float = 15.0) -> int:
+    def dead_status(self, timeout: float = 30.0) -> int:
         """Wait for the pane's command to exit; return its exit status."""
 
         def status() -> str | None:

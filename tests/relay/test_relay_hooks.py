@@ -174,3 +174,19 @@ def test_hook_json_errors_are_one_line(tmp_path: Path) -> None:
     status, agent = Decoder().feed((tmp_path / "tty").read_bytes())
     assert status.msg.endswith("…") and len(status.msg.encode()) <= 2048
     assert agent.session is None  # an id outside the grammar is left out, not fatal
+
+
+def test_hook_json_text_is_made_reportable(tmp_path: Path) -> None:
+    sink = tmp_path / "tty"
+    event = json.dumps({"message": "tab\there\u2028line \ud800 bell\u0007 end"})
+    env = {**os.environ, "PANEBOARD_TTY": str(sink)}
+    proc = subprocess.run(
+        [os.path.join(BIN, "paneboard"), "emit", "blocked", "--hook-json", event],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=20,
+    )
+    assert proc.returncode == 0, proc.stderr
+    [status] = Decoder().feed(sink.read_bytes())
+    assert status.msg == "tab here line bell end"

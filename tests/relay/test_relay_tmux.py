@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import secrets
 import signal
 import subprocess
 import termios
+import time
 from pathlib import Path
 
 import pytest
-from paneboard_protocol import Decoder, Title
-from paneboard_protocol.encode import encode_probe, tmux_passthrough
+from paneboard_protocol import ClearReport, Decoder, StatusReport, Title
+from paneboard_protocol.encode import encode_probe, encode_report, tmux_passthrough
 from relay_tmux import PANEBOARD, PROBE, PYTHON, Tmux, q, wait_for
 
 pytestmark = pytest.mark.tmux
@@ -300,3 +303,119 @@ def test_sigtstp_to_the_relay_stops_and_fg_resumes(tmux: Tmux, tmp_path: Path) -
     pane.keys("again", "Enter")
     wait_for(lambda: "got again" in pane.screen(), what="the resumed program to answer")
     pane.keys("C-d")
+
+
+def _payload(seed: int, size: int = 200_000) -> bytes:
+    rng = random.Random(seed)
+    pieces = [
+        encode_probe("st"),
+        encode_probe("bel"),
+        b"\x1b",
+        b"\x1b]7501;",
+        b"\x1bPtmux;",
+        b"\x07",
+        b"\x1b\\",
+    ]
+    out = bytearray()
+    while len(out) < size:
+        out += rng.choice(pieces) if rng.random() < 0.1 else rng.randbytes(rng.randint(1, 3000))
+    return bytes(out)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_bytes_pass_unchanged_both_ways(tmp_path: Path, seed: int) -> None:
+    payload = _payload(seed)
+    data = tmp_path / "payload"
+    data.write_bytes(payload)
+    # program -> outside: a raw-mode child writes arbitrary bytes, probes included
+    proc = subprocess.run(
+        [PANEBOARD, "run", "sh", "-c", f"stty raw -echo; cat {q(str(data))}"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        start_new_session=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == payload
+    # outside -> program: arbitrary bytes (control characters too) reach a raw-mode child
+    got = tmp_path / "got"
+    child = f"stty raw -echo; echo READY; head -c {len(payload)} > {q(str(got))}"
+    with subprocess.Popen(
+        [PANEBOARD, "run", "sh", "-c", child],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    ) as p:
+        assert p.stdout is not None and p.stdin is not None
+        assert p.stdout.readline().startswith(b"READY")
+        p.stdin.write(payload)
+        p.stdin.flush()
+        assert p.wait(timeout=30) == 0
+        p.stdin.close()
+    assert got.read_bytes() == payload
+
+
+@pytest.mark.parametrize("wrap", [True, False])
+def test_nested_tmux_wrap_reaches_the_outer_tmux(tmux: Tmux, tmp_path: Path, wrap: bool) -> None:
+    # An inner tmux (allow-passthrough on) runs in a pane of the outer one; the program
+    # runs under the relay in the inner pane. The probe is answered either way (the
+    # relay answers from inside); with --wrap the reports also cross the inner tmux to
+    # the outer pane, without it they stop at the inner tmux, which ignores them.
+    inner = f"pb-relay-inner-{secrets.token_hex(3)}"
+    conf = tmp_path / "inner.conf"
+    conf.write_text("set -g allow-passthrough on\nset -g status off\n")
+    go, result, marker = tmp_path / "go", tmp_path / "result.json", tmp_path / "marker"
+    # Written after the program, straight into passthrough: once the outer pane has it,
+    # everything the program wrote before it has been through the inner tmux.
+    marker.write_bytes(tmux_passthrough(encode_report("idle", app="marker")))
+    prog = q(PANEBOARD, "run", *(["--wrap"] if wrap else []), "--", PYTHON, PROBE, str(result))
+    inner_cmd = f"while [ ! -e {q(str(go))} ]; do sleep 0.05; done; {prog}; cat {q(str(marker))}; sleep 30"
+    start_inner = f"exec tmux -L {inner} -f {q(str(conf))} new-session -s in {q('sh -c ' + q(inner_cmd))}"
+    try:
+        pane = tmux.pane(start_inner, gate=False)
+        wait_for(lambda: subprocess.run(["tmux", "-L", inner, "has-session"], env=tmux.env).returncode == 0)
+        go.touch()
+        assert wait_for(lambda: read_json(result), what="the verdict")["verdict"] == "supported"
+
+        def reports() -> list:
+            return [e for e in Decoder().feed(pane.output()) if isinstance(e, StatusReport | ClearReport)]
+
+        wait_for(lambda: any(getattr(e, "app", None) == "marker" for e in reports()), what="the marker")
+        got = [
+            e.state if isinstance(e, StatusReport) else "clear"
+            for e in reports()
+            if getattr(e, "app", None) != "marker"
+        ]
+        assert got == (["working", "blocked", "clear", "done"] if wrap else [])
+    finally:
+        subprocess.run(["tmux", "-L", inner, "kill-server"], env=tmux.env, capture_output=True, timeout=10)
+
+
+def test_bg_lets_the_program_run_and_fg_takes_it_back(tmux: Tmux, tmp_path: Path) -> None:
+    # Ctrl-Z, then `bg`: the program goes on in the background (its output still shows)
+    # while bash has the terminal; the relay does not touch the terminal meanwhile.
+    ticks = tmp_path / "ticks"
+    pane = tmux.pane("PS1='$ ' exec bash --norc --noprofile -i", gate=False)
+    wait_for(lambda: "$" in pane.screen(), what="the bash prompt")
+    loop = f"for i in $(seq 1 40); do echo tick$i >> {q(str(ticks))}; sleep 0.1; done"
+    pane.keys(q(PANEBOARD, "run", "--", "sh", "-c", loop), "Enter")
+    wait_for(lambda: ticks.exists() and "tick2" in ticks.read_text(), what="the loop to run")
+    pane.keys("C-z")
+    wait_for(lambda: "Stopped" in pane.screen(), what="bash to report the job stopped")
+    stopped_at = len(ticks.read_text().splitlines())
+    pane.keys("bg", "Enter")
+    wait_for(
+        lambda: len(ticks.read_text().splitlines()) > stopped_at + 3,
+        what="the loop to go on in the background",
+    )
+    pane.keys(f"echo prompt-works > {q(str(tmp_path / 'fgcheck'))}", "Enter")
+    wait_for(lambda: (tmp_path / "fgcheck").exists(), what="bash to run a command meanwhile")
+    assert not _raw(tmux, pane.id)
+    wait_for(lambda: "tick40" in ticks.read_text(), what="the loop to finish")
+
+    def done() -> bool:
+        pane.keys("Enter")  # bash reports finished jobs when it next prints a prompt
+        time.sleep(0.2)
+        return "Done" in pane.screen()
+
+    wait_for(done, what="bash to report the job done")

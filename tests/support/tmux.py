@@ -7,9 +7,11 @@ directory on purpose, so the same server is reachable through a loopback sshd.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shlex
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -35,8 +37,11 @@ class TmuxServer:
             raise RuntimeError(f"tmux {' '.join(args)}: {res.stderr.strip()}")
         return res.stdout
 
+    pid: int | None = None
+
     def start(self, session: str = "main", command: str = SHELL) -> TmuxServer:
         self.cmd("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
+        self.pid = int(self.cmd("display-message", "-p", "#{pid}").strip())
         self.cmd("set-option", "-g", "default-command", SHELL)
         self.cmd("set-option", "-g", "remain-on-exit", "off")
         return self
@@ -64,8 +69,30 @@ class TmuxServer:
         return Path(f"/tmp/tmux-{os.getuid()}") / self.name
 
     def kill(self) -> None:
-        self.cmd("kill-server", check=False)
+        """kill-server; if the server lingers (tmux 3.3a waits for control clients whose
+        far end died), kill its clients and then the server itself, by pid."""
+        clients = self.cmd("list-clients", "-F", "#{client_pid}", check=False).split()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.cmd("kill-server", check=False)
+        if self.pid is not None and not _exited(self.pid, 3.0):
+            for pid in [*(int(c) for c in clients if c.isdigit()), self.pid]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            _exited(self.pid, 3.0)
         self.socket_path().unlink(missing_ok=True)
+
+
+def _exited(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def printf_cmd(*chunks: bytes) -> str:

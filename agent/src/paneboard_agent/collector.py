@@ -131,6 +131,7 @@ class _Pane:
     capture_task: asyncio.Task[None] | None = None
     capture_again: bool = False
     observed_at: float = 0.0  # monotonic time of the last process observation
+    wants_screen: bool = False  # the classifier's wants_screen, cached after each change
     held: list[Any] | None = None  # events waiting for a fresh observation (see _hold)
 
     def cancel_timers(self) -> None:
@@ -170,7 +171,7 @@ class TmuxWatcher:
         self._warned_old = False
         self._capture_sem = asyncio.Semaphore(options.captures_at_once)
         self._attach_failures: dict[str, float] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._held: set[_Pane] = set()
         # the classifier sees a name only; "docker exec"-style entries are judged here
         self._classifier_transports = [t for t in options.transports if " " not in t]
 
@@ -224,14 +225,17 @@ class TmuxWatcher:
         self._set_status(True, None)
         self._need_sessions = True
         while True:
+            self._wake.clear()  # before the sync: a wake-up during it means "again"
             await self._sync()
-            self._wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.opt.poll_interval)
-            # let a burst of notifications (a new window brings several) become one re-list
-            await asyncio.sleep(0.02)
+            if not self._wake.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.opt.poll_interval)
+            # let a burst (a new window brings several notifications, many panes report
+            # at once) become one re-list; also caps polls at ~20/s under heavy reporting
+            await asyncio.sleep(0.05)
 
     async def _teardown(self) -> None:
+        self._release_held()  # no observation is coming: the classifier gets them as they are
         for name in list(self.clients):
             await self._detach(name, forget=False)
         for pane in self.panes.values():
@@ -332,7 +336,7 @@ class TmuxWatcher:
                 else:
                     pane.classifier.feed(now, events)
                     self._evaluate(pane, now)
-            if pane.classifier.wants_screen:
+            if pane.wants_screen:
                 self._settle(pane, now)
         elif isinstance(note, Pause):
             log.info(
@@ -361,27 +365,20 @@ class TmuxWatcher:
         A report belongs to the process in front when it was written (RI-2, RI-5); the
         poll lags by up to a second, so a program that reports right after starting
         would otherwise have its report filed under the shell and dropped as soon as
-        the poll noticed the program. Holding costs one `ps` per report burst.
+        the poll noticed the program. The held events wait for the next poll, which is
+        started at once: one `list-panes` and one `ps` serve every pane held meanwhile,
+        however many panes report.
         """
         pane.held = list(events)
-        task = asyncio.create_task(self._observe_then_feed(pane))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._held.add(pane)
+        self._wake.set()
 
-    async def _observe_then_feed(self, pane: _Pane) -> None:
-        try:
-            info = await self._list_one(pane.key.pane)
-            if info is not None and self.panes.get(pane.key.pane) is pane:
-                procs = await self._ps([info])
-                self._observe(pane, info, procs, time.time())
-        except (TransportError, CommandError) as exc:
-            log.debug("%s: observing %s failed: %s", self.host, pane.key.pane, exc)
-        except asyncio.CancelledError:
-            raise
-        finally:
+    def _release_held(self) -> None:
+        held, self._held = self._held, set()
+        now = time.time()
+        for pane in held:
             events, pane.held = pane.held or [], None
-            if self.panes.get(pane.key.pane) is pane:
-                now = time.time()
+            if self.panes.get(pane.key.pane) is pane and events:
                 pane.classifier.feed(now, events)
                 self._evaluate(pane, now)
 
@@ -411,6 +408,7 @@ class TmuxWatcher:
         infos = await self._list_panes()
         procs = await self._ps(infos) if infos else {}
         self._apply(infos, procs, time.time())
+        self._release_held()
 
     async def _sync_sessions(self) -> None:
         sessions: list[tuple[str, str]] | None = None
@@ -435,12 +433,18 @@ class TmuxWatcher:
             if name not in wanted:
                 await self._detach(name)
         now = time.monotonic()
-        for name in wanted:
-            if name in self.clients:
-                continue
-            if now - self._attach_failures.get(name, -1e9) < 10:
-                continue  # it failed a moment ago: do not hammer tmux every poll
-            await self._attach(name)
+        todo = [
+            name
+            for name in wanted
+            if name not in self.clients
+            # it failed a moment ago: do not hammer tmux every poll
+            and now - self._attach_failures.get(name, -1e9) >= 10
+        ]
+        # in parallel: over SSH each attach is a channel and a login shell start (~0.3 s+)
+        results = await asyncio.gather(*(self._attach(n) for n in todo), return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
 
     async def _list_panes(self) -> list[PaneInfo]:
         control = self._any_client()
@@ -465,18 +469,6 @@ class TmuxWatcher:
             for p in parse_panes(lines)
             if session_selected(p.session, self.target.include, self.target.exclude)
         ]
-
-    async def _list_one(self, pane_id: str) -> PaneInfo | None:
-        fmt = PANE_FORMAT
-        control = self._any_client()
-        if control is not None:
-            block = await control.command(f"display-message -p -t '{pane_id}' '{fmt}'")
-            lines = list(block.lines)
-        else:
-            res = await self.t.run([*self.base, "display-message", "-p", "-t", pane_id, fmt])
-            lines = res.stdout.splitlines() if res.returncode == 0 else []
-        found = parse_panes(lines)
-        return found[0] if found else None
 
     async def _ps(self, infos: list[PaneInfo]) -> dict[int, Any] | None:
         pids = {p.pane_pid for p in infos}
@@ -512,8 +504,7 @@ class TmuxWatcher:
             pane.session = info.session
             pane.unlisted_polls = 0
             seen.add(info.pane_id)
-            if pane.held is None:  # a hold in flight observes this pane itself
-                self._observe(pane, info, procs, now)
+            self._observe(pane, info, procs, now)
             if pane.recapture:
                 pane.recapture = False
                 if pane.classifier.wants_screen:
@@ -549,6 +540,7 @@ class TmuxWatcher:
     # --- classification ----------------------------------------------------------
 
     def _evaluate(self, pane: _Pane, now: float) -> None:
+        pane.wants_screen = pane.classifier.wants_screen
         if pane.info is None:
             return
         c = pane.classifier

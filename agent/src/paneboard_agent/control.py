@@ -127,11 +127,20 @@ _OCTAL = re.compile(rb"\\([0-7]{3})")
 _PANE = re.compile(r"%\d+\Z")
 
 
+_BYTE_OF = {b"%03o" % i: bytes((i,)) for i in range(256)} | {
+    b"%03o" % i: bytes((i & 0xFF,)) for i in range(256, 512)
+}
+
+
+def _octal(m: re.Match[bytes]) -> bytes:
+    return _BYTE_OF[m[1]]
+
+
 def unescape(data: bytes) -> bytes:
     """Undo tmux's `\\ooo` escaping of control bytes and backslash."""
     if b"\\" not in data:
         return data
-    return _OCTAL.sub(lambda m: bytes((int(m[1], 8) & 0xFF,)), data)
+    return _OCTAL.sub(_octal, data)
 
 
 def _word(line: bytes) -> tuple[bytes, bytes]:
@@ -203,6 +212,19 @@ class ControlParser:
     def _line(self, line: bytes, out: list[Notification]) -> None:
         if line.endswith(b"\r"):
             line = line[:-1]
+        # the hot path (nearly every line is pane output), valid inside a block too
+        if line.startswith(b"%extended-output %"):
+            sp = line.find(b" ", 18)
+            sep = line.find(b" : ", sp)
+            age = line[sp + 1 : line.find(b" ", sp + 1)] if sp > 0 else b""
+            if sp > 18 and sep > 0 and line[18:sp].isdigit() and age.isdigit():
+                out.append(Output(line[17:sp].decode(), unescape(line[sep + 3 :]), int(age)))
+                return
+        elif line.startswith(b"%output %"):
+            sp = line.find(b" ", 9)
+            if sp > 9 and line[9:sp].isdigit():
+                out.append(Output(line[8:sp].decode(), unescape(line[sp + 1 :])))
+                return
         blk = self._block
         if blk is not None:
             if line.startswith((b"%end ", b"%error ")):

@@ -65,10 +65,10 @@ _SESSION_OK = re.compile(r"[A-Za-z0-9_.:,+/@-]{1,128}")
 
 def one_line(text: str, limit: int = MAX_MSG_DECODED) -> str:
     """Hook text made reportable: whitespace runs (newlines too) become one space,
-    other control characters go, and it is cut to `limit` UTF-8 bytes on a character
+    control characters and lone surrogates go, and it is cut to `limit` UTF-8 bytes on a character
     boundary (with an ellipsis), because a reader rejects a report over the limit."""
     text = " ".join(
-        "".join(" " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in text).split()
+        "".join(" " if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") else c for c in text).split()
     )
     if len(text.encode("utf-8")) <= limit:
         return text

@@ -121,7 +121,8 @@ class Relay:
         self.stdout = stdout
         self.stdin_tty = os.isatty(stdin)
         self.size_fd = next((fd for fd in (stdin, stdout, 2) if os.isatty(fd)), None)
-        self.saved: list | None = None  # the outer terminal's modes, while we hold it raw
+        self.saved: list | None = None  # the outer terminal's modes from before raw mode
+        self.raw_held = False  # we have put the outer terminal in raw mode and owe it a restore
         self.scanner = OutputScanner(reports=wrap)
         self.to_child = bytearray()
         self.master = -1
@@ -135,18 +136,29 @@ class Relay:
         self.expected_echoes = 0  # replies we wrote that the pty will echo back verbatim
 
     # -- the outer terminal ---------------------------------------------------------------
+    def _foreground(self) -> bool:
+        """Is our process group the terminal's foreground job? (Only then may we touch it.)"""
+        try:
+            return os.tcgetpgrp(self.stdin) == os.getpgrp()
+        except OSError:  # not our controlling terminal: no job control, so it is ours to use
+            return True
+
     def _enter_raw(self) -> None:
-        if not self.stdin_tty:
+        """Raw mode, if we hold the terminal: in the background (`bg`, `&`) we leave it
+        alone, since touching it would only get us stopped by SIGTTOU."""
+        if not self.stdin_tty or self.raw_held or not self._foreground():
             return
         try:
             if self.saved is None:
                 self.saved = termios.tcgetattr(self.stdin)
             tty.setraw(self.stdin, termios.TCSANOW)
+            self.raw_held = True
         except termios.error:
             pass
 
     def _restore(self) -> None:
-        if self.saved is not None:
+        if self.saved is not None and self.raw_held:
+            self.raw_held = False
             with contextlib.suppress(termios.error):
                 termios.tcsetattr(self.stdin, termios.TCSADRAIN, self.saved)
 
@@ -313,6 +325,7 @@ class Relay:
         self._resume()
 
     def _resume(self) -> None:
+        """After SIGCONT (`fg` or `bg`): continue the program; raw mode only in front."""
         self._enter_raw()
         self._sync_size()
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -432,7 +445,8 @@ class Relay:
             rlist = [wake]
             if master_open:
                 rlist.append(self.master)
-                if self.stdin_open and len(self.to_child) < MAX_PENDING_INPUT:
+                reading = not self.stdin_tty or self.raw_held or self._foreground()
+                if self.stdin_open and reading and len(self.to_child) < MAX_PENDING_INPUT:
                     rlist.append(self.stdin)
             wlist = [self.master] if self.to_child and master_open else []
             timeout = None

@@ -179,6 +179,11 @@ def _native_progress(native: dict[str, Any]) -> int | None:
     return None
 
 
+def records_view(records: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """The per-record list a Classification carries (effective app, display-safe text)."""
+    return _public_records(records)
+
+
 def _public_records(records: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
     by_id = {r["id"]: r for r in records}
     return tuple(
@@ -279,11 +284,18 @@ def _decide(evidence: dict[str, Any], now: float) -> dict[str, Any]:
     return out
 
 
-def classify_evidence(evidence: dict[str, Any], now: float, *, check: bool = True) -> Classification:
+def classify_evidence(
+    evidence: dict[str, Any],
+    now: float,
+    *,
+    check: bool = True,
+    public_records: tuple[dict[str, Any], ...] | None = None,
+) -> Classification:
     """The pane's classification at `now`, from evidence alone (pure; the server re-runs it).
 
     Evidence from elsewhere is checked first (`EvidenceError`, a ValueError naming the
-    bad field); `check=False` is for evidence this process just built itself.
+    bad field); `check=False` is for evidence this process just built itself, which may
+    also hand in `public_records`, its cached `records_view(evidence["records"])`.
 
     `since` is the evidence's own `since` while the outcome (agent, state) is what the
     evidence was built with; when time alone changed it (staleness), it is the
@@ -313,7 +325,7 @@ def classify_evidence(evidence: dict[str, Any], now: float, *, check: bool = Tru
         source=d["source"],
         since=since,
         observable=bool(evidence.get("observable", True)),
-        records=_public_records(list(evidence.get("records") or [])),
+        records=public_records if public_records is not None else _public_records(list(evidence["records"])),
     )
 
 
@@ -322,3 +334,33 @@ def evidence_deadline(evidence: dict[str, Any], now: float, *, check: bool = Tru
     if check:
         check_evidence(evidence)
     return contract_mod.next_instant(evidence.get("contract"), now)
+
+
+def evidence_mark_seen(evidence: dict[str, Any], now: float) -> dict[str, Any]:
+    """The evidence after the user has looked at the pane at `now` (pure).
+
+    The same rule as `PaneClassifier.mark_seen`, for a server that learns of the look
+    first: the live process's `done` records become `idle`; left-over `done`/`error`
+    results of an earlier process go (P7501-8, RI-5). `basis`/`since` are carried so
+    that `classify_evidence(new, now).since` is `now` when the look changed the state.
+    """
+    check_evidence(evidence)
+    before = classify_evidence(evidence, now, check=False)
+    gen = evidence["process"]["gen"]
+    seq = max((r["seq"] for r in evidence["records"]), default=0)
+    records = []
+    for r in sorted(evidence["records"], key=lambda r: r["seq"]):
+        if r["gen"] != gen:
+            if r["state"] in ("done", "error"):
+                continue
+        elif r["state"] == "done":
+            seq += 1
+            r = {**r, "state": "idle", "updated": now, "seq": seq}
+        records.append(dict(r))
+    records.sort(key=lambda r: r["seq"])
+    new = {**evidence, "records": records, "basis": [before.agent, before.state], "since": before.since}
+    after = classify_evidence(new, now, check=False)
+    if (after.agent, after.state) != (before.agent, before.state):
+        new["basis"] = [after.agent, after.state]
+        new["since"] = now
+    return new

@@ -35,6 +35,8 @@ from paneboard_protocol.arbitration import (
     Classification,
     classify_evidence,
     evidence_deadline,
+    evidence_mark_seen,
+    records_view,
 )
 from paneboard_protocol.debounce import Debouncer
 from paneboard_protocol.events import (
@@ -59,6 +61,7 @@ __all__ = [
     "PaneClassifier",
     "classify_evidence",
     "evidence_deadline",
+    "evidence_mark_seen",
 ]
 
 DEFAULT_TRANSPORTS = frozenset(
@@ -141,6 +144,10 @@ class PaneClassifier:
         self._since: float | None = None
         self._last: Classification | None = None
         self._origin: tuple[float, tuple[str | None, str | None] | None, float | None] | None = None
+        self._public: tuple[int, tuple[dict[str, Any], ...]] = (-1, ())
+        self._aliases: dict[str, str] = {}
+        self._manifest_agents: list[str] = []
+        self._rules_changed()
 
     # ------------------------------------------------------------ inputs
 
@@ -148,6 +155,7 @@ class PaneClassifier:
         """Swap in a reloaded RuleSet; the screen is read again at once."""
         self._advance(now)
         self._rules = rules
+        self._rules_changed()
         if self._proc_name is not None:
             self._proc_agent = self._identify(self._proc_name)
         self._debounce.reset()
@@ -157,10 +165,13 @@ class PaneClassifier:
     def feed(self, now: float, events: Iterable[Event]) -> None:
         """Decoded events from the pane's output, in stream order."""
         self._advance(now)
+        events = list(events)
+        if not events:
+            return  # output without a sequence in it changes nothing
         native_changed = False
         for ev in events:
             if isinstance(ev, StatusReport):
-                self._store.report(now, ev, self._gen, self._current_agent(now))
+                self._store.report(now, ev, self._gen, self._current_agent())
             elif isinstance(ev, ClearReport):
                 self._store.clear(ev.id)
             elif isinstance(ev, AgentReport):
@@ -210,6 +221,7 @@ class PaneClassifier:
             self._contract = None  # TA-4: a variable left behind never labels the next program
             self._title = None  # TA-18: cleared when the pane's program changes
             self._progress = None
+            self._screen_text = None  # the old program's last frame says nothing of the new one
             if self._proc_agent is not None:
                 self._store.drop_results(self._gen)  # another agent starts (RI-5)
             self._debounce.reset()
@@ -230,6 +242,9 @@ class PaneClassifier:
         """The user looked at the pane: `done` becomes `idle`, left-over results go (P7501-8)."""
         self._advance(now)
         self._store.seen(now, self._gen)
+        # A look is an event of its own, never part of a same-instant flicker: `since`
+        # becomes `now` exactly as `evidence_mark_seen` on the server makes it.
+        self._origin = None
         self._refresh(now, caused=True)
 
     # ------------------------------------------------------------ outputs
@@ -243,7 +258,7 @@ class PaneClassifier:
     def next_deadline(self, now: float) -> float | None:
         """The next instant after `now` at which the classification may change on its own."""
         self._advance(now)
-        candidates = [evidence_deadline(self.evidence(), now, check=False), self._debounce.deadline()]
+        candidates = [evidence_deadline(self._evidence(), now, check=False), self._debounce.deadline()]
         later = [t for t in candidates if t is not None and t > now]
         return min(later) if later else None
 
@@ -260,10 +275,30 @@ class PaneClassifier:
         """Everything arbitration needs, as plain JSON types (fresh copies: safe to keep).
 
         Every nested dict here is flat, so one level of copying is a deep copy."""
-        rules = self._rules
+        ev = self._evidence()
+        ev["records"] = self._store.snapshot()
+        if ev["contract"] is not None:
+            ev["contract"] = dict(ev["contract"])
+        ev["aliases"] = dict(ev["aliases"])
+        ev["manifests"] = list(ev["manifests"])
+        return ev
+
+    def _rules_changed(self) -> None:
         aliases = dict(DEFAULT_ALIASES)
-        if rules is not None:
-            aliases.update(rules.aliases)
+        if self._rules is not None:
+            aliases.update(self._rules.aliases)
+        self._aliases = aliases
+        self._manifest_agents = sorted(self._rules.agents) if self._rules is not None else []
+
+    def _classify(self, at: float, evidence: dict[str, Any] | None = None) -> Classification:
+        """classify_evidence on this pane's own evidence, without the copies and checks."""
+        if self._public[0] != self._store.version:
+            self._public = (self._store.version, records_view(self._store.view()))
+        ev = self._evidence() if evidence is None else evidence
+        return classify_evidence(ev, at, check=False, public_records=self._public[1])
+
+    def _evidence(self) -> dict[str, Any]:
+        """The evidence, sharing the record view and the contract (internal use only)."""
         reading = self._debounce.released if self._debounce.primed else None
         return {
             "v": EVIDENCE_VERSION,
@@ -274,8 +309,8 @@ class PaneClassifier:
                 "gen": self._gen,
             },
             "observable": self._observable,
-            "contract": None if self._contract is None else dict(self._contract),
-            "records": self._store.snapshot(),
+            "contract": self._contract,
+            "records": self._store.view(),
             "screen": None
             if self._screen_agent is None
             else {"agent": self._screen_agent, "result": None if reading is None else dict(reading)},
@@ -283,8 +318,8 @@ class PaneClassifier:
                 "title": self._title,
                 "progress": None if self._progress is None else dict(self._progress),
             },
-            "aliases": aliases,
-            "manifests": sorted(rules.agents) if rules is not None else [],
+            "aliases": self._aliases,
+            "manifests": self._manifest_agents,
             "basis": None if self._basis is None else list(self._basis),
             "since": self._since,
         }
@@ -300,7 +335,7 @@ class PaneClassifier:
     def _manifest(self, agent: str | None) -> Manifest | None:
         return self._rules.for_agent(agent) if self._rules is not None else None
 
-    def _current_agent(self, now: float) -> str | None:
+    def _current_agent(self) -> str | None:
         if self._proc_agent is not None:
             return self._proc_agent
         return self._last.agent if self._last is not None else None
@@ -354,11 +389,11 @@ class PaneClassifier:
     def _screen_target(self, now: float) -> str | None:
         if self._proc_agent is not None:
             return self._proc_agent
-        d = classify_evidence(self._snapshot_without_screen(), now, check=False)
+        d = self._classify(now, self._snapshot_without_screen())
         return d.agent
 
     def _snapshot_without_screen(self) -> dict[str, Any]:
-        ev = self.evidence()
+        ev = self._evidence()
         ev["screen"] = None
         return ev
 
@@ -373,11 +408,11 @@ class PaneClassifier:
             self._refresh(now, caused=False)  # only a contract's ts makes time alone matter
 
     def _refresh(self, at: float, caused: bool) -> None:
-        c = classify_evidence(self.evidence(), at, check=False)
+        c = self._classify(at)
         if self._screen_agent != (c.agent if self._manifest(c.agent) is not None else None):
             # The identity moved (e.g. a contract arrived or expired): read the screen for it.
             self._reread(at)
-            c = classify_evidence(self.evidence(), at, check=False)
+            c = self._classify(at)
         key = (c.agent, c.state)
         if key != self._basis:
             origin = self._origin

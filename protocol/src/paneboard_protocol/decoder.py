@@ -10,8 +10,9 @@ states jump to their next terminator the same way.
 Framing (7-bit controls only, as tmux tokenises; F-1):
 
 * `ESC ]` opens an OSC; BEL or `ESC \\` ends it; CAN or SUB aborts it; ESC followed by
-  anything else cuts it (nothing is sent) and starts a new escape. C0 controls inside
-  the payload are dropped. An OSC is at most 4096 bytes from `ESC` through its
+  anything else ends it without ST and starts a new escape — an OSC 7501 report or a
+  SetUserVar cut this way counts as not sent, a title, progress or prompt mark as ended.
+  C0 controls inside the payload are dropped. An OSC is at most 4096 bytes from `ESC` through its
   terminator (P7501-20); a longer one is discarded without being buffered.
 * `ESC P`, `ESC _`, `ESC ^`, `ESC X` (DCS, APC, PM, SOS) are skipped whole until
   `ESC \\` (CAN/SUB abort, ESC + other byte cuts), except `ESC P tmux;` passthrough,
@@ -52,6 +53,7 @@ _C0 = bytes(range(0x20))
 _PT_PREFIX = b"tmux;"
 _DIGITS = re.compile(rb"-?[0-9]{1,10}")
 _TITLE_CODES = {b"0": 0, b"1": 1, b"2": 2}
+_NOT_SENT_WHEN_CUT = frozenset({"osc7501", "thinkterm", "uservar"})
 
 # Scanner states.
 _GROUND, _OSC, _OSC_ESC, _STR, _STR_ESC, _DCS, _PT, _PT_ESC = range(8)
@@ -288,9 +290,7 @@ class Decoder:
                         self._osc_finish(out, "st", 2)
                         i = end + 2
                     else:
-                        self._osc_abort(
-                            out, f"cut by ESC {quote(data[end + 1 : end + 2])} before its terminator"
-                        )
+                        self._osc_cut(out, data[end + 1 : end + 2])
                         i = end  # the ESC starts a new escape
                 else:
                     self._osc_abort(out, "aborted by CAN" if b == _CAN else "aborted by SUB")
@@ -300,7 +300,7 @@ class Decoder:
                     self._osc_finish(out, "st", 2)
                     i += 1
                 else:
-                    self._osc_abort(out, f"cut by ESC {quote(data[i : i + 1])} before its terminator")
+                    self._osc_cut(out, data[i : i + 1])
                     data, base, n, i = b"\x1b" + data[i:], self._esc_off, n - i + 1, 0
             elif state == _STR:
                 m = _STR_END_RE.search(data, i)
@@ -435,6 +435,16 @@ class Decoder:
                 out.append(event)
         self._buf.clear()
         self._overflow = False
+
+    def _osc_cut(self, out: list[Event], after: bytes) -> None:
+        """ESC + another byte ends an OSC without ST (F-1): a 7501 report or a user variable
+        cut this way counts as not sent; anything else (a title, progress, a prompt mark)
+        ends there, as tmux reads it."""
+        proto = _proto_of(self._osc_payload_head())
+        if proto in _NOT_SENT_WHEN_CUT:
+            self._osc_abort(out, f"cut by ESC {quote(after)} before its terminator")
+        else:
+            self._osc_finish(out, "st", 0)
 
     def _osc_abort(self, out: list[Event], why: str) -> None:
         self._state = _GROUND

@@ -82,7 +82,7 @@ def _bool(value: Any, path: str) -> bool:
 def _choice(value: Any, path: str, allowed: frozenset[str], optional: bool = False) -> str | None:
     if value is None and optional:
         return None
-    if value not in allowed:
+    if not isinstance(value, str) or value not in allowed:
         raise _fail(path, f"must be one of {', '.join(sorted(allowed))}")
     return value
 

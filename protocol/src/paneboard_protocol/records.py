@@ -74,6 +74,7 @@ class RecordStore:
         self._records: dict[str, Record] = {}
         self._seq = 0
         self._snapshot: list[dict[str, Any]] | None = None  # cache, dropped on every change
+        self.version = 0  # bumped on every change, so views of the records can be cached
 
     def __len__(self) -> int:
         return len(self._records)
@@ -81,6 +82,7 @@ class RecordStore:
     def report(self, now: float, event: StatusReport, gen: int, agent: str | None) -> None:
         """P7501-6: the report replaces the whole record with that id (root when id is None)."""
         self._snapshot = None
+        self.version += 1
         rid = event.id or ""
         self._seq += 1
         if rid not in self._records and len(self._records) >= self._limit:
@@ -105,6 +107,7 @@ class RecordStore:
     def clear(self, record_id: str | None) -> bool:
         """P7501-16: remove `record_id` and its subtree, or everything when None."""
         self._snapshot = None
+        self.version += 1
         before = len(self._records)
         if record_id is None or record_id == "":
             self._records.clear()
@@ -120,6 +123,7 @@ class RecordStore:
     def end_live(self) -> bool:
         """P7501-8: process exit or OSC 133 A drops working, blocked and idle records."""
         self._snapshot = None
+        self.version += 1
         gone = [rid for rid, r in self._records.items() if r.state in LIVE_STATES]
         for rid in gone:
             del self._records[rid]
@@ -128,6 +132,7 @@ class RecordStore:
     def drop_results(self, current_gen: int) -> bool:
         """Another agent started: left-over results of earlier processes go (RI-5)."""
         self._snapshot = None
+        self.version += 1
         gone = [rid for rid, r in self._records.items() if r.gen != current_gen]
         for rid in gone:
             del self._records[rid]
@@ -136,9 +141,10 @@ class RecordStore:
     def seen(self, now: float, current_gen: int) -> bool:
         """The user looked: the live process's `done` turns `idle`; left-over results go."""
         self._snapshot = None
+        self.version += 1
         changed = False
-        for rid in list(self._records):
-            rec = self._records[rid]
+        for rec in sorted(self._records.values(), key=lambda r: r.seq):  # as evidence_mark_seen
+            rid = rec.id
             if rec.gen != current_gen:
                 if rec.state in RESULT_STATES:
                     del self._records[rid]
@@ -153,10 +159,14 @@ class RecordStore:
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Records oldest-updated first, as plain dicts (fresh dicts: callers may keep them)."""
+        return [dict(r) for r in self.view()]
+
+    def view(self) -> list[dict[str, Any]]:
+        """The same, shared and cached until the next change: read it, never modify it."""
         if self._snapshot is None:
             ordered = sorted(self._records.values(), key=lambda r: r.seq)
             self._snapshot = [r.to_evidence() for r in ordered]
-        return [dict(r) for r in self._snapshot]
+        return self._snapshot
 
     def has_gen(self, gen: int) -> bool:
         """Is any record filed by the process of generation `gen`?"""

@@ -61,6 +61,11 @@ def _parser() -> argparse.ArgumentParser:
         "--process", metavar="NAME", help="with --raw: the pane's foreground process (e.g. claude)"
     )
     p.add_argument(
+        "--explain",
+        action="store_true",
+        help='add "rule": the manifest/rule behind a screen or native state (for rule authors)',
+    )
+    p.add_argument(
         "--rules",
         metavar="DIR",
         help="user rules directory (TA-17); default $PANEBOARD_RULES or ~/.config/paneboard/rules",
@@ -90,8 +95,9 @@ def _out(t: float, c: Classification) -> dict[str, Any]:
 class Replayer:
     """Feeds trace lines to one classifier and writes each change of classification."""
 
-    def __init__(self, rules: RuleSet | None, out: TextIO) -> None:
+    def __init__(self, rules: RuleSet | None, out: TextIO, explain: bool = False) -> None:
         self.c = PaneClassifier(rules)
+        self.explain = explain
         self.decoder = Decoder(rejections=True)
         self.out = out
         self.now: float | None = None
@@ -102,7 +108,13 @@ class Replayer:
         got = self.c.classification(t)
         if _key(got) != self.printed:
             self.printed = _key(got)
-            self.out.write(json.dumps(_out(t, got), ensure_ascii=False) + "\n")
+            obj = _out(t, got)
+            if self.explain:
+                obj["rule"] = None
+                screen = self.c.evidence()["screen"]
+                if got.source in ("screen", "native") and screen and screen.get("result"):
+                    obj["rule"] = f"{screen['result']['manifest']}/{screen['result']['rule']}"
+            self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
     def advance_to(self, t: float) -> None:
         """Evaluate every deadline up to and including `t`, printing changes at their own time."""
@@ -194,7 +206,7 @@ def _load(rules_dir: str | None) -> RuleSet:
     return rules
 
 
-def _replay_trace(path: str, rules: RuleSet) -> int:
+def _replay_trace(path: str, rules: RuleSet, explain: bool = False) -> int:
     name = "<stdin>" if path == "-" else path
     stream: TextIO
     try:
@@ -202,7 +214,7 @@ def _replay_trace(path: str, rules: RuleSet) -> int:
     except OSError as exc:
         print(f"{PROG}: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    r = Replayer(rules, sys.stdout)
+    r = Replayer(rules, sys.stdout, explain)
     bad = 0
     last_t: float | None = None
     with stream:
@@ -241,14 +253,14 @@ def _bounded_lines(stream: TextIO):
         yield line
 
 
-def _replay_raw(path: str, rules: RuleSet, process: str | None) -> int:
+def _replay_raw(path: str, rules: RuleSet, process: str | None, explain: bool = False) -> int:
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
         print(f"{PROG}: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    r = Replayer(rules, sys.stdout)
+    r = Replayer(rules, sys.stdout, explain)
     obj: dict[str, Any] = {"t": 0.0, "output_b64": "", "_bytes": data}
     if process:
         obj["process"] = process
@@ -268,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rules = _load(args.rules)
     try:
         if args.raw is not None:
-            return _replay_raw(args.raw, rules, args.process)
-        return _replay_trace(args.trace, rules)
+            return _replay_raw(args.raw, rules, args.process, args.explain)
+        return _replay_trace(args.trace, rules, args.explain)
     except BrokenPipeError:
         return 0

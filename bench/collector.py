@@ -1,0 +1,224 @@
+"""Benchmark the collector: N panes printing steadily on one host, watched through sshd.
+
+    uv run python bench/collector.py [--panes 50 200] [--seconds 20] [--rate 2000]
+
+A private tmux server on this machine holds N panes (10 windows per session), each
+running a printer that writes `--rate` bytes/s of ordinary text plus, every 0.5 s, an
+OSC 7501 report whose `msg` carries the instant it was written. The collector runs as
+`paneboard agent --stdout --ssh root@127.0.0.1:PORT ...` against a throw-away sshd
+(tests/support/sshd.py) for `--seconds`, then is stopped; we report
+
+* CPU seconds per MB of pane output (the collector's user+sys time from wait4),
+* peak RSS (ru_maxrss),
+* report-to-stdout delay p50/p99: from the printer writing a report to the line with
+  that `msg` arriving on the collector's stdout.
+
+Baseline, side by side: a *drain-only* client (this script with `--drain`) that opens
+the same SSH control-mode channels (one per session) and throws the bytes away: the
+cost of merely receiving the stream, without parsing, decoding or classifying.
+Stops by itself (a few minutes at most for the defaults).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from support.sshd import Sshd  # noqa: E402
+from support.tmux import TmuxServer  # noqa: E402
+
+PRINTER = r"""
+import base64, os, sys, time
+rate, count_file = int(sys.argv[1]), sys.argv[2]
+line = b"building target 0123456789 abcdefghijklmnopqrstuvwxyz ........ ok\r\n"
+written, seq, t0 = 0, 0, time.time()
+next_report = t0 + 0.5
+while True:
+    now = time.time()
+    due = int((now - t0) * rate) - written
+    if due > 0:
+        chunk = (line * (due // len(line) + 1))[:due]
+        os.write(1, chunk)
+        written += len(chunk)
+    if now >= next_report:
+        seq += 1
+        msg = base64.b64encode(f"{seq} {time.time():.6f}".encode()).decode()
+        state = "working" if seq % 2 else "blocked"
+        rep = f"\033]7501;state={state}:app=bench:msg={msg}\033\\".encode()
+        os.write(1, rep)
+        written += len(rep)
+        next_report += 0.5
+        with open(count_file, "w") as f:
+            f.write(str(written))
+    time.sleep(0.02)
+"""
+
+
+WARMUP = 5.0  # seconds before measuring: start-up, imports, first listing, SSH set-up
+
+
+def cpu_seconds(pid: int) -> float:
+    """user+sys CPU time of a running process, from /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stop_and_peak_rss(proc: subprocess.Popen[bytes]) -> int:
+    """Stop `proc`; its peak RSS in KiB (ru_maxrss from wait4)."""
+    os.kill(proc.pid, signal.SIGTERM)
+    _, _, ru = os.wait4(proc.pid, 0)
+    proc.returncode = 0
+    return ru.ru_maxrss
+
+
+class Window:
+    """CPU seconds and pane bytes over the measured window (after the warm-up)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], work: Path, n: int, seconds: float) -> None:
+        time.sleep(WARMUP)
+        self.t0 = time.time()
+        cpu0, b0 = cpu_seconds(proc.pid), output_bytes(work, n)
+        time.sleep(seconds)
+        cpu1, b1 = cpu_seconds(proc.pid), output_bytes(work, n)
+        self.t1 = time.time()
+        self.cpu, self.mb = cpu1 - cpu0, (b1 - b0) / 1e6
+        self.rss = stop_and_peak_rss(proc)
+
+
+def setup(n: int, rate: int, work: Path) -> TmuxServer:
+    tmux = TmuxServer().start("s0", "sleep 100000")
+    script = work / "printer.py"
+    script.write_text(PRINTER)
+    for i in range(n):
+        session = f"s{i // 10}"
+        cmd = f"python3 {script} {rate} {work / f'count{i}'}"
+        if i % 10 == 0 and i:
+            tmux.new_session(session, cmd)
+        elif i == 0:
+            tmux.cmd("respawn-pane", "-k", "-t", "s0:0", cmd)
+        else:
+            tmux.new_window(session, f"p{i}", cmd)
+    return tmux
+
+
+def output_bytes(work: Path, n: int) -> int:
+    total = 0
+    for i in range(n):
+        with contextlib.suppress(OSError, ValueError):
+            total += int((work / f"count{i}").read_text() or 0)
+    return total
+
+
+def run_collector(
+    sshd: Sshd, tmux: TmuxServer, work: Path, n: int, seconds: float
+) -> tuple[Window, list[float]]:
+    argv = [sys.executable, "-m", "paneboard.cli", "agent", "--stdout", *sshd.ssh_args()]
+    proc = subprocess.Popen(
+        [*argv, "--tmux-socket", tmux.name], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    stamped: list[tuple[float, float]] = []  # (arrived, written)
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            now = time.time()
+            msg = json.loads(raw).get("msg")
+            if msg:
+                stamped.append((now, float(msg.split()[1])))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    w = Window(proc, work, n, seconds)
+    reader.join(timeout=5)
+    return w, [arrived - sent for arrived, sent in stamped if w.t0 <= sent <= w.t1]
+
+
+DRAIN = r"""
+import asyncio, sys
+from paneboard_agent.transport_ssh import SSHTarget, SSHTransport
+port, key, known, sock, sessions = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+
+async def main():
+    t = SSHTransport(SSHTarget("127.0.0.1", int(port), "root", (key,), known))
+    await t.connect()
+    async def drain(s):
+        ch = await t.open_process(["tmux", "-u", "-L", sock, "-N", "-C", "attach-session", "-t", "=" + s,
+                                   "-f", "ignore-size,read-only,pause-after=5"])
+        while await ch.read(65536):
+            pass
+    await asyncio.gather(*(drain(s) for s in sessions))
+
+asyncio.run(main())
+"""
+
+
+def run_drain(
+    sshd: Sshd, tmux: TmuxServer, work: Path, n: int, seconds: float, sessions: list[str]
+) -> Window:
+    argv = [sys.executable, "-c", DRAIN, str(sshd.port), str(sshd.client_key), str(sshd.known_hosts)]
+    proc = subprocess.Popen(
+        [*argv, tmux.name, *sessions], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    return Window(proc, work, n, seconds)
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p / 100 * (len(values) - 1)))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--panes", type=int, nargs="+", default=[50, 200])
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--rate", type=int, default=2000, help="bytes per second per pane")
+    args = ap.parse_args()
+    rows = []
+    for n in args.panes:
+        with tempfile.TemporaryDirectory(prefix="pb-bench-", ignore_cleanup_errors=True) as d:
+            work = Path(d)
+            sshd = Sshd(work / "sshd").start()
+            tmux = setup(n, args.rate, work)
+            sessions = [f"s{i}" for i in range((n + 9) // 10)]
+            try:
+                drain = run_drain(sshd, tmux, work, n, args.seconds, sessions)
+                coll, delays = run_collector(sshd, tmux, work, n, args.seconds)
+            finally:
+                tmux.kill()
+                sshd.stop()
+        rows.append(
+            (n, coll.mb, coll.cpu / coll.mb, coll.rss / 1024, drain.cpu / drain.mb, drain.rss / 1024, delays)
+        )
+    print(
+        f"collector over sshd: {args.seconds:g} s measured per run after {WARMUP:g} s warm-up,"
+        f" {args.rate} B/s and 2 reports/s per pane"
+    )
+    print(
+        f"{'panes':>5} {'MB':>7} | {'CPU s/MB':>9} {'base':>7} | {'RSS MiB':>8} {'base':>7} |"
+        f" {'delay p50 ms':>12} {'p99 ms':>8} {'n':>6}"
+    )
+    for n, mb, cpu, rss, cpu_b, rss_b, delays in rows:
+        print(
+            f"{n:>5} {mb:>7.1f} | {cpu:>9.3f} {cpu_b:>7.3f} | {rss:>8.1f} {rss_b:>7.1f} |"
+            f" {pct(delays, 50) * 1000:>12.1f} {pct(delays, 99) * 1000:>8.1f} {len(delays):>6}"
+        )
+    print("base = drain-only SSH client reading the same control-mode streams (no parsing/decoding)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Pure pieces: listings, `ps`, observability, session globs, config, SSH specs."""
+
+from __future__ import annotations
+
+import pytest
+from paneboard_agent.config import ConfigError, load_config, parse_config, parse_ssh_spec
+from paneboard_agent.panes import (
+    Observation,
+    PaneInfo,
+    ProcInfo,
+    observe,
+    parse_panes,
+    parse_ps,
+    parse_sessions,
+    session_selected,
+)
+
+
+def _info(cmd: str = "bash", pid: int = 100, dead: bool = False) -> PaneInfo:
+    return PaneInfo("$0", "@0", "0", "%1", pid, dead, "/dev/pts/1", "main", "win", cmd)
+
+
+def test_parse_panes_skips_malformed_and_linked_duplicates() -> None:
+    lines = [
+        b"P\t$0\t@1\t0\t%1\t100\t0\t/dev/pts/1\tmain\tvim\tvim",
+        b"P\t$1\t@1\t0\t%1\t100\t0\t/dev/pts/1\tother\tvim\tvim",  # same window linked elsewhere
+        b"P\t$0\t@2\t1\t%2\tnotapid\t0\t/dev/pts/2\tmain\tx\tbash",
+        b"%output %1 forged",
+        b"P\ttoo\tfew",
+        "P\t$0\t@3\t2\t%3\t300\t1\t/dev/pts/3\tmain\tnäme\tpython3".encode(),
+    ]
+    panes = parse_panes(lines)
+    assert [(p.pane_id, p.session, p.dead) for p in panes] == [("%1", "main", False), ("%3", "main", True)]
+    assert panes[1].window == "2:näme"
+
+
+def test_parse_sessions_and_ps() -> None:
+    assert parse_sessions([b"S\t$0\tmain", b"S\t$3\twith\ttab", b"junk"]) == [
+        ("$0", "main"),
+        ("$3", "with\ttab"),
+    ]
+    procs = parse_ps(b"  100   200 -bash\n  200   200 node /usr/lib/claude/cli.js --x\n junk\n 300 -1\n")
+    assert procs[100] == ProcInfo(100, 200, "-bash")
+    assert procs[200].args == "node /usr/lib/claude/cli.js --x"
+    assert procs[300].tpgid == -1
+
+
+def test_observe_shell_program_transport_and_unknown() -> None:
+    shell = {100: ProcInfo(100, 100, "-bash")}
+    assert observe(_info("bash"), shell) == Observation(None, 100, True)
+    prog = {100: ProcInfo(100, 150, "-bash"), 150: ProcInfo(150, 150, "vim x")}
+    assert observe(_info("vim"), prog) == Observation("vim", 150, True)
+    ssh = {100: ProcInfo(100, 150, "-bash"), 150: ProcInfo(150, 150, "ssh build1")}
+    assert observe(_info("ssh"), ssh) == Observation("ssh", 150, False)
+    # "docker exec" is a transport, "docker build" is not
+    dexec = {100: ProcInfo(100, 150, "-bash"), 150: ProcInfo(150, 150, "docker exec -it c sh")}
+    assert observe(_info("docker"), dexec).observable is False
+    dbuild = {100: ProcInfo(100, 150, "-bash"), 150: ProcInfo(150, 150, "docker build .")}
+    assert observe(_info("docker"), dbuild).observable is True
+    # arguments not known yet: hiding is the safe side
+    assert observe(_info("docker"), {100: ProcInfo(100, 150, "-bash")}).observable is False
+    # interpreters are passed with their arguments, for the classifier to unwrap (RI-1)
+    node = {100: ProcInfo(100, 150, "-bash"), 150: ProcInfo(150, 150, "node /opt/claude/cli.js")}
+    assert observe(_info("node"), node) == Observation("node /opt/claude/cli.js", 150, True)
+    # no controlling-tty group: tmux names something but nothing is known about it
+    assert observe(_info("vim"), {100: ProcInfo(100, -1, "vim")}) == Observation("vim", None, False)
+    # pane process gone, pane dead, or no name: exited / unknown
+    assert observe(_info("vim"), {}) == Observation(None, None, True)
+    assert observe(_info("vim", dead=True), prog) == Observation(None, None, True)
+    assert observe(_info(""), prog) == Observation(None, 150, False)
+    # ps unavailable: tmux's name only
+    assert observe(_info("vim"), None) == Observation("vim", None, True)
+    # the transport list is configuration
+    assert observe(_info("vim"), prog, transports=("vim",)).observable is False
+
+
+def test_session_globs() -> None:
+    assert session_selected("agent-1", (), ())
+    assert session_selected("agent-1", ("agent-*",), ())
+    assert not session_selected("scratch", ("agent-*",), ())
+    assert not session_selected("agent-x", ("agent-*",), ("agent-x",))
+
+
+def test_config_full_and_errors_name_the_key(tmp_path) -> None:
+    cfg = parse_config(
+        {
+            "poll_interval": 0.5,
+            "transports": ["ssh", "kubectl exec"],
+            "hosts": [
+                {"local": True, "tmux_socket": "work"},
+                {"host": "b1", "port": 2222, "user": "ci", "identity": "~/.ssh/k", "include": ["a*"]},
+            ],
+        }
+    )
+    assert cfg.poll_interval == 0.5 and cfg.transports == ("ssh", "kubectl exec")
+    assert cfg.hosts[0].local and cfg.hosts[0].tmux_socket == "work"
+    assert cfg.hosts[1].identity == ("~/.ssh/k",) and cfg.hosts[1].include == ("a*",)
+    cases = {
+        "hosts[0].port: expected an integer from 1 to 65535": {"hosts": [{"host": "x", "port": 0}]},
+        "hosts[0].prot: unknown key": {"hosts": [{"host": "x", "prot": 1}]},
+        "hosts[0].host: missing (or set local = true)": {"hosts": [{}]},
+        "hosts[0].user: only meaningful for an SSH host": {"hosts": [{"local": True, "user": "u"}]},
+        "hosts[0].tmux_socket: a name (tmux -L)": {"hosts": [{"local": True, "tmux_socket": "/tmp/x"}]},
+        "hosts[0].host: not a host name": {"hosts": [{"host": "-oProxyCommand=x"}]},
+        "transports[1]: expected a non-empty string": {"transports": ["ssh", 3]},
+        "poll_interval: expected a number": {"poll_interval": "fast"},
+        "hosts: expected an array of tables": {"hosts": {"host": "x"}},
+        "colour: unknown key": {"colour": 1},
+    }
+    for expected, raw in cases.items():
+        with pytest.raises(ConfigError) as exc:
+            parse_config(raw, "a.toml")
+        assert str(exc.value).startswith(f"a.toml: {expected}"), str(exc.value)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("hosts = [")
+    with pytest.raises(ConfigError, match=r"bad\.toml: not valid TOML"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_ssh_specs() -> None:
+    assert parse_ssh_spec("build1") == (None, "build1", 22)
+    assert parse_ssh_spec("ci@build1:2222") == ("ci", "build1", 2222)
+    assert parse_ssh_spec("[::1]:2200") == (None, "::1", 2200)
+    assert parse_ssh_spec("u@[fe80::1]") == ("u", "fe80::1", 22)
+    for bad in ("@h", "h:x", "h:0", "-oProxyCommand=x", "[::1", "h:99999"):
+        with pytest.raises(ConfigError):
+            parse_ssh_spec(bad)
