@@ -200,10 +200,14 @@ def run_kind(page: Any, stack: Stack, sse: SSEWatch, raw: RawWatch, mode: str, n
         want = f"m{seq}x" if mode == "report" else None
 
         def hit(word: str | None, msg: str | None, t: float, state=state, want=want, t0=t0) -> bool:
-            return word == state and (want is None or want in (msg or "")) and t >= t0 - 0.001
+            return word == state and (want is None or want in (msg or "")) and t >= t0
 
-        card = next(s["t"] / 1000 for s in seen if s["id"] == pid and hit(s["word"], s["msg"], s["t"] / 1000))
+        card = next(
+            (s["t"] / 1000 for s in seen if s["id"] == pid and hit(s["word"], s["msg"], s["t"] / 1000)), None
+        )
         ev = next((t for i, st, msg, t in sse.got if i == pid and hit(st, msg, t)), None)
+        if card is None:
+            raise SystemExit(f"bench/e2e.py: {mode} {seq}: the page never showed it: {seen[-5:]}")
         out["card"].append((card - t0) * 1000)
         if ev is not None:
             out["sse"].append((ev - t0) * 1000)

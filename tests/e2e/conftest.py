@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from support import sshd as sshd_support
@@ -38,13 +39,23 @@ def browser():
         b.close()
 
 
+@pytest.fixture(scope="session")
+def db_template(tmp_path_factory) -> Path:
+    """One migrated SQLite for the session; each stack starts from a copy."""
+    from paneboard_server.migrate import upgrade
+
+    path = tmp_path_factory.mktemp("e2e-tmpl") / "template.db"
+    upgrade(f"sqlite+aiosqlite:///{path}")
+    return path
+
+
 @pytest.fixture
-def stack_factory(tmp_path) -> Iterator:
+def stack_factory(tmp_path, db_template) -> Iterator:
     need("tmux", "sshd")
     made: list[Stack] = []
 
     def make(**kw) -> Stack:
-        s = Stack(tmp_path / f"stack{len(made)}", **kw)
+        s = Stack(tmp_path / f"stack{len(made)}", template=db_template, **kw)
         made.append(s)
         s.tmp.mkdir(parents=True, exist_ok=True)
         return s.start()

@@ -5,7 +5,7 @@
 It reads lines `SEQ STATE` from FIFO; for each it writes, to its terminal, either an
 OSC 7501 report (MODE `report`: state=STATE, msg=`mSEQx`) or a Codex-like screen
 (MODE `screen`: no report at all, only what the bundled codex screen rules read),
-then appends `SEQ <time.time() right after the write>` to LOG. The benchmark and the
+then appends `SEQ <time.time() just before the write>` to LOG. The benchmark and the
 flood test compare that instant with when the change shows up further down the path.
 MODE `screen` names itself `codex` (argv[0] is set by `exec -a`; comm here).
 """
@@ -53,8 +53,10 @@ def main() -> int:
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
                 seq, state = line.decode().split()
-                os.write(out, frame(mode, int(seq), state))
-                lg.write(f"{seq} {time.time():.6f}\n")
+                data = frame(mode, int(seq), state)
+                t = time.time()  # taken before the write: nothing downstream can precede it
+                os.write(out, data)
+                lg.write(f"{seq} {t:.6f}\n")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -29,12 +31,55 @@ HOST = "127.0.0.1"  # the collector names an SSH host as given
 class Stack(Paneboard):
     """tmux <- sshd <- collector -> server (-> browser, opened by the caller)."""
 
-    def __init__(self, tmp: Path, *, grace: float = 30.0, server: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        *,
+        grace: float = 30.0,
+        server: dict[str, Any] | None = None,
+        template: Path | None = None,
+    ) -> None:
         super().__init__(tmp)
         self.server_section = {"grace_period": grace, **(server or {})}
+        self.template = template
         self.sshd: Sshd | None = None
         self.collector: subprocess.Popen[bytes] | None = None
         self.collector_runs = 0
+
+    def _prepare_db(self) -> None:
+        """Copy an already migrated database when given one (migrating costs seconds on a
+        loaded machine), then add the account and tokens; plus a second collector token
+        for tests that play a collector of their own beside the real one."""
+        import asyncio
+        from concurrent.futures import ThreadPoolExecutor
+
+        from paneboard_server import accounts
+        from paneboard_server.database import create_engine, resolve_url
+        from paneboard_server.migrate import upgrade
+        from web.harness import PASSWORD, USER
+
+        url = resolve_url(str(self.db))
+
+        async def go() -> tuple[str, str, str]:
+            engine = create_engine(url)
+            try:
+                await accounts.add_viewer(engine, USER, PASSWORD)
+                return (
+                    await accounts.create_token(engine, "c1", "collector"),
+                    await accounts.create_token(engine, "wall", "viewer"),
+                    await accounts.create_token(engine, "c2", "collector"),
+                )
+            finally:
+                await engine.dispose()
+
+        with ThreadPoolExecutor(1) as pool:  # Playwright's sync API may hold this thread's loop
+            if self.template is not None:
+                shutil.copy(self.template, self.db)
+            else:
+                pool.submit(upgrade, url).result(120)
+            self.collector_token, self.viewer_token, self.second_token = pool.submit(
+                asyncio.run, go()
+            ).result(120)
 
     def start(self, collector: bool = True) -> Stack:  # type: ignore[override]
         self._prepare_db()
@@ -118,6 +163,23 @@ class Stack(Paneboard):
         pane = self.tmux.new_window("work", name, *([command] if command else []))
         row = wait_for(lambda: self.pane_row(pane), timeout=20, what=f"pane {pane} on the server")
         return pane, str(row["id"])
+
+
+HEARTBEAT = Path(__file__).with_name("heartbeat.py")
+
+
+class Beating:
+    """A pane running heartbeat.py: its state is whatever was last `set`."""
+
+    def __init__(self, stack: Stack, name: str, state: str = "working", msg: str = "") -> None:
+        self.file = stack.tmp / f"beat-{name}"
+        self.set(state, msg)
+        self.pane, self.id = stack.new_pane(name, f"exec {sys.executable} {HEARTBEAT} {self.file}")
+
+    def set(self, state: str, msg: str = "") -> None:
+        tmp = self.file.with_suffix(".new")
+        tmp.write_text(f"{state} {msg}")
+        tmp.replace(self.file)
 
 
 def open_board(browser: Any, stack: Stack) -> Any:
