@@ -195,3 +195,25 @@ def test_stale_control_client_is_detached_after_reconnect(
     assert f"detaching our stale control client client-{old[0]}" in caplog.text
     assert [p for p in now if p not in old], "a new control client attached"
     wait_for(lambda: old[0] not in _control_clients(tmux_server), what="the stale client gone")
+
+
+def test_channel_refusals_open_more_connections(tmux_server: TmuxServer, tmp_path) -> None:
+    # MaxSessions 3 is below the collector's own cap of 8 channels per connection: the
+    # server refuses a channel, and the collector opens another connection instead
+    small = Sshd(tmp_path / "small", max_sessions=3).start()
+    try:
+        panes = [tmux_server.new_session(f"x{i}") for i in range(4)]
+        proc = AgentProcess(*small.ssh_args(), "--tmux-socket", tmux_server.name)
+        try:
+            for p in panes:
+                proc.wait_line(lambda o, p=p: o["pane"] == p, timeout=30, what=f"pane {p}")
+            wait_for(lambda: len(_control_clients(tmux_server)) == 5, timeout=20, what="5 control clients")
+            pane = tmux_server.new_window("x3", "rep", reporter((0.5, osc7501("state=idle:app=builder"))))
+            proc.wait_line(
+                lambda o: o["pane"] == pane and o["state"] == "idle", what="report via a later connection"
+            )
+            assert "refused" not in proc.stderr
+        finally:
+            proc.stop()
+    finally:
+        small.stop()
