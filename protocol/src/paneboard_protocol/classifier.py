@@ -97,17 +97,25 @@ _SCRIPT_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".py")
 
 
 def process_identity(name: str | None) -> str | None:
-    """The name manifests match: basename, interpreters unwrapped to their script (RI-1)."""
+    """The name manifests match: basename, interpreters unwrapped to their script (RI-1).
+
+    `paneboard run [--wrap] [--] CMD ...` is unwrapped to CMD too: the relay holds the
+    pane's terminal while the agent runs behind it, and a wrapper never identifies.
+    """
     if not name:
         return None
     words = name.split()
     if not words:
         return None
     base = os.path.basename(words[0])
+    rest = words[1:]
     if base in INTERPRETERS or base.startswith("python3."):
-        for arg in words[1:]:
+        for index, arg in enumerate(words[1:], start=1):
             if arg.startswith("-") or arg in ("run", "exec"):
                 continue
+            if words[index - 1] == "-m":  # `python -m pkg.module`: the package names it
+                base, rest = arg.split(".")[0], words[index + 1 :]
+                break
             script = os.path.basename(arg)
             for suffix in _SCRIPT_SUFFIXES:
                 if script.endswith(suffix):
@@ -115,7 +123,14 @@ def process_identity(name: str | None) -> str | None:
             if script in ("index", "cli", "main"):
                 parent = os.path.basename(os.path.dirname(arg))
                 script = parent if parent not in ("", "bin", "dist", "lib") else script
-            return script or base
+            base, rest = script or base, words[index + 1 :]
+            break
+    if base == "paneboard" and rest[:1] == ["run"]:
+        command = list(rest[1:])
+        while command and command[0].startswith("-"):
+            if command.pop(0) == "--":
+                break
+        return process_identity(" ".join(command)) if command else base
     return base
 
 

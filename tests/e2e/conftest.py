@@ -1,0 +1,72 @@
+"""Fixtures for the end-to-end tests: the whole stack per test (faults leave it in an
+odd state on purpose), one Chromium per module."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support import sshd as sshd_support
+
+from .stack import Stack
+
+os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+
+
+def need(*what: str) -> None:
+    from web.harness import CHROMIUM
+
+    if "tmux" in what and shutil.which("tmux") is None:
+        pytest.fail("tmux is missing: apt-get install -y tmux")
+    if "sshd" in what and not sshd_support.available():
+        pytest.fail("OpenSSH sshd is missing: apt-get install -y openssh-server")
+    if "browser" in what and not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    need("browser")
+    from playwright.sync_api import sync_playwright
+    from web.harness import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def db_template(tmp_path_factory) -> Path:
+    """One migrated SQLite for the session; each stack starts from a copy."""
+    from paneboard_server.migrate import upgrade
+
+    path = tmp_path_factory.mktemp("e2e-tmpl") / "template.db"
+    upgrade(f"sqlite+aiosqlite:///{path}")
+    return path
+
+
+@pytest.fixture
+def stack_factory(tmp_path, db_template) -> Iterator:
+    need("tmux", "sshd")
+    made: list[Stack] = []
+
+    def make(**kw) -> Stack:
+        s = Stack(tmp_path / f"stack{len(made)}", template=db_template, **kw)
+        made.append(s)
+        s.tmp.mkdir(parents=True, exist_ok=True)
+        return s.start()
+
+    try:
+        yield make
+    finally:
+        for s in made:
+            s.close()
+
+
+@pytest.fixture
+def stack(stack_factory) -> Stack:
+    return stack_factory()
