@@ -136,6 +136,7 @@ async def collector(
         additional_headers={"Authorization": f"Bearer {token}"},
         max_size=1 << 22,
         compression=None,
+        ping_interval=None,  # an overloaded server stops reading (backpressure): no pongs
     ) as ws:
         await ws.send(json.dumps({"type": "hello", "stream": uuid.uuid4().hex, "version": "bench"}))
         json.loads(await ws.recv())
