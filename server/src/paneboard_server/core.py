@@ -699,9 +699,19 @@ class Reevaluate(Op):
     pane_ids: list[int]
 
     async def apply(self, tx: Tx) -> None:
+        current: dict[int, int] | None = None
+        if tx.core.is_pg:
+            # Every process on the database has the same deadline; lock the rows so only
+            # the first re-evaluates, the others see a newer rev and wait for its NOTIFY.
+            rows = await tx.conn.execute(
+                select(s.panes.c.id, s.panes.c.rev).where(s.panes.c.id.in_(self.pane_ids)).with_for_update()
+            )
+            current = {r.id: r.rev for r in rows.all()}
         for pid in self.pane_ids:
             p = tx.pane_by_id(pid)
             if p is None or p.gone_at is not None:
+                continue
+            if current is not None and current.get(pid) != p.rev and pid not in tx.changed:
                 continue
             fields = reclassify.classify(p.evidence, tx.now)
             if fields is None:
