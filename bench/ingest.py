@@ -116,7 +116,6 @@ async def collector(
 
     evidence = evidence_template()
     record = evidence["records"][0]
-    states = ["working", "blocked", "working", "idle", "done"]
     base = {
         "session": "main",
         "window": "0:agent",
@@ -136,6 +135,7 @@ async def collector(
         additional_headers={"Authorization": f"Bearer {token}"},
         max_size=1 << 22,
         compression=None,
+        ping_interval=None,  # an overloaded server stops reading (backpressure): no pongs
     ) as ws:
         await ws.send(json.dumps({"type": "hello", "stream": uuid.uuid4().hex, "version": "bench"}))
         json.loads(await ws.recv())
@@ -168,43 +168,64 @@ async def collector(
                 pass
 
         reader = asyncio.create_task(drain())
-        tick = 0.01
-        per_tick = rate * tick
-        owed = 0.0
-        n = 0
-        nxt = time.monotonic()
-        while time.time() < until:
-            owed += per_tick
-            k = int(owed)
-            owed -= k
-            if k:
-                ops = []
-                now = time.time()
-                for _ in range(k):
-                    n += 1
-                    p = n % panes
-                    st = states[(n // panes) % len(states)]
-                    msg = f"p{now:.6f}" if n % probe_every == 0 else "r"
-                    kind = "permission" if st == "blocked" else None
-                    # The evidence must say what the report says: the server re-derives the
-                    # state from it (as it does for a real collector's reports).
-                    rec = {**record, "state": st, "kind": kind, "msg": msg, "updated": now, "seq": n}
-                    update = {
-                        **base,
-                        "key": {"host": host, "tmux": "default", "pane": f"%{p}"},
-                        "state": st,
-                        "kind": kind,
-                        "msg": msg,
-                        "t": now,
-                        "evidence": {**evidence, "records": [rec]},
-                    }
-                    ops.append({"op": "pane", "update": update})
-                seq += 1
-                await ws.send(json.dumps({"type": "delta", "seq": seq, "ops": ops}))
-                counters["sent"] += k
-            nxt += tick
-            await asyncio.sleep(max(0.0, nxt - time.monotonic()))
+        try:
+            await _send_loop(ws, rate, until, panes, probe_every, counters, base, evidence, record, host, seq)
+        except websockets.ConnectionClosed as exc:
+            counters["disconnects"] = counters.get("disconnects", 0) + 1
+            print(f"collector {idx}: {exc}", file=sys.stderr)
         reader.cancel()
+
+
+async def _send_loop(
+    ws: Any,
+    rate: float,
+    until: float,
+    panes: int,
+    probe_every: int,
+    counters: dict[str, int],
+    base: dict[str, Any],
+    evidence: dict[str, Any],
+    record: dict[str, Any],
+    host: str,
+    seq: int,
+) -> None:
+    states = ["working", "blocked", "working", "idle", "done"]
+    tick = 0.01
+    per_tick = rate * tick
+    owed = 0.0
+    n = 0
+    nxt = time.monotonic()
+    while time.time() < until:
+        owed += per_tick
+        k = int(owed)
+        owed -= k
+        if k:
+            ops = []
+            now = time.time()
+            for _ in range(k):
+                n += 1
+                p = n % panes
+                st = states[(n // panes) % len(states)]
+                msg = f"p{now:.6f}" if n % probe_every == 0 else "r"
+                kind = "permission" if st == "blocked" else None
+                # The evidence must say what the report says: the server re-derives the
+                # state from it (as it does for a real collector's reports).
+                rec = {**record, "state": st, "kind": kind, "msg": msg, "updated": now, "seq": n}
+                update = {
+                    **base,
+                    "key": {"host": host, "tmux": "default", "pane": f"%{p}"},
+                    "state": st,
+                    "kind": kind,
+                    "msg": msg,
+                    "t": now,
+                    "evidence": {**evidence, "records": [rec]},
+                }
+                ops.append({"op": "pane", "update": update})
+            seq += 1
+            await ws.send(json.dumps({"type": "delta", "seq": seq, "ops": ops}))
+            counters["sent"] += k
+        nxt += tick
+        await asyncio.sleep(max(0.0, nxt - time.monotonic()))
 
 
 def reports_ingested(port: int, token: str) -> float:

@@ -73,11 +73,25 @@ def test_hub_drops_a_client_that_cannot_keep_up() -> None:
         fast, slow = hub.subscribe(), hub.subscribe()
         for rev in range(1, 6):
             hub.publish(rev, [{"id": rev}], [])
+            hub.flush()
             while not fast.queue.empty():
                 fast.queue.get_nowait()
         assert slow.dropped and slow not in hub.subscribers and hub.dropped == 1
         assert not fast.dropped and fast in hub.subscribers
         assert slow.queue.qsize() == 3  # bounded: nothing queued past the limit
+        # Changes within one interval coalesce: latest state per pane, gone wins over older.
+        hub2 = Hub(maxsize=10, interval=0.05)
+        sub = hub2.subscribe()
+        hub2.publish(1, [{"id": 1, "state": "working", "rev": 1}], [])
+        await asyncio.sleep(0)  # idle hub: the first change goes at once
+        assert sub.queue.qsize() == 1
+        hub2.publish(2, [{"id": 1, "state": "blocked", "rev": 2}, {"id": 2, "rev": 2}], [])
+        hub2.publish(3, [{"id": 1, "state": "done", "rev": 3}], [2])
+        await asyncio.sleep(0)
+        assert sub.queue.qsize() == 1  # the rest waits for the interval
+        rev, frame = await asyncio.wait_for(_second(sub), 2)
+        data = json.loads(frame.decode().split("data: ", 1)[1])
+        assert rev == 3 and data["panes"] == [{"id": 1, "state": "done", "rev": 3}] and data["gone"] == [2]
 
     asyncio.run(go())
 
@@ -160,3 +174,8 @@ def test_retention_prunes_by_age_and_count_and_purges_gone_panes(db_url: str) ->
             assert removed == 20 + 8
 
     asyncio.run(go())
+
+
+async def _second(sub):  # type: ignore[no-untyped-def]
+    sub.queue.get_nowait()
+    return await sub.queue.get()

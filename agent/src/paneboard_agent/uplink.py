@@ -148,7 +148,9 @@ class UplinkSink:
                     additional_headers={"Authorization": f"Bearer {self.token}"},
                     open_timeout=10,
                     ping_interval=20,
-                    ping_timeout=20,
+                    # Generous: a busy server stops reading (backpressure) and a pong then
+                    # waits behind the data already in the socket buffers.
+                    ping_timeout=120,
                     max_size=1 << 20,
                     compression=None,
                 ) as ws:

@@ -396,7 +396,7 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
         port=port,
         ws_max_size=cfg.limits.max_message_bytes,
         ws_ping_interval=20,
-        ws_ping_timeout=20,
+        ws_ping_timeout=120,
         log_level="info",
         lifespan="on",
         proxy_headers=False,

@@ -38,6 +38,8 @@ log = logging.getLogger("paneboard.server")
 # Operations per transaction. PANEBOARD_WRITER_BATCH=1 (one commit per operation) exists
 # only so bench/ingest.py can show what batching buys; nobody should run with it.
 BATCH_MAX = max(1, int(os.environ.get("PANEBOARD_WRITER_BATCH", "4000")))
+# Collector messages allowed to wait for the writer before ingest stops reading sockets.
+MAX_PENDING = 2000
 NOTIFY_CHANNEL = "paneboard_change"
 SEEN_CHANNEL = "paneboard_seen"
 DISCONNECTED = "collector disconnected"
@@ -285,6 +287,7 @@ class Core:
         self.stats = {"reports": 0, "batches": 0, "commits_failed": 0, "stale_changes": 0}
         self._tasks: list[asyncio.Task[Any]] = []
         self.collector_rows: set[int] | None = None  # token ids that have a collectors row
+        self._room = asyncio.Event()
 
     # --- lifecycle -------------------------------------------------------------------
     async def load(self) -> None:
@@ -335,6 +338,18 @@ class Core:
     def submit(self, op: Op) -> None:
         self.queue.put_nowait(op)
 
+    async def submit_ingest(self, op: Op) -> None:
+        """Queue a collector's message, waiting while the writer is behind.
+
+        The wait stops that connection's reader, so TCP pushes back on the collector,
+        whose uplink coalesces per pane meanwhile: the server's memory stays bounded and
+        what finally arrives is the newest state, not a backlog of old ones.
+        """
+        while self.queue.qsize() >= MAX_PENDING:
+            self._room.clear()
+            await self._room.wait()
+        self.queue.put_nowait(op)
+
     def _due(self, pane_ids: list[int]) -> None:
         self.submit(Reevaluate(pane_ids))
 
@@ -368,6 +383,7 @@ class Core:
                     batch.append(self.queue.get_nowait())
                 except asyncio.QueueEmpty:
                     break
+            self._room.set()
             try:
                 await self._apply(batch)
             except asyncio.CancelledError:
@@ -683,9 +699,19 @@ class Reevaluate(Op):
     pane_ids: list[int]
 
     async def apply(self, tx: Tx) -> None:
+        current: dict[int, int] | None = None
+        if tx.core.is_pg:
+            # Every process on the database has the same deadline; lock the rows so only
+            # the first re-evaluates, the others see a newer rev and wait for its NOTIFY.
+            rows = await tx.conn.execute(
+                select(s.panes.c.id, s.panes.c.rev).where(s.panes.c.id.in_(self.pane_ids)).with_for_update()
+            )
+            current = {r.id: r.rev for r in rows.all()}
         for pid in self.pane_ids:
             p = tx.pane_by_id(pid)
             if p is None or p.gone_at is not None:
+                continue
+            if current is not None and current.get(pid) != p.rev and pid not in tx.changed:
                 continue
             fields = reclassify.classify(p.evidence, tx.now)
             if fields is None:

@@ -9,6 +9,7 @@ so one slow phone cannot grow the server's memory.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,11 +44,21 @@ class Subscriber:
 
 
 class Hub:
-    def __init__(self, maxsize: int = 512) -> None:
+    """Coalesces committed changes into at most one frame per `interval` (latest state
+    per pane wins), so under load a client gets a few large frames a second instead of
+    one per commit; an idle hub sends the next change at once."""
+
+    def __init__(self, maxsize: int = 512, interval: float = 0.02) -> None:
         self.maxsize = maxsize
+        self.interval = interval
         self.subscribers: set[Subscriber] = set()
         self.published = 0
         self.dropped = 0
+        self._panes: dict[int, dict[str, Any]] = {}
+        self._gone: set[int] = set()
+        self._rev = 0
+        self._last = float("-inf")
+        self._handle: asyncio.Handle | None = None
 
     def subscribe(self) -> Subscriber:
         sub = Subscriber(self.maxsize)
@@ -60,9 +71,32 @@ class Hub:
     def publish(self, rev: int, panes: list[dict[str, Any]], gone: list[int]) -> None:
         if not self.subscribers or (not panes and not gone):
             return
-        frame = sse_frame("change", {"rev": rev, "panes": panes, "gone": gone}, rev)
+        for p in panes:
+            self._panes[p["id"]] = p
+            self._gone.discard(p["id"])
+        for g in gone:
+            self._panes.pop(g, None)
+            self._gone.add(g)
+        self._rev = max(self._rev, rev)
+        if self._handle is None:
+            loop = asyncio.get_running_loop()
+            delay = self._last + self.interval - loop.time()
+            self._handle = loop.call_later(delay, self.flush) if delay > 0 else loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if not self._panes and not self._gone:
+            return
+        with contextlib.suppress(RuntimeError):
+            self._last = asyncio.get_running_loop().time()
+        panes = sorted(self._panes.values(), key=lambda p: p.get("rev", 0))
+        frame = sse_frame("change", {"rev": self._rev, "panes": panes, "gone": sorted(self._gone)}, self._rev)
+        item = (self._rev, frame)
+        self._panes, self._gone = {}, set()
         self.published += 1
         for sub in list(self.subscribers):
-            if not sub.offer((rev, frame)):
+            if not sub.offer(item):
                 self.dropped += 1
                 self.subscribers.discard(sub)

@@ -225,7 +225,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                 last = msg.seq
                 need_snapshot = False
                 seq = msg.seq
-                core.submit(
+                await core.submit_ingest(
                     Ingest(
                         cid,
                         hello.stream,
@@ -265,7 +265,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                     op.gone.append((o.key, o.t))
                 else:
                     op.host_ops.append((o.host, o.reachable, o.error))
-            core.submit(op)
+            await core.submit_ingest(op)
         if conn.closing is not None:
             with contextlib.suppress(Exception):
                 await ws.close(*conn.closing)
