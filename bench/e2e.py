@@ -154,18 +154,62 @@ class RawWatch(threading.Thread):
         self.proc.wait(5)
 
 
+class StdoutWatch(threading.Thread):
+    """A second, independent collector (`paneboard agent --stdout --ssh`, the same code
+    as the real one) whose JSON lines are timestamped on arrival: the collector's own
+    share of the delay, without uplink, server or browser."""
+
+    def __init__(self, stack: Stack) -> None:
+        super().__init__(daemon=True)
+        assert stack.sshd is not None and stack.tmux is not None
+        env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "paneboard.cli",
+                "agent",
+                "--stdout",
+                *stack.sshd.ssh_args(),
+                "--tmux-socket",
+                stack.tmux.name,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self.times: list[tuple[str, str | None, str | None, float]] = []
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            t = time.time()
+            obj = json.loads(line)
+            self.times.append((obj["pane"], obj.get("state"), obj.get("msg"), t))
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
 def marker(mode: str, seq: int, state: str) -> bytes:
     if mode == "report":
         return base64.b64encode(f"m{seq}x".encode())
     return f"({seq}s".encode() if state == "working" else f"#{seq}".encode()
 
 
-def run_kind(page: Any, stack: Stack, sse: SSEWatch, raw: RawWatch, mode: str, n: int, tmp: Path) -> dict:
+def run_kind(
+    page: Any, stack: Stack, sse: SSEWatch, raw: RawWatch, col: StdoutWatch, mode: str, n: int, tmp: Path
+) -> dict:
     fifo, log = tmp / f"{mode}.fifo", tmp / f"{mode}.log"
     os.mkfifo(fifo)
     argv0 = "codex" if mode == "screen" else "bench-agent"
     cmd = f"exec -a {argv0} {sys.executable} {PACED} {mode} {fifo} {log}"
-    _pane, pid = stack.new_pane(mode, cmd)
+    pane, pid = stack.new_pane(mode, cmd)
     ctl = open(fifo, "wb", buffering=0)  # noqa: SIM115 - kept open for the whole run
     wait_for(lambda: log.exists() and "ready" in log.read_text(), timeout=20, what=f"{mode} program")
     page.locator(f".card[data-id='{pid}']").wait_for()
@@ -194,7 +238,7 @@ def run_kind(page: Any, stack: Stack, sse: SSEWatch, raw: RawWatch, mode: str, n
     for line in log.read_text().splitlines()[1:]:
         s, t = line.split()
         writes[int(s)] = float(t)
-    out: dict[str, list[float]] = {"raw": [], "sse": [], "card": []}
+    out: dict[str, list[float]] = {"raw": [], "stdout": [], "sse": [], "card": []}
     for seq in range(2, n + 2):
         t0, state = writes[seq], states[seq % 2]
         want = f"m{seq}x" if mode == "report" else None
@@ -211,6 +255,9 @@ def run_kind(page: Any, stack: Stack, sse: SSEWatch, raw: RawWatch, mode: str, n
         out["card"].append((card - t0) * 1000)
         if ev is not None:
             out["sse"].append((ev - t0) * 1000)
+        got = next((t for p, st, msg, t in col.times if p == pane and hit(st, msg, t)), None)
+        if got is not None:
+            out["stdout"].append((got - t0) * 1000)
         if f"{mode}{seq}" in raw.seen:
             out["raw"].append((raw.seen[f"{mode}{seq}"] - t0) * 1000)
     return out
@@ -231,34 +278,39 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(d)
         stack = Stack(tmp / "stack")
         stack.tmp.mkdir()
-        raw = None
+        raw = col = None
         try:
             stack.start()
             sse = SSEWatch(stack)
             sse.start()
             raw = RawWatch(stack)
             raw.start()
+            col = StdoutWatch(stack)
+            col.start()
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
                 page = open_board(browser, stack)
                 if args.reports:
                     results["explicit (OSC 7501)"] = run_kind(
-                        page, stack, sse, raw, "report", args.reports, tmp
+                        page, stack, sse, raw, col, "report", args.reports, tmp
                     )
                 if args.screens:
                     results["screen-inferred (codex rules)"] = run_kind(
-                        page, stack, sse, raw, "screen", args.screens, tmp
+                        page, stack, sse, raw, col, "screen", args.screens, tmp
                     )
                 browser.close()
         finally:
             if raw is not None:
                 raw.close()
+            if col is not None:
+                col.close()
             stack.close()
     took = time.monotonic() - started
     print(f"bench/e2e.py: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, {took:.0f} s")
     print(f"{'transition':32} {'stage':38} {'n':>4} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     stages = {
         "raw": "pane -> ssh tmux -C client (baseline)",
+        "stdout": "pane -> collector --stdout line",
         "sse": "pane -> SSE client",
         "card": "pane -> card in Chromium",
     }
