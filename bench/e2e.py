@@ -267,6 +267,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reports", type=int, default=200, help="explicit transitions (default 200)")
     ap.add_argument("--screens", type=int, default=40, help="screen-inferred transitions (default 40)")
+    ap.add_argument(
+        "--flood",
+        type=int,
+        default=0,
+        metavar="MB",
+        help="meanwhile another pane floods MB megabytes with 10,000 reports/s (tests/e2e/flood.py)",
+    )
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
@@ -276,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="pb-bench-e2e-") as d:
         tmp = Path(d)
+        flog = tmp / "flood.log"
+        flood_done = ""
         stack = Stack(tmp / "stack")
         stack.tmp.mkdir()
         raw = col = None
@@ -290,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
                 page = open_board(browser, stack)
+                if args.flood:
+                    flood = ROOT / "tests" / "e2e" / "flood.py"
+
+                    stack.new_pane("flood", f"exec {sys.executable} {flood} {args.flood} 10000 {flog}")
                 if args.reports:
                     results["explicit (OSC 7501)"] = run_kind(
                         page, stack, sse, raw, col, "report", args.reports, tmp
@@ -298,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                     results["screen-inferred (codex rules)"] = run_kind(
                         page, stack, sse, raw, col, "screen", args.screens, tmp
                     )
+                flood_done = flog.read_text().strip() if flog.exists() else "still running at the end"
                 browser.close()
         finally:
             if raw is not None:
@@ -306,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
                 col.close()
             stack.close()
     took = time.monotonic() - started
+    if args.flood:
+        print(f"flood pane alongside: {args.flood} MB requested, {flood_done}")
     print(f"bench/e2e.py: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, {took:.0f} s")
     print(f"{'transition':32} {'stage':38} {'n':>4} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     stages = {
