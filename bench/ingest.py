@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -73,10 +74,8 @@ async def sse_client(port: int, token: str, until: float, stats: dict[str, Any],
         i = frames.find(b'"msg":"p')
         while i >= 0:
             j = frames.find(b'"', i + 8)
-            try:
+            with contextlib.suppress(ValueError):
                 lat.append(now - float(frames[i + 8 : j]))
-            except ValueError:
-                pass
             i = frames.find(b'"msg":"p', j)
     writer.close()
 
@@ -116,6 +115,7 @@ async def collector(
     import websockets
 
     evidence = evidence_template()
+    record = evidence["records"][0]
     states = ["working", "blocked", "working", "idle", "done"]
     base = {
         "session": "main",
@@ -185,19 +185,20 @@ async def collector(
                     p = n % panes
                     st = states[(n // panes) % len(states)]
                     msg = f"p{now:.6f}" if n % probe_every == 0 else "r"
-                    ops.append(
-                        {
-                            "op": "pane",
-                            "update": {
-                                **base,
-                                "key": {"host": host, "tmux": "default", "pane": f"%{p}"},
-                                "state": st,
-                                "kind": "permission" if st == "blocked" else None,
-                                "msg": msg,
-                                "t": now,
-                            },
-                        }
-                    )
+                    kind = "permission" if st == "blocked" else None
+                    # The evidence must say what the report says: the server re-derives the
+                    # state from it (as it does for a real collector's reports).
+                    rec = {**record, "state": st, "kind": kind, "msg": msg, "updated": now, "seq": n}
+                    update = {
+                        **base,
+                        "key": {"host": host, "tmux": "default", "pane": f"%{p}"},
+                        "state": st,
+                        "kind": kind,
+                        "msg": msg,
+                        "t": now,
+                        "evidence": {**evidence, "records": [rec]},
+                    }
+                    ops.append({"op": "pane", "update": update})
                 seq += 1
                 await ws.send(json.dumps({"type": "delta", "seq": seq, "ops": ops}))
                 counters["sent"] += k
@@ -224,6 +225,15 @@ def peak_rss_mb(pid: int) -> float:
     except OSError:
         pass
     return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process: what it cost, whatever else the machine was doing."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -341,11 +351,14 @@ def run_one(kind: str, args: argparse.Namespace, batch: int) -> dict[str, Any]:
             while time.time() < start_at:
                 await asyncio.sleep(0.05)
             before = await asyncio.to_thread(reports_ingested, port, viewer)
+            cpu["before"] = cpu_seconds(server.pid)
             await gather
             return before
 
+        cpu: dict[str, float] = {}
         before = asyncio.run(load())
         after = reports_ingested(port, viewer)
+        cpu_used = cpu_seconds(server.pid) - cpu["before"]
         sse.wait(args.duration + 30)
         stats = json.loads(out.read_text())
         if os.environ.get("PB_BENCH_DEBUG"):
@@ -363,6 +376,8 @@ def run_one(kind: str, args: argparse.Namespace, batch: int) -> dict[str, Any]:
             "sse_mb_per_s": stats["bytes"] / args.duration / 1e6,
             "eof": stats["eof"],
             "peak_rss_mb": peak_rss_mb(server.pid),
+            "cpu_us_per_report": cpu_used / max(1.0, after - before) * 1e6,
+            "server_cpu_share": cpu_used / args.duration,
         }
     finally:
         if server is not None and server.poll() is None:
@@ -406,7 +421,7 @@ def main() -> int:
     )
     head = (
         f"{'db':<9}{'writer':<18}{'reports/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'probes':>8}{'SSE MB/s':>10}"
-        f"{'peak RSS MB':>12}"
+        f"{'peak RSS MB':>12}{'CPU us/rep':>11}{'srv cores':>10}"
     )
     print(head)
     for r in rows:
@@ -414,7 +429,10 @@ def main() -> int:
         print(
             f"{r['db']:<9}{label:<18}{r['reports_per_s']:>10.0f}{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}"
             f"{r['samples']:>8}{r['sse_mb_per_s']:>10.1f}{r['peak_rss_mb']:>12.0f}"
+            f"{r['cpu_us_per_report']:>11.0f}{r['server_cpu_share']:>10.2f}"
         )
+    print("CPU us/rep: server CPU time per ingested report (incl. its SSE fan-out); srv cores: CPU the")
+    print("server got per second of wall time. On a shared machine the second bounds the first row.")
     return 0
 
 

@@ -1,7 +1,7 @@
 # Shared set-up for scripts/test and scripts/demo (sourced, not run).
 # Installs what a fresh Debian machine with Python 3.11 lacks, and nothing twice.
 
-_apt_packages=(tmux openssh-server openssh-client chromium zsh)
+_apt_packages=(tmux procps openssh-server openssh-client chromium zsh)
 
 _as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
@@ -9,8 +9,10 @@ _as_root() {
 }
 
 bootstrap_system() {
-    local missing=()
-    for p in "${_apt_packages[@]}"; do
+    # With arguments: just those packages (the demo needs only tmux); else the test set.
+    local wanted=("$@") missing=()
+    [ ${#wanted[@]} -gt 0 ] || wanted=("${_apt_packages[@]}")
+    for p in "${wanted[@]}"; do
         dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
     done
     if [ ${#missing[@]} -gt 0 ]; then
@@ -21,9 +23,16 @@ bootstrap_system() {
 }
 
 bootstrap_python() {
+    export PATH="$HOME/.local/bin:$PATH"
     if ! command -v uv >/dev/null 2>&1; then
         echo "== pip install uv" >&2
-        python3 -m pip install --quiet uv
+        if ! python3 -m pip --version >/dev/null 2>&1; then
+            bootstrap_system python3-pip
+        fi
+        # Debian's own python3 refuses pip installs outside a venv (PEP 668); uv is a
+        # self-contained binary, so installing it for this user is harmless.
+        python3 -m pip install --quiet uv 2>/dev/null \
+            || python3 -m pip install --quiet --user --break-system-packages uv
     fi
     echo "== uv sync" >&2
     uv sync --frozen --all-packages --quiet

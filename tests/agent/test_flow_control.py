@@ -93,6 +93,8 @@ def test_stopped_agent_recovers_and_decodes_after_the_flood(tmux_server: TmuxSer
             lambda o: o["pane"] == flood and o["state"] == "working", timeout=30, what="late"
         )
         assert line["agent"] == "late"
+        # and a busy collector still answers SIGTERM promptly (its read loop yields)
+        assert proc.stop() == 0 and not proc.needed_kill
     finally:
         proc.stop()
         term.close()

@@ -209,6 +209,24 @@ CASES = [
         id="RI-1-interpreter-unwrapped-to-script",
     ),
     pytest.param(
+        [("proc", T0, "/venv/bin/python3 /venv/bin/paneboard run --wrap -- claude --resume", 5)],
+        T0,
+        {"agent": "claude", "state": "idle"},
+        id="RI-1-paneboard-run-relay-unwrapped-to-its-program",
+    ),
+    pytest.param(
+        [("proc", T0, "python3 -m paneboard.cli run -- node /usr/lib/codex/bin/codex.js", 5)],
+        T0,
+        {"agent": "codex"},
+        id="RI-1-paneboard-run-as-module-unwrapped-through-interpreter",
+    ),
+    pytest.param(
+        [("proc", T0, "paneboard run --wrap", 5)],
+        T0,
+        {"agent": None},
+        id="RI-1-paneboard-run-without-command-identifies-nothing",
+    ),
+    pytest.param(
         [("proc", T0, "/usr/local/bin/claude", 5)],
         T0,
         {"agent": "claude"},

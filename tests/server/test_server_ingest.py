@@ -318,8 +318,20 @@ def test_seen_goes_back_to_the_collector_and_unreachable_after_grace(
             await up.close()
         got = await wait_until(lambda: _unreachable(srv.url, tokens["viewer"]), 10, "host marked unreachable")
         assert got["state"] == "idle" and got["stale"] is True and got["last_seen"] > 0
+        # The collector comes back: the host is reachable again.
+        up = UplinkSink(srv.url, tokens["collector"])
+        await up.start()
+        try:
+            await up.pane_changed(pane_update("h", "%1", "idle"))
+            await wait_until(lambda: _reachable(srv.url, tokens["viewer"]), 10, "host reachable again")
+        finally:
+            await up.close()
 
     asyncio.run(go())
+
+
+async def _reachable(url: str, token: str) -> bool:
+    return by_pane(await panes(url, token))["%1"]["reachable"]
 
 
 async def _unreachable(url: str, token: str) -> dict[str, Any] | None:

@@ -152,6 +152,8 @@ def test_retention_prunes_by_age_and_count_and_purges_gone_panes(db_url: str) ->
                     ).all()
                 )
                 left = {r[0] for r in (await conn.execute(select(s.panes.c.id))).all()}
+                sessions = [r[0] for r in (await conn.execute(select(s.tmux_sessions.c.name))).all()]
+            assert sessions == ["main"]  # three panes of one tmux session: one row
             assert counts.get(a, 0) == 1  # only its fresh "report" row from the ingest
             assert counts[b] == 5
             assert c not in counts and c not in left and c not in core.panes

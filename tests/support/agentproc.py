@@ -86,12 +86,16 @@ class AgentProcess:
             t.join(timeout=5)
         return rc
 
+    needed_kill = False
+
     def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL after 10 s (`needed_kill` records that it came to that)."""
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
+                self.needed_kill = True
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
         for t in self._threads:

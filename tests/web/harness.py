@@ -128,31 +128,25 @@ class Paneboard:
     def start(self, collector: bool = True) -> Paneboard:
         self._prepare_db()
         self.config = self.tmp / "server.toml"
-        self.config.write_text(_toml({"notify": self.notify}))
+        # A short grace period so "host unreachable" shows within a test.
+        self.config.write_text(_toml({"server": {"grace_period": 2}, "notify": self.notify}))
         self.start_server()
         if collector:
             self.tmux = TmuxServer().start("work")
             self.pane = self.tmux.panes()[0]
-            self.collector = self._spawn(
-                "collector",
-                [
-                    *PANEBOARD,
-                    "agent",
-                    "--server",
-                    self.url,
-                    "--token",
-                    self.collector_token,
-                    "--local",
-                    "--tmux-socket",
-                    self.tmux.name,
-                ],
-            )
-            wait_for(
-                lambda: self.panes(),
-                timeout=30,
-                what=f"the collector's first snapshot\n{self.log('collector')}",
-            )
+            self.start_collector()
         return self
+
+    def start_collector(self) -> None:
+        assert self.tmux is not None
+        args = [*PANEBOARD, "agent", "--server", self.url, "--token", self.collector_token]
+        self.collector = self._spawn("collector", [*args, "--local", "--tmux-socket", self.tmux.name])
+        what = f"the collector's snapshot\n{self.log('collector')}"
+        wait_for(lambda: any(p.get("reachable") for p in self.panes()), timeout=30, what=what)
+
+    def stop_collector(self) -> None:
+        os.killpg(self.collector.pid, signal.SIGTERM)
+        self.collector.wait(20)
 
     def start_server(self) -> None:
         args = [*PANEBOARD, "serve", "--port", str(self.port), "--config", str(self.config)]

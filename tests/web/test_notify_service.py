@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
+import uuid
 
 import pytest
 from paneboard_server import accounts, schema
@@ -17,16 +19,47 @@ from paneboard_server.notify.routing import ConfigError
 from paneboard_server.notify.service import NotifyService, NotifySettings
 from paneboard_server.notify.webpush import Subscription
 from sqlalchemy import insert, select
+from sqlalchemy.engine import make_url
 
 from .pushendpoint import PushService
 from .receiver import JsonReceiver
 
+PG_ADMIN = os.environ.get("PANEBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
-@pytest.fixture
-def db_url(tmp_path):
-    url = resolve_url(str(tmp_path / "pb.db"))
-    upgrade(url)
-    return url
+
+def _pg(sql: str) -> None:
+    import asyncpg
+
+    async def go() -> None:
+        conn = await asyncpg.connect(PG_ADMIN)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(go())
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request, tmp_path):
+    """A freshly migrated database: SQLite file, or a new PostgreSQL database."""
+    if request.param == "sqlite":
+        url = resolve_url(str(tmp_path / "pb.db"))
+        upgrade(url)
+        yield url
+        return
+    try:
+        _pg("SELECT 1")
+    except Exception as exc:
+        pytest.skip(f"PostgreSQL not available at {PG_ADMIN}: {type(exc).__name__}: {exc}")
+    name = f"pb_web_{uuid.uuid4().hex[:10]}"
+    _pg(f'CREATE DATABASE "{name}"')
+    try:
+        url = resolve_url(make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False))
+        upgrade(url)
+        yield url
+    finally:
+        _pg(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

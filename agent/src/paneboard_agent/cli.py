@@ -142,6 +142,8 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
     collector = Collector(make_targets(hosts), sink, options)
     if uplink is not None:
         uplink.attach(collector)
+        if hasattr(uplink, "on_seen"):  # the server says the user looked: done -> idle
+            uplink.on_seen = collector.mark_seen
         await uplink.start()
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()

@@ -172,6 +172,7 @@ class TmuxWatcher:
         self._capture_sem = asyncio.Semaphore(options.captures_at_once)
         self._attach_failures: dict[str, float] = {}
         self._held: set[_Pane] = set()
+        self._full_due = 0.0
         # the classifier sees a name only; "docker exec"-style entries are judged here
         self._classifier_transports = [t for t in options.transports if " " not in t]
 
@@ -236,8 +237,7 @@ class TmuxWatcher:
 
     async def _teardown(self) -> None:
         self._release_held()  # no observation is coming: the classifier gets them as they are
-        for name in list(self.clients):
-            await self._detach(name, forget=False)
+        await asyncio.gather(*(self._detach(name, forget=False) for name in list(self.clients)))
         for pane in self.panes.values():
             pane.cancel_timers()
             if pane.capture_task and not pane.capture_task.done():
@@ -401,13 +401,36 @@ class TmuxWatcher:
         return pane
 
     async def _sync(self) -> None:
+        """One poll. A full poll (every poll interval, or when sessions changed) runs
+        `ps` for every pane; a light one (woken early by reports or notifications)
+        lists panes (cheap: tmux answers from memory) and runs `ps` only for panes that
+        are new or whose foreground command tmux now names differently, so that many
+        panes reporting at once never turn into many `ps` runs on the watched host.
+        """
         self._polls += 1
-        if self._need_sessions or not self.clients or self._polls % 5 == 0:
+        now_m = time.monotonic()
+        full = self._need_sessions or now_m >= self._full_due
+        if full:
+            self._full_due = now_m + self.opt.poll_interval
+        if self._need_sessions or not self.clients or self._polls % 25 == 0:
             self._need_sessions = False
             await self._sync_sessions()
         infos = await self._list_panes()
-        procs = await self._ps(infos) if infos else {}
-        self._apply(infos, procs, time.time())
+        if full:
+            look = infos
+        else:
+            look = []
+            for info in infos:
+                pane = self.panes.get(info.pane_id)
+                if (
+                    pane is None
+                    or pane.info is None
+                    or pane.info.command != info.command
+                    or pane.info.pane_pid != info.pane_pid
+                ):
+                    look.append(info)
+        procs = await self._ps(look) if look else {}
+        self._apply(infos, procs, time.time(), {i.pane_id for i in look})
         self._release_held()
 
     async def _sync_sessions(self) -> None:
@@ -491,7 +514,8 @@ class TmuxWatcher:
             return None
         return parse_ps(res.stdout)
 
-    def _apply(self, infos: list[PaneInfo], procs: dict[int, Any] | None, now: float) -> None:
+    def _apply(self, infos: list[PaneInfo], procs: dict[int, Any] | None, now: float, look: set[str]) -> None:
+        """Update panes from a listing; observe processes of the panes in `look`."""
         seen: set[str] = set()
         for info in infos:
             pane = self.panes.get(info.pane_id)
@@ -500,16 +524,20 @@ class TmuxWatcher:
                 pane = None
             if pane is None:
                 pane = self._new_pane(info.pane_id, info.session)
+            before = pane.info
+            seen.add(info.pane_id)
+            pane.unlisted_polls = 0
+            if info.pane_id in look:
+                self._observe(pane, info, procs, now)
             pane.info = info
             pane.session = info.session
-            pane.unlisted_polls = 0
-            seen.add(info.pane_id)
-            self._observe(pane, info, procs, now)
+            pane.observed_at = time.monotonic()  # tmux's listing confirms the command in front
             if pane.recapture:
                 pane.recapture = False
                 if pane.classifier.wants_screen:
                     self._capture(pane)
-            self._evaluate(pane, now)
+            if before is None or (before.session, before.window) != (info.session, info.window):
+                self._evaluate(pane, now)  # otherwise nothing the update carries changed
         for pane_id, pane in list(self.panes.items()):
             if pane_id in seen:
                 continue
@@ -646,6 +674,16 @@ class TmuxWatcher:
             pane.capture_again = False
             self._settle(pane, time.time())
 
+    def mark_seen(self, pane_id: str, t: float) -> bool:
+        """The user looked at this pane (the server says so): `done` becomes `idle`."""
+        pane = self.panes.get(pane_id)
+        if pane is None:
+            return False
+        now = max(t, time.time()) if t else time.time()
+        pane.classifier.mark_seen(now)
+        self._evaluate(pane, now)
+        return True
+
     # --- snapshot ------------------------------------------------------------------
 
     def snapshot(self) -> list[PaneUpdate]:
@@ -667,6 +705,12 @@ class Collector:
             panes += w.snapshot()
             hosts[w.host] = w.reachable
         return panes, hosts
+
+    def mark_seen(self, key: PaneKey, t: float) -> None:
+        """Forwarded by a sink (the uplink's `on_seen`): the user looked at `key`."""
+        for w in self.watchers:
+            if w.host == key.host and w.target.label == key.tmux and w.mark_seen(key.pane, t):
+                return
 
     async def run(self) -> int:
         """Run until cancelled, or until every watcher failed fatally (returns 1)."""

@@ -398,6 +398,9 @@ class ControlClient:
                     if isinstance(note, Exit):
                         self.exit_reason = note.reason or "exit"
                     await self._handler(self, note)
+                # a read of buffered data does not suspend: without this, a busy pane
+                # would keep every other task (other sessions, timers, signals) waiting
+                await asyncio.sleep(0)
         except asyncio.CancelledError:
             raise
         except Exception:  # a handler bug must not leave a zombie client behind

@@ -91,6 +91,7 @@ class LocalTransport(Transport):
         except OSError as exc:
             raise TransportError(f"cannot run {argv[0]}: {exc.strerror or exc}") from exc
         chan = LocalChannel(proc)
+        self._channels = {c for c in self._channels if c._proc.returncode is None}
         self._channels.add(chan)
         return chan
 

@@ -44,14 +44,30 @@ Readings where the spec leaves a choice (documented in docs/classifier.md):
 
 from __future__ import annotations
 
-import functools
-import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from paneboard_protocol import contract as contract_mod
 from paneboard_protocol.evidence import EVIDENCE_VERSION, EvidenceError, check_evidence
-from paneboard_protocol.records import effective_app, roll_up
+from paneboard_protocol.records import alias as _alias
+from paneboard_protocol.records import display_text, effective_app, public_record, roll_up
+
+__all__ = [
+    "EVIDENCE_VERSION",
+    "STATES",
+    "Classification",
+    "ListFacts",
+    "RecordFacts",
+    "classify_evidence",
+    "contract_identity",
+    "display_text",
+    "empty_evidence",
+    "evidence_deadline",
+    "evidence_mark_seen",
+    "is_spinner",
+    "records_view",
+    "title_has_spinner",
+]
 
 STATES = ("working", "blocked", "idle", "done", "error")
 
@@ -77,19 +93,6 @@ def title_has_spinner(title: str | None) -> bool:
         return False
     stripped = title.lstrip()
     return bool(stripped) and is_spinner(stripped[0])
-
-
-_INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Co", "Cs"})
-
-
-@functools.lru_cache(maxsize=4096)
-def display_text(text: str | None) -> str | None:
-    """P7501-19: report text is untrusted — strip bidi, invisible formatting and control
-    characters before it is shown (and so before it reaches the classification)."""
-    if text is None:
-        return None
-    cleaned = "".join(ch for ch in text if unicodedata.category(ch) not in _INVISIBLE_CATEGORIES)
-    return cleaned or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +142,6 @@ def empty_evidence() -> dict[str, Any]:
     }
 
 
-def _alias(aliases: dict[str, str], app: str | None) -> str | None:
-    if not app:
-        return None
-    return aliases.get(app, app)
-
-
 def contract_identity(evidence: dict[str, Any], now: float) -> bool:
     """RI-1 row 2: does the contract still identify the pane at `now`?"""
     c = evidence.get("contract")
@@ -181,32 +178,89 @@ def _native_progress(native: dict[str, Any]) -> int | None:
 
 def records_view(records: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
     """The per-record list a Classification carries (effective app, display-safe text)."""
-    return _public_records(records)
+    return ListFacts(records, 0, None, {}).public()
 
 
-def _public_records(records: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
-    by_id = {r["id"]: r for r in records}
-    return tuple(
-        {
-            "id": r["id"] or None,
-            "state": r["state"],
-            "kind": r["kind"],
-            "app": effective_app(records, r, by_id),
-            "msg": display_text(r["msg"]),
-            "title": display_text(r["title"]),
-            "progress": r["progress"],
-            "updated": r["updated"],
-        }
-        for r in records
+class RecordFacts(Protocol):
+    """What arbitration needs to know of the records, for one (gen, agent, aliases).
+
+    Two implementations give the same answers: `ListFacts` over an evidence list (the
+    server, anything from elsewhere) and the collector's indexed `RecordStore`, which
+    answers without looking at every record (see `paneboard_protocol.records`)."""
+
+    def live_winner(self) -> dict[str, Any] | None:
+        """Roll-up (P7501-22) of live records that do not name another agent (RI-2)."""
+
+    def live_agent(self) -> str | None:
+        """The winner's agent, else that of the newest such record naming one (RI-1 row 3)."""
+
+    def leftover_winner(self) -> dict[str, Any] | None:
+        """Roll-up of the records earlier processes left (RI-5)."""
+
+    def leftover_agent(self) -> str | None:
+        """The left-over winner's agent: its app, else who the pane was when it was filed."""
+
+
+class ListFacts:
+    """`RecordFacts` over a plain list of evidence records (O(n), computed once)."""
+
+    def __init__(
+        self, records: list[dict[str, Any]], gen: int, proc_agent: str | None, aliases: dict[str, str]
+    ) -> None:
+        by_id = {r["id"]: r for r in records}
+        self._records = records
+        self._apps = [effective_app(records, r, by_id) for r in records]
+        self._aliases = aliases
+        live = [(r, a) for r, a in zip(records, self._apps, strict=True) if r["gen"] == gen]
+        if proc_agent:
+            # RI-2: a report that names a different agent than the process-identified one does not apply.
+            live = [(r, a) for r, a in live if _alias(aliases, a) in (None, proc_agent)]
+        self._live = live
+        self._leftover = [(r, a) for r, a in zip(records, self._apps, strict=True) if r["gen"] != gen]
+        self._live_win = self._roll_up(live)
+        self._left_win = self._roll_up(self._leftover)
+
+    @staticmethod
+    def _roll_up(pairs: list[tuple[dict[str, Any], str | None]]) -> tuple[dict[str, Any], str | None] | None:
+        if not pairs:
+            return None
+        winner = roll_up([r for r, _ in pairs])
+        return next(p for p in pairs if p[0] is winner)
+
+    def live_winner(self) -> dict[str, Any] | None:
+        return None if self._live_win is None else self._live_win[0]
+
+    def live_agent(self) -> str | None:
+        agent = None if self._live_win is None else _alias(self._aliases, self._live_win[1])
+        if agent is None:
+            for _, app in reversed(self._live):  # newest first
+                agent = _alias(self._aliases, app)
+                if agent:
+                    break
+        return agent
+
+    def leftover_winner(self) -> dict[str, Any] | None:
+        return None if self._left_win is None else self._left_win[0]
+
+    def leftover_agent(self) -> str | None:
+        if self._left_win is None:
+            return None
+        rec, app = self._left_win
+        return _alias(self._aliases, app) or rec.get("agent")
+
+    def public(self) -> tuple[dict[str, Any], ...]:
+        return tuple(public_record(r, a) for r, a in zip(self._records, self._apps, strict=True))
+
+
+def _list_facts(evidence: dict[str, Any]) -> ListFacts:
+    proc = evidence["process"]
+    return ListFacts(
+        list(evidence.get("records") or []), proc["gen"], proc.get("agent"), evidence.get("aliases") or {}
     )
 
 
-def _decide(evidence: dict[str, Any], now: float) -> dict[str, Any]:
+def _decide(evidence: dict[str, Any], now: float, facts: RecordFacts) -> dict[str, Any]:
     """Rows of the two tables above; returns the classification's fields except `since`."""
-    proc = evidence["process"]
-    gen = proc["gen"]
-    aliases = evidence.get("aliases") or {}
-    records = list(evidence.get("records") or [])
     native = evidence.get("native") or {}
     out: dict[str, Any] = {
         "agent": None,
@@ -218,35 +272,18 @@ def _decide(evidence: dict[str, Any], now: float) -> dict[str, Any]:
         "source": None,
     }
 
-    by_id = {r["id"]: r for r in records}
-
-    def app_of(r: dict[str, Any]) -> str | None:
-        return effective_app(records, r, by_id)
-
-    proc_agent = proc.get("agent")
-    live = [r for r in records if r["gen"] == gen]
-    leftover = [r for r in records if r["gen"] != gen]
-    if proc_agent:
-        # RI-2: a report that names a different agent than the process-identified one does not apply.
-        live = [r for r in live if _alias(aliases, app_of(r)) in (None, proc_agent)]
-
     # Identity.
-    agent = proc_agent
+    agent = evidence["process"].get("agent")
     has_contract = contract_identity(evidence, now)
     if agent is None and has_contract:
         agent = evidence["contract"]["agent"]
-    winner = roll_up(live)
+    winner = facts.live_winner()
     if agent is None and winner is not None:
-        agent = _alias(aliases, app_of(winner))
-        if agent is None:
-            for r in reversed(live):  # newest first
-                agent = _alias(aliases, app_of(r))
-                if agent:
-                    break
-    use_leftover = agent is None and winner is None and bool(leftover)
-    if use_leftover:
-        winner = roll_up(leftover)
-        agent = _alias(aliases, app_of(winner)) or winner.get("agent")
+        agent = facts.live_agent()
+    if agent is None and winner is None:
+        winner = facts.leftover_winner()
+        if winner is not None:
+            agent = facts.leftover_agent()
     out["agent"] = agent
 
     # State.
@@ -290,12 +327,14 @@ def classify_evidence(
     *,
     check: bool = True,
     public_records: tuple[dict[str, Any], ...] | None = None,
+    facts: RecordFacts | None = None,
 ) -> Classification:
     """The pane's classification at `now`, from evidence alone (pure; the server re-runs it).
 
     Evidence from elsewhere is checked first (`EvidenceError`, a ValueError naming the
     bad field); `check=False` is for evidence this process just built itself, which may
-    also hand in `public_records`, its cached `records_view(evidence["records"])`.
+    also hand in `public_records`, its cached `records_view(evidence["records"])`, and
+    `facts`, its own `RecordFacts` of those records (then `evidence["records"]` is not read).
 
     `since` is the evidence's own `since` while the outcome (agent, state) is what the
     evidence was built with; when time alone changed it (staleness), it is the
@@ -305,7 +344,8 @@ def classify_evidence(
         check_evidence(evidence)
         if isinstance(now, bool) or not isinstance(now, int | float) or now != now:
             raise EvidenceError("now must be a number")
-    d = _decide(evidence, now)
+    list_facts = _list_facts(evidence) if facts is None else None
+    d = _decide(evidence, now, facts if list_facts is None else list_facts)
     basis = evidence.get("basis")
     bsince = evidence.get("since")
     if basis is not None and list(basis) == [d["agent"], d["state"]] and bsince is not None:
@@ -325,7 +365,9 @@ def classify_evidence(
         source=d["source"],
         since=since,
         observable=bool(evidence.get("observable", True)),
-        records=public_records if public_records is not None else _public_records(list(evidence["records"])),
+        records=public_records
+        if public_records is not None
+        else (list_facts or _list_facts(evidence)).public(),
     )
 
 

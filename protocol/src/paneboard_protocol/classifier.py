@@ -36,7 +36,6 @@ from paneboard_protocol.arbitration import (
     classify_evidence,
     evidence_deadline,
     evidence_mark_seen,
-    records_view,
 )
 from paneboard_protocol.debounce import Debouncer
 from paneboard_protocol.events import (
@@ -98,17 +97,25 @@ _SCRIPT_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".py")
 
 
 def process_identity(name: str | None) -> str | None:
-    """The name manifests match: basename, interpreters unwrapped to their script (RI-1)."""
+    """The name manifests match: basename, interpreters unwrapped to their script (RI-1).
+
+    `paneboard run [--wrap] [--] CMD ...` is unwrapped to CMD too: the relay holds the
+    pane's terminal while the agent runs behind it, and a wrapper never identifies.
+    """
     if not name:
         return None
     words = name.split()
     if not words:
         return None
     base = os.path.basename(words[0])
+    rest = words[1:]
     if base in INTERPRETERS or base.startswith("python3."):
-        for arg in words[1:]:
+        for index, arg in enumerate(words[1:], start=1):
             if arg.startswith("-") or arg in ("run", "exec"):
                 continue
+            if words[index - 1] == "-m":  # `python -m pkg.module`: the package names it
+                base, rest = arg.split(".")[0], words[index + 1 :]
+                break
             script = os.path.basename(arg)
             for suffix in _SCRIPT_SUFFIXES:
                 if script.endswith(suffix):
@@ -116,7 +123,14 @@ def process_identity(name: str | None) -> str | None:
             if script in ("index", "cli", "main"):
                 parent = os.path.basename(os.path.dirname(arg))
                 script = parent if parent not in ("", "bin", "dist", "lib") else script
-            return script or base
+            base, rest = script or base, words[index + 1 :]
+            break
+    if base == "paneboard" and rest[:1] == ["run"]:
+        command = list(rest[1:])
+        while command and command[0].startswith("-"):
+            if command.pop(0) == "--":
+                break
+        return process_identity(" ".join(command)) if command else base
     return base
 
 
@@ -144,7 +158,6 @@ class PaneClassifier:
         self._since: float | None = None
         self._last: Classification | None = None
         self._origin: tuple[float, tuple[str | None, str | None] | None, float | None] | None = None
-        self._public: tuple[int, tuple[dict[str, Any], ...]] = (-1, ())
         self._aliases: dict[str, str] = {}
         self._manifest_agents: list[str] = []
         self._rules_changed()
@@ -258,7 +271,8 @@ class PaneClassifier:
     def next_deadline(self, now: float) -> float | None:
         """The next instant after `now` at which the classification may change on its own."""
         self._advance(now)
-        candidates = [evidence_deadline(self._evidence(), now, check=False), self._debounce.deadline()]
+        # evidence_deadline reads only the contract: ask it directly, not via a snapshot.
+        candidates = [contract_mod.next_instant(self._contract, now), self._debounce.deadline()]
         later = [t for t in candidates if t is not None and t > now]
         return min(later) if later else None
 
@@ -276,7 +290,7 @@ class PaneClassifier:
 
         Every nested dict here is flat, so one level of copying is a deep copy."""
         ev = self._evidence()
-        ev["records"] = self._store.snapshot()
+        ev["records"] = self._store.snapshot()  # only here: feeding never builds the list
         if ev["contract"] is not None:
             ev["contract"] = dict(ev["contract"])
         ev["aliases"] = dict(ev["aliases"])
@@ -291,14 +305,17 @@ class PaneClassifier:
         self._manifest_agents = sorted(self._rules.agents) if self._rules is not None else []
 
     def _classify(self, at: float, evidence: dict[str, Any] | None = None) -> Classification:
-        """classify_evidence on this pane's own evidence, without the copies and checks."""
-        if self._public[0] != self._store.version:
-            self._public = (self._store.version, records_view(self._store.view()))
+        """classify_evidence on this pane's own evidence, without the copies and checks.
+
+        The records come from the store's index (`RecordFacts`) and its cached public
+        list, so this costs the same with 1 record as with 256."""
         ev = self._evidence() if evidence is None else evidence
-        return classify_evidence(ev, at, check=False, public_records=self._public[1])
+        facts = self._store.facts(self._gen, self._proc_agent, self._aliases)
+        return classify_evidence(ev, at, check=False, public_records=self._store.public(), facts=facts)
 
     def _evidence(self) -> dict[str, Any]:
-        """The evidence, sharing the record view and the contract (internal use only)."""
+        """The evidence, sharing the contract (internal use only). `records` is None:
+        arbitration reads them from the store's facts; `evidence()` fills them in."""
         reading = self._debounce.released if self._debounce.primed else None
         return {
             "v": EVIDENCE_VERSION,
@@ -310,7 +327,7 @@ class PaneClassifier:
             },
             "observable": self._observable,
             "contract": self._contract,
-            "records": self._store.view(),
+            "records": None,
             "screen": None
             if self._screen_agent is None
             else {"agent": self._screen_agent, "result": None if reading is None else dict(reading)},

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import bindparam, delete, insert, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from . import reclassify
@@ -38,6 +40,7 @@ log = logging.getLogger("paneboard.server")
 BATCH_MAX = max(1, int(os.environ.get("PANEBOARD_WRITER_BATCH", "4000")))
 NOTIFY_CHANNEL = "paneboard_change"
 SEEN_CHANNEL = "paneboard_seen"
+DISCONNECTED = "collector disconnected"
 
 
 @dataclass
@@ -131,13 +134,24 @@ class Tx:
             }
             for h, tm, pn in missing
         ]
-        res = await self.conn.execute(
-            insert(s.panes).returning(s.panes.c.id, sort_by_parameter_order=True), rows
-        )
-        for (h, tm, pn), row in zip(missing, res.all(), strict=True):
-            p = Pane(row.id, h, tm, pn, last_seen=self.now, gone_at=self.now)
+        # One executemany and one SELECT: INSERT ... RETURNING with guaranteed order may fall
+        # back to a statement per row on SQLite, and every statement is a round trip to the
+        # driver's thread through a busy event loop.
+        await self.conn.execute(insert(s.panes), rows)
+        hosts = sorted({h for h, _, _ in missing})
+        found = (
+            await self.conn.execute(
+                select(s.panes.c.id, s.panes.c.host_id, s.panes.c.tmux, s.panes.c.pane).where(
+                    s.panes.c.host_id.in_(hosts)
+                )
+            )
+        ).all()
+        ids = {(r.host_id, r.tmux, r.pane): r.id for r in found}
+        for key in missing:
+            h, tm, pn = key
+            p = Pane(ids[key], h, tm, pn, last_seen=self.now, gone_at=self.now)
             self.panes[p.id] = p
-            self.new_keys[(h, tm, pn)] = p.id
+            self.new_keys[key] = p.id
 
     async def pane(self, host: Host, tmux: str, pane: str) -> Pane:
         p = self.find_pane(host.id, tmux, pane)
@@ -231,7 +245,9 @@ def apply_update(tx: Tx, p: Pane, u: PaneIn, reason: str = "report") -> None:
         "process": u.process,
         "evidence": u.evidence,
     }
-    server = reclassify.classify(u.evidence, tx.now)
+    # Only a THINKTERM_AGENT contract makes the verdict depend on the clock (TA-12/TA-13);
+    # without one the server's classification is the collector's, so skip the work.
+    server = reclassify.classify(u.evidence, tx.now) if u.evidence.get("contract") else None
     if server is not None:
         for k in reclassify.FIELDS:
             if k in server:
@@ -264,8 +280,11 @@ class Core:
         self.listeners: list[Callable[[list[Change]], Any]] = []
         self.seen_routes: dict[int, Callable[[dict[str, Any]], None]] = {}
         self.collector_names: dict[int, str] = {}
+        # tmux sessions already in the tmux_sessions table: (host id, tmux server, name).
+        self.sessions: set[tuple[int, str, str]] = set()
         self.stats = {"reports": 0, "batches": 0, "commits_failed": 0, "stale_changes": 0}
         self._tasks: list[asyncio.Task[Any]] = []
+        self.collector_rows: set[int] | None = None  # token ids that have a collectors row
 
     # --- lifecycle -------------------------------------------------------------------
     async def load(self) -> None:
@@ -289,6 +308,8 @@ class Core:
                 p = _pane_from_row(r)
                 p.records = recs.get(p.id, [])
                 self._put_pane(p)
+            for r in (await conn.execute(select(s.tmux_sessions))).all():
+                self.sessions.add((r.host_id, r.tmux, r.name))
             for r in (await conn.execute(select(s.tokens.c.id, s.tokens.c.name))).all():
                 self.collector_names[r.id] = r.name
         self.rev = max((p.rev for p in self.panes.values()), default=0)
@@ -352,6 +373,7 @@ class Core:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                self.collector_rows = None  # re-read after a failed batch
                 self.stats["commits_failed"] += 1
                 log.error("could not commit %d operations: %s: %s", len(batch), type(exc).__name__, exc)
                 for op in batch:
@@ -444,14 +466,26 @@ class Core:
                     for h in (tx.hosts[i] for i in sorted(tx.host_dirty))
                 ],
             )
+        new_sessions = {
+            (p.host_id, p.tmux, p.session)
+            for p in (tx.panes[i] for i in changed)
+            if p.session and (p.host_id, p.tmux, p.session) not in self.sessions
+        }
+        if new_sessions:
+            # Another process on the same database may have added one already: ignore that.
+            ins = (pg_insert if self.is_pg else sqlite_insert)(s.tmux_sessions).on_conflict_do_nothing()
+            await conn.execute(
+                ins,
+                [
+                    {"host_id": h, "tmux": tm, "name": n, "last_seen": tx.now}
+                    for h, tm, n in sorted(new_sessions)
+                ],
+            )
+            tx.after.append(lambda: self.sessions.update(new_sessions))
         if tx.history:
             await conn.execute(insert(s.history), tx.history)
-        for cid, values in tx.collectors.items():
-            res = await conn.execute(
-                update(s.collectors).where(s.collectors.c.token_id == cid).values(**values)
-            )
-            if res.rowcount == 0:
-                await conn.execute(insert(s.collectors).values(token_id=cid, **values))
+        if tx.collectors:
+            await self._write_collectors(conn, tx)
         if self.is_pg and changed:
             ids = [str(pid) for pid in changed]
             for chunk in _chunks(ids, 7000):
@@ -459,6 +493,27 @@ class Core:
                     text("SELECT pg_notify(:c, :p)"),
                     {"c": NOTIFY_CHANNEL, "p": self.instance + ":" + ",".join(chunk)},
                 )
+
+    async def _write_collectors(self, conn: AsyncConnection, tx: Tx) -> None:
+        """Stream positions of every collector in the batch: one statement per shape,
+        not one (or two) per collector."""
+        if self.collector_rows is None:
+            self.collector_rows = {r[0] for r in (await conn.execute(select(s.collectors.c.token_id))).all()}
+        known = self.collector_rows
+        new = [{"token_id": cid, **v} for cid, v in tx.collectors.items() if cid not in known]
+        for shape in {tuple(sorted(r)) for r in new}:
+            await conn.execute(insert(s.collectors), [r for r in new if tuple(sorted(r)) == shape])
+        old = [(cid, v) for cid, v in tx.collectors.items() if cid in known]
+        for shape in {tuple(sorted(v)) for _, v in old}:
+            stmt = (
+                update(s.collectors)
+                .where(s.collectors.c.token_id == bindparam("cid"))
+                .values({k: bindparam(k) for k in shape})
+            )
+            await conn.execute(stmt, [{"cid": cid, **v} for cid, v in old if tuple(sorted(v)) == shape])
+        if new:
+            added = {r["token_id"] for r in new}
+            tx.after.insert(0, lambda: known.update(added))
 
     def _commit(self, tx: Tx) -> None:
         for h in tx.hosts.values():
@@ -653,6 +708,7 @@ class Seen(_Hooked):
     result: dict[str, Any] = field(default_factory=dict)
 
     async def apply(self, tx: Tx) -> None:
+        self.hook(tx)
         p = tx.pane_by_id(self.pane_id)
         if p is None or p.gone_at is not None:
             return
@@ -664,7 +720,6 @@ class Seen(_Hooked):
         elif p.state == "done":
             tx.classify(p, {"state": "idle", "kind": None, "since": tx.now}, "seen")
         self.result["changed"] = p.id in tx.changed
-        self.hook(tx)
 
 
 @dataclass
@@ -681,8 +736,23 @@ class HostsDown(Op):
             if h.collector_id == self.collector_id and h.reachable:
                 host = tx.host_by_id(h.id)
                 if host is not None:
-                    tx.set_host(host, False, "collector disconnected")
+                    tx.set_host(host, False, DISCONNECTED)
         tx.collectors[self.collector_id] = {"connected": False, "last_seen": tx.now}
+
+
+@dataclass
+class HostsUp(Op):
+    """A collector is back: hosts it was away from are reachable again (their next
+    report or snapshot says otherwise if the collector itself cannot reach them)."""
+
+    collector_id: int
+
+    async def apply(self, tx: Tx) -> None:
+        for h in list(tx.core.hosts.values()):
+            if h.collector_id == self.collector_id and not h.reachable and h.error == DISCONNECTED:
+                host = tx.host_by_id(h.id)
+                if host is not None:
+                    tx.set_host(host, True, None)
 
 
 @dataclass

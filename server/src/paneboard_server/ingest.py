@@ -20,7 +20,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from . import __version__
 from . import schema as s
 from .accounts import lookup_token
-from .core import Core, HostsDown, Ingest
+from .core import Core, HostsDown, HostsUp, Ingest
 from .wire import PROTOCOL, Delta, Hello, Snapshot, WireError, parse, reason
 
 log = logging.getLogger("paneboard.ingest")
@@ -181,6 +181,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
         last = int(row.last_seq) if known else -1
         need_snapshot = not known
         registry.attach(conn)
+        core.submit(HostsUp(cid))
         conn.acked = conn.ack_sent = last
         await ws.send_text(
             json.dumps(
