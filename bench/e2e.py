@@ -159,15 +159,19 @@ class StdoutWatch(threading.Thread):
     as the real one) whose JSON lines are timestamped on arrival: the collector's own
     share of the delay, without uplink, server or browser."""
 
-    def __init__(self, stack: Stack) -> None:
+    def __init__(self, stack: Stack, no_hold: bool = False) -> None:
         super().__init__(daemon=True)
         assert stack.sshd is not None and stack.tmux is not None
         env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+        # no_hold (diagnostic only): the collector hands a report to the classifier at
+        # once instead of first re-reading the pane's process (FRESH_OBSERVATION), to
+        # show what that look costs
+        prelude = "import paneboard_agent.collector as c; c.FRESH_OBSERVATION = 1e12; " if no_hold else ""
         self.proc = subprocess.Popen(
             [
                 sys.executable,
-                "-m",
-                "paneboard.cli",
+                "-c",
+                prelude + "import sys; from paneboard.cli import main; sys.exit(main())",
                 "agent",
                 "--stdout",
                 *stack.sshd.ssh_args(),
@@ -203,7 +207,14 @@ def marker(mode: str, seq: int, state: str) -> bytes:
 
 
 def run_kind(
-    page: Any, stack: Stack, sse: SSEWatch, raw: RawWatch, col: StdoutWatch, mode: str, n: int, tmp: Path
+    page: Any,
+    stack: Stack,
+    sse: SSEWatch,
+    raw: RawWatch,
+    cols: dict[str, StdoutWatch],
+    mode: str,
+    n: int,
+    tmp: Path,
 ) -> dict:
     fifo, log = tmp / f"{mode}.fifo", tmp / f"{mode}.log"
     os.mkfifo(fifo)
@@ -238,7 +249,7 @@ def run_kind(
     for line in log.read_text().splitlines()[1:]:
         s, t = line.split()
         writes[int(s)] = float(t)
-    out: dict[str, list[float]] = {"raw": [], "stdout": [], "sse": [], "card": []}
+    out: dict[str, list[float]] = {"raw": [], **{k: [] for k in cols}, "sse": [], "card": []}
     for seq in range(2, n + 2):
         t0, state = writes[seq], states[seq % 2]
         want = f"m{seq}x" if mode == "report" else None
@@ -255,9 +266,10 @@ def run_kind(
         out["card"].append((card - t0) * 1000)
         if ev is not None:
             out["sse"].append((ev - t0) * 1000)
-        got = next((t for p, st, msg, t in col.times if p == pane and hit(st, msg, t)), None)
-        if got is not None:
-            out["stdout"].append((got - t0) * 1000)
+        for name, col in cols.items():
+            got = next((t for p, st, msg, t in col.times if p == pane and hit(st, msg, t)), None)
+            if got is not None:
+                out[name].append((got - t0) * 1000)
         if f"{mode}{seq}" in raw.seen:
             out["raw"].append((raw.seen[f"{mode}{seq}"] - t0) * 1000)
     return out
@@ -287,15 +299,17 @@ def main(argv: list[str] | None = None) -> int:
         flood_done = ""
         stack = Stack(tmp / "stack")
         stack.tmp.mkdir()
-        raw = col = None
+        raw = None
+        cols: dict[str, StdoutWatch] = {}
         try:
             stack.start()
             sse = SSEWatch(stack)
             sse.start()
             raw = RawWatch(stack)
             raw.start()
-            col = StdoutWatch(stack)
-            col.start()
+            cols = {"stdout": StdoutWatch(stack), "nohold": StdoutWatch(stack, no_hold=True)}
+            for col in cols.values():
+                col.start()
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
                 page = open_board(browser, stack)
@@ -305,18 +319,18 @@ def main(argv: list[str] | None = None) -> int:
                     stack.new_pane("flood", f"exec {sys.executable} {flood} {args.flood} 10000 {flog}")
                 if args.reports:
                     results["explicit (OSC 7501)"] = run_kind(
-                        page, stack, sse, raw, col, "report", args.reports, tmp
+                        page, stack, sse, raw, cols, "report", args.reports, tmp
                     )
                 if args.screens:
                     results["screen-inferred (codex rules)"] = run_kind(
-                        page, stack, sse, raw, col, "screen", args.screens, tmp
+                        page, stack, sse, raw, cols, "screen", args.screens, tmp
                     )
                 flood_done = flog.read_text().strip() if flog.exists() else "still running at the end"
                 browser.close()
         finally:
             if raw is not None:
                 raw.close()
-            if col is not None:
+            for col in cols.values():
                 col.close()
             stack.close()
     took = time.monotonic() - started
@@ -327,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     stages = {
         "raw": "pane -> ssh tmux -C client (baseline)",
         "stdout": "pane -> collector --stdout line",
+        "nohold": "  same, no pre-report ps (diagnostic)",
         "sse": "pane -> SSE client",
         "card": "pane -> card in Chromium",
     }
