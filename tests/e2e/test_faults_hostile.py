@@ -291,6 +291,21 @@ def test_hostile_ingest_messages_never_break_the_server(hostile: Stack) -> None:
     still_works(hostile, "after ingest fuzz")
 
 
+def test_an_invalid_message_stores_none_of_its_valid_parts(hostile: Stack) -> None:
+    good = {"key": {"host": "partial", "tmux": "default", "pane": "%1"}, "t": 1.7e9, "state": "blocked"}
+    bad = {"key": {"host": "partial", "tmux": "default", "pane": "%2"}, "t": 1.7e9, "state": "pwned"}
+    msg = json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [good, bad]})
+    with ThreadPoolExecutor(1) as pool:
+        code = pool.submit(asyncio.run, ingest_once(hostile.url, hostile.second_token, msg)).result(60)
+    assert code == 1007
+    assert not [p for p in hostile.panes() if p["host"] == "partial"]
+    # the same message without the bad pane is stored: the refusal was about the bad part
+    ok = json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [good]})
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(asyncio.run, ingest_once(hostile.url, hostile.second_token, ok)).result(60) is None
+    wait_for(lambda: [p for p in hostile.panes() if p["host"] == "partial"], timeout=10, what="the good pane")
+
+
 # -- HTTP: headers, cookies, bodies ------------------------------------------------------
 
 header_text = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=200)
