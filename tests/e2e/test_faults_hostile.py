@@ -11,12 +11,14 @@ so the area stays fast; each surface gets one module-wide stack.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import h11
 import httpx
 import pytest
 import websockets
@@ -371,13 +373,47 @@ def test_hostile_http_headers_cookies_and_bodies_get_no_5xx(hostile: Stack, seed
                 status = r.status_code
                 if "text/event-stream" not in r.headers.get("content-type", ""):
                     r.read()
-        except (httpx.RemoteProtocolError, httpx.LocalProtocolError):
-            return  # refused at the protocol level (a lying Content-Length, a bad Host): fine
+        except (httpx.RemoteProtocolError, httpx.LocalProtocolError, h11.LocalProtocolError):
+            # refused at the protocol level: a bad Host, or a body over max_body_bytes
+            # answered with 413 before it was all sent (the client then trips on it)
+            assert httpx.get(hostile.url + "/healthz", timeout=10).status_code == 200
+            return
         assert status < 500, (method, path, headers, body[:200])
 
     hit()
     after = check_stored(hostile)
     assert [(p["id"], p["rev"]) for p in after] == [(p["id"], p["rev"]) for p in before]  # nothing changed
+
+
+@pytest.mark.parametrize(
+    "head, body",
+    [
+        ("Content-Length: 10", b"{}"),  # promises more than it sends, then hangs up
+        ("Content-Length: -1", b"{}"),
+        ("Content-Length: 99999999999999999999", b"{}"),
+        ("Content-Length: 12abc", b"{}"),
+        ("Transfer-Encoding: chunked", b"ffffffff\r\n{}"),
+        ("Content-Length: 2\r\nContent-Length: 3", b"{}x"),
+    ],
+)
+def test_lying_request_framing_gets_a_4xx_or_a_close(hostile: Stack, head: str, body: bytes) -> None:
+    """What an HTTP client library refuses to send, sent over a raw socket."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", hostile.port), timeout=10) as sock:
+        req = (
+            f"POST /api/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{head}\r\n\r\n"
+        )
+        sock.sendall(req.encode() + body)
+        sock.shutdown(socket.SHUT_WR)
+        reply = b""
+        with contextlib.suppress(TimeoutError, ConnectionResetError):
+            while chunk := sock.recv(65536):
+                reply += chunk
+    status = reply.split(b" ", 2)[1] if reply.startswith(b"HTTP/1.1 ") else b""
+    assert not status.startswith(b"5"), reply[:300]
+    assert hostile.server.poll() is None
+    assert httpx.get(hostile.url + "/healthz", timeout=10).status_code == 200
 
 
 def test_schemathesis_against_the_openapi_gets_no_5xx(hostile: Stack) -> None:
