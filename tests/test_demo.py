@@ -98,12 +98,14 @@ def test_demo_shows_every_kind_of_agent_and_cleans_up(tmp_path: Path) -> None:
         assert workdir.exists()
     finally:
         proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)  # impatient users press Ctrl-C twice
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
             raise
-    assert proc.returncode == 0
+    assert proc.returncode == 0, "".join(stderr_lines)
     assert not workdir.exists(), "Ctrl-C left the demo's directory behind"
     tmux_ls = subprocess.run(
         ["tmux", "-L", f"paneboard-demo-{proc.pid}", "ls"], capture_output=True, text=True

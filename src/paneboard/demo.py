@@ -201,6 +201,10 @@ class Demo:
             time.sleep(0.5)
 
     def close(self) -> None:
+        # A second Ctrl-C (people press it twice; `uv run` also forwards the first one)
+        # must not cut the clean-up short and leave a tmux server and files behind.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         for proc in reversed(self.children):
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -225,6 +229,10 @@ class Demo:
         print(f"paneboard demo: {message}", file=sys.stderr, flush=True)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="paneboard demo",
@@ -239,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     demo = Demo(args.port or _free_port())
     # SIGTERM ends the demo as Ctrl-C does, so a supervisor's stop also cleans up.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         demo.start()
         board = f"{demo.url}/?token={demo.viewer_token}"

@@ -7,6 +7,8 @@ process, exit, and windows and sessions come and go after the agent started.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,3 +122,23 @@ def test_config_error_names_the_key(tmp_path: Path) -> None:
         proc.stderr.strip() == f"paneboard agent: {cfg}: hosts[0].port: expected an integer from 1 to 65535"
     )
     assert proc.lines == []
+
+
+def test_sighup_reloads_the_rules(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    cfg = tmp_path / "agent.toml"
+    cfg.write_text(f'rules_dir = "{rules}"\n')
+    proc = AgentProcess("--config", str(cfg), "--local", "--tmux-socket", tmux_server.name)
+    try:
+        proc.wait_line(lambda o: o["pane"] == "%0", what="first pane")
+        assert "broken.toml" not in proc.stderr
+        (rules / "broken.toml").write_text("this is [not toml\n")
+        os.kill(proc.proc.pid, signal.SIGHUP)
+        wait_for(lambda: "rules reloaded" in proc.stderr, what="the reload")
+        assert f"paneboard agent: rules: {rules / 'broken.toml'}" in proc.stderr
+        # still watching after the reload
+        pane = tmux_server.new_window("main", "after", reporter((0.5, osc7501("state=working:app=x"))))
+        proc.wait_line(lambda o: o["pane"] == pane and o["state"] == "working", what="report after reload")
+    finally:
+        proc.stop()

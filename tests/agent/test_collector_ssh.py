@@ -7,6 +7,11 @@ through sshd.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import os
+import signal
 import time
 
 import pytest
@@ -136,3 +141,79 @@ def test_more_sessions_than_one_connection_carries(tmux_server: TmuxServer, sshd
         )
     finally:
         proc.stop()
+
+
+def test_stale_control_client_is_detached_after_reconnect(
+    tmux_server: TmuxServer, sshd: Sshd, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The link drops while the remote control client cannot react (it is stopped):
+    tmux still lists it. After reconnecting the collector detaches it, and only it."""
+    from paneboard_agent.collector import Collector, Options, TmuxTarget
+    from paneboard_agent.transport_ssh import SSHTarget, SSHTransport
+
+    class Quiet:
+        async def pane_changed(self, update: object) -> None: ...
+        async def pane_gone(self, key: object, t: float) -> None: ...
+        async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None: ...
+
+    async def scenario() -> tuple[list[str], list[str]]:
+        target = SSHTarget("127.0.0.1", sshd.port, sshd.user, (str(sshd.client_key),), str(sshd.known_hosts))
+        transport = SSHTransport(target)
+        collector = Collector(
+            [TmuxTarget(transport, socket=tmux_server.name)], Quiet(), Options(backoff_min=0.2)
+        )
+        task = asyncio.create_task(collector.run())
+        stopped: list[str] = []
+        try:
+            for _ in range(200):
+                old = _control_clients(tmux_server)
+                if old:
+                    break
+                await asyncio.sleep(0.05)
+            assert len(old) == 1
+            os.kill(int(old[0]), signal.SIGSTOP)
+            stopped = old
+            for entry in transport._conns:  # the link drops; the far side cannot react
+                entry.conn.abort()
+            for _ in range(300):
+                now = _control_clients(tmux_server)
+                if any(p not in old for p in now):
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)
+        finally:
+            for pid in stopped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGCONT)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        return old, now
+
+    with caplog.at_level(logging.INFO, logger="paneboard.agent"):
+        old, now = asyncio.run(scenario())
+    assert f"detaching our stale control client client-{old[0]}" in caplog.text
+    assert [p for p in now if p not in old], "a new control client attached"
+    wait_for(lambda: old[0] not in _control_clients(tmux_server), what="the stale client gone")
+
+
+def test_channel_refusals_open_more_connections(tmux_server: TmuxServer, tmp_path) -> None:
+    # MaxSessions 3 is below the collector's own cap of 8 channels per connection: the
+    # server refuses a channel, and the collector opens another connection instead
+    small = Sshd(tmp_path / "small", max_sessions=3).start()
+    try:
+        panes = [tmux_server.new_session(f"x{i}") for i in range(4)]
+        proc = AgentProcess(*small.ssh_args(), "--tmux-socket", tmux_server.name)
+        try:
+            for p in panes:
+                proc.wait_line(lambda o, p=p: o["pane"] == p, timeout=30, what=f"pane {p}")
+            wait_for(lambda: len(_control_clients(tmux_server)) == 5, timeout=20, what="5 control clients")
+            pane = tmux_server.new_window("x3", "rep", reporter((0.5, osc7501("state=idle:app=builder"))))
+            proc.wait_line(
+                lambda o: o["pane"] == pane and o["state"] == "idle", what="report via a later connection"
+            )
+            assert "refused" not in proc.stderr
+        finally:
+            proc.stop()
+    finally:
+        small.stop()

@@ -40,7 +40,7 @@ def _keygen(path: Path) -> None:
 
 
 class Sshd:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, max_sessions: int = 10) -> None:
         self.root = root
         self.port = free_port()
         self.user = os.environ.get("USER") or "root"
@@ -72,7 +72,7 @@ class Sshd:
                     "PasswordAuthentication no",
                     "KbdInteractiveAuthentication no",
                     "PidFile none",
-                    "MaxSessions 10",
+                    f"MaxSessions {max_sessions}",
                     "MaxStartups 100:30:200",
                     "LogLevel ERROR",
                     "",

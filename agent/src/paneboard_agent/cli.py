@@ -115,16 +115,17 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
 
     from paneboard_agent.collector import Collector, Options
 
-    try:
-        rules = load_rules(config.rules_dir)
-    except OSError as exc:  # the bundled manifests are missing from this installation
-        print(
-            f"paneboard agent: rules: bundled manifests unavailable ({exc}); using user rules only",
-            file=sys.stderr,
-        )
-        rules = load_rules(config.rules_dir, bundled=False)
-    for err in rules.errors:
-        print(f"paneboard agent: rules: {err}", file=sys.stderr)
+    def read_rules():
+        try:
+            rules = load_rules(config.rules_dir)
+        except OSError as exc:  # the bundled manifests are missing from this installation
+            print(f"paneboard agent: rules: bundled manifests unavailable ({exc})", file=sys.stderr)
+            rules = load_rules(config.rules_dir, bundled=False)
+        for err in rules.errors:
+            print(f"paneboard agent: rules: {err}", file=sys.stderr)
+        return rules
+
+    rules = read_rules()
     options = Options(poll_interval=config.poll_interval, transports=config.transports, rules=rules)
     uplink = None
     if args.stdout:
@@ -151,6 +152,13 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, main.cancel)
+
+    def reload() -> None:  # SIGHUP: read the screen rules again (TA-17)
+        collector.set_rules(read_rules())
+        print("paneboard agent: rules reloaded", file=sys.stderr)
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGHUP, reload)
     try:
         return await collector.run()
     except asyncio.CancelledError:

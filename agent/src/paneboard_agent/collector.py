@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 import time
@@ -705,6 +706,18 @@ class Collector:
             panes += w.snapshot()
             hosts[w.host] = w.reachable
         return panes, hosts
+
+    def set_rules(self, rules: Any) -> None:
+        """Swap in reloaded screen rules (TA-17: on request, without a restart)."""
+        self.options = dataclasses.replace(self.options, rules=rules)
+        now = time.time()
+        for w in self.watchers:
+            w.opt = self.options
+            for pane in list(w.panes.values()):
+                pane.classifier.set_rules(now, rules)
+                w._evaluate(pane, now)
+                if pane.wants_screen:
+                    w._capture(pane)
 
     def mark_seen(self, key: PaneKey, t: float) -> None:
         """Forwarded by a sink (the uplink's `on_seen`): the user looked at `key`."""

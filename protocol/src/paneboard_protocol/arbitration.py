@@ -49,8 +49,8 @@ from typing import Any, Protocol
 
 from paneboard_protocol import contract as contract_mod
 from paneboard_protocol.evidence import EVIDENCE_VERSION, EvidenceError, check_evidence
+from paneboard_protocol.records import ROLLUP_RANK, display_text, effective_app, public_record
 from paneboard_protocol.records import alias as _alias
-from paneboard_protocol.records import display_text, effective_app, public_record, roll_up
 
 __all__ = [
     "EVIDENCE_VERSION",
@@ -208,24 +208,36 @@ class ListFacts:
         self, records: list[dict[str, Any]], gen: int, proc_agent: str | None, aliases: dict[str, str]
     ) -> None:
         by_id = {r["id"]: r for r in records}
+        apps: list[str | None] = []
+        for r in records:  # effective_app, inlined: most records carry their own app
+            app = r.get("app")
+            apps.append(app if app else effective_app(records, r, by_id))
         self._records = records
-        self._apps = [effective_app(records, r, by_id) for r in records]
+        self._apps = apps
         self._aliases = aliases
-        live = [(r, a) for r, a in zip(records, self._apps, strict=True) if r["gen"] == gen]
+        pairs = list(zip(records, apps, strict=True))
+        live = [p for p in pairs if p[0]["gen"] == gen]
         if proc_agent:
             # RI-2: a report that names a different agent than the process-identified one does not apply.
-            live = [(r, a) for r, a in live if _alias(aliases, a) in (None, proc_agent)]
+            live = [p for p in live if _alias(aliases, p[1]) in (None, proc_agent)]
         self._live = live
-        self._leftover = [(r, a) for r, a in zip(records, self._apps, strict=True) if r["gen"] != gen]
+        self._leftover = [p for p in pairs if p[0]["gen"] != gen]
         self._live_win = self._roll_up(live)
         self._left_win = self._roll_up(self._leftover)
 
     @staticmethod
     def _roll_up(pairs: list[tuple[dict[str, Any], str | None]]) -> tuple[dict[str, Any], str | None] | None:
-        if not pairs:
-            return None
-        winner = roll_up([r for r, _ in pairs])
-        return next(p for p in pairs if p[0] is winner)
+        """`roll_up` over (record, app) pairs: the first of the most pressing state and
+        highest seq, in one pass."""
+        best = None
+        best_key: tuple[int, int] | None = None
+        last = len(ROLLUP_RANK)
+        for p in pairs:
+            r = p[0]
+            key = (ROLLUP_RANK.get(r["state"], last), -r["seq"])
+            if best_key is None or key < best_key:
+                best, best_key = p, key
+        return best
 
     def live_winner(self) -> dict[str, Any] | None:
         return None if self._live_win is None else self._live_win[0]

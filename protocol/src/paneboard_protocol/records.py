@@ -36,6 +36,7 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from paneboard_protocol.events import StatusReport
@@ -52,7 +53,8 @@ RESULT_STATES = frozenset({"done", "error"})
 ROLLUP_ORDER = ("blocked", "error", "working", "done", "idle")
 """P7501-22's order (chosen over RI-8's; see classifier docstring)."""
 
-_RANK = {s: i for i, s in enumerate(ROLLUP_ORDER)}
+ROLLUP_RANK = {s: i for i, s in enumerate(ROLLUP_ORDER)}
+"""A state's place in ROLLUP_ORDER (lower speaks first); any other state ranks last."""
 _BUCKETS: tuple[str | None, ...] = (*ROLLUP_ORDER, None)  # None: any other state, ranked last
 
 _INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Co", "Cs"})
@@ -118,8 +120,8 @@ def public_record(rec: dict[str, Any], app: str | None) -> dict[str, Any]:
         "state": rec["state"],
         "kind": rec["kind"],
         "app": app,
-        "msg": display_text(rec["msg"]),
-        "title": display_text(rec["title"]),
+        "msg": display_text(rec["msg"]) if rec["msg"] else None,  # display_text("") is None too
+        "title": display_text(rec["title"]) if rec["title"] else None,
         "progress": rec["progress"],
         "updated": rec["updated"],
     }
@@ -138,8 +140,11 @@ def ancestors(record_id: str) -> Iterator[str]:
         yield rid
 
 
+_EV = attrgetter("ev")
+
+
 def _bucket(state: str) -> str | None:
-    return state if state in _RANK else None
+    return state if state in ROLLUP_RANK else None
 
 
 class RecordStore:
@@ -265,12 +270,12 @@ class RecordStore:
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Records oldest-updated first, as plain dicts (fresh dicts: callers may keep them)."""
-        return [dict(r) for r in self.view()]
+        return list(map(dict.copy, self.view()))  # flat dicts: a copy each is a deep copy
 
     def view(self) -> list[dict[str, Any]]:
         """The same, shared and cached until the next change: read it, never modify it."""
         if self._view is None:
-            self._view = [r.ev for r in self._records.values()]  # type: ignore[misc]
+            self._view = list(map(_EV, self._records.values()))
         return self._view
 
     def public(self) -> tuple[dict[str, Any], ...]:
@@ -456,5 +461,5 @@ def roll_up(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     """P7501-22: the record that speaks for the pane — most pressing state, ties to the newest."""
     if not records:
         return None
-    rank = _RANK
+    rank = ROLLUP_RANK
     return min(records, key=lambda r: (rank.get(r["state"], len(rank)), -r["seq"]))

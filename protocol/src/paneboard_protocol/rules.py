@@ -16,6 +16,7 @@ manifest of that id in force.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tomllib
@@ -164,7 +165,7 @@ class Gate:
         return out
 
     def matches(self, screen: str, title: str, progress: str) -> bool:
-        return self._matches(_Texts(screen, title, progress))
+        return self._matches(_Texts(_Screen(screen.split("\n")), title, progress))
 
     def _matches(self, texts: _Texts) -> bool:
         # Cheapest first: substring tests filter most screens before any regex runs.
@@ -192,45 +193,105 @@ class Gate:
         return not any(g._matches(texts) for g in self.not_)
 
 
-class _Texts:
-    """Region texts of one reading, each computed once however many conditions read it."""
+@functools.lru_cache(maxsize=256)
+def _region_spec(region: str) -> tuple[str, int]:
+    """A normalised region name as (`screen`/`title`/`progress`/`after_last_rule`, 0) or
+    (`bottom`/`top`, N): parsed once, not per condition per reading."""
+    m = _REGION_RE.match(region)
+    if m:
+        return ("bottom" if m.group(1).startswith("bottom") else "top", int(m.group(2)))
+    return (region, 0)
 
-    __slots__ = ("_folded", "_lines", "_text", "progress", "screen", "title")
 
-    def __init__(self, screen: str, title: str, progress: str) -> None:
-        self.screen, self.title, self.progress = screen, title, progress
+class _Screen:
+    """The screen of one reading, split into lines once; every region is a slice of
+    those lines, computed (and joined, and case-folded) at most once per screen."""
+
+    __slots__ = ("_folded", "_lines", "_non_empty", "_text", "lines")
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self._non_empty: list[str] | None = None
+        self._lines: dict[str, list[str]] = {}
         self._text: dict[str, str] = {}
         self._folded: dict[str, str] = {}
-        self._lines: dict[str, list[str]] = {}
 
-    def get(self, region: str) -> str:
+    def region_lines(self, region: str) -> list[str]:
+        """The lines of `region`, as splitting `region_text(...)` at newlines gives them."""
+        got = self._lines.get(region)
+        if got is None:
+            kind, n = _region_spec(region)
+            if kind in ("bottom", "top"):
+                if self._non_empty is None:
+                    self._non_empty = list(filter(str.strip, self.lines))  # C loop, not a listcomp
+                got = self._non_empty[-n:] if kind == "bottom" else self._non_empty[:n]
+            elif kind == "after_last_rule":
+                got = self.lines
+                for i in range(len(self.lines) - 1, -1, -1):
+                    if _RULE_LINE.match(self.lines[i]):
+                        got = self.lines[i + 1 :]
+                        break
+            else:
+                got = self.lines
+            got = got or [""]  # "".split("\n") is [""]: an empty region has one empty line
+            self._lines[region] = got
+        return got
+
+    def text(self, region: str) -> str:
         text = self._text.get(region)
         if text is None:
-            m = _REGION_RE.match(region)
-            if m:  # bottom/top N non-empty lines: split the screen once for all N
-                non_empty = self._lines.get("\0non-empty")
-                if non_empty is None:
-                    non_empty = self._lines["\0non-empty"] = [
-                        ln for ln in self.screen.split("\n") if ln.strip()
-                    ]
-                n = int(m.group(2))
-                text = "\n".join(non_empty[-n:] if m.group(1).startswith("bottom") else non_empty[:n])
-            else:
-                text = region_text(region, self.screen, self.title, self.progress)
-            self._text[region] = text
+            text = self._text[region] = "\n".join(self.region_lines(region))
         return text
 
     def folded(self, region: str) -> str:
         low = self._folded.get(region)
         if low is None:
-            low = self._folded[region] = self.get(region).casefold()
+            low = self._folded[region] = self.text(region).casefold()
         return low
 
+
+@functools.lru_cache(maxsize=1)
+def _screen_of(screen: str | None, rows: int) -> _Screen:
+    """The bottom `rows` rows of a captured screen, trailing empty rows dropped (RI-9).
+
+    One entry: the same screen is read again whenever the title, progress, process or
+    identity changes (a spinner title changes ~10 times a second), so its regions are
+    kept until a different screen comes."""
+    lines = (screen or "").replace("\r\n", "\n").split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return _Screen(lines[-rows:])
+
+
+class _Texts:
+    """Region texts of one reading: the screen's (shared per screen), the title, the progress."""
+
+    __slots__ = ("_folded", "_screen", "progress", "title")
+
+    def __init__(self, screen: _Screen, title: str, progress: str) -> None:
+        self._screen = screen
+        self.title, self.progress = title, progress
+        self._folded: dict[str, str] = {}
+
+    def get(self, region: str) -> str:
+        if region == "title":
+            return self.title
+        if region == "progress":
+            return self.progress
+        return self._screen.text(region)
+
+    def folded(self, region: str) -> str:
+        if region == "title" or region == "progress":
+            low = self._folded.get(region)
+            if low is None:
+                low = self._folded[region] = self.get(region).casefold()
+            return low
+        return self._screen.folded(region)
+
     def lines(self, region: str) -> list[str]:
-        lines = self._lines.get(region)
-        if lines is None:
-            lines = self._lines[region] = self.get(region).split("\n")
-        return lines
+        if region == "title" or region == "progress":
+            return self.get(region).split("\n")
+        return self._screen.region_lines(region)
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,11 +347,7 @@ class Manifest:
 
         `screen` is cut to the bottom `rows` rows (RI-9); `title`/`progress` are what the
         program emitted, empty when it emitted nothing (TA-18)."""
-        lines = (screen or "").replace("\r\n", "\n").split("\n")
-        while lines and not lines[-1].strip():
-            lines.pop()
-        text = "\n".join(lines[-self.rows :])
-        texts = _Texts(text, title or "", progress or "")
+        texts = _Texts(_screen_of(screen, self.rows), title or "", progress or "")
         for rule in self.rules:
             if rule.gate._matches(texts):
                 return Match(self.id, rule.id, rule.state, rule.kind, rule.native)
