@@ -154,18 +154,73 @@ class RawWatch(threading.Thread):
         self.proc.wait(5)
 
 
+class StdoutWatch(threading.Thread):
+    """A second, independent collector (`paneboard agent --stdout --ssh`, the same code
+    as the real one) whose JSON lines are timestamped on arrival: the collector's own
+    share of the delay, without uplink, server or browser."""
+
+    def __init__(self, stack: Stack, no_hold: bool = False) -> None:
+        super().__init__(daemon=True)
+        assert stack.sshd is not None and stack.tmux is not None
+        env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+        # no_hold (diagnostic only): the collector hands a report to the classifier at
+        # once instead of first re-reading the pane's process (FRESH_OBSERVATION), to
+        # show what that look costs
+        prelude = "import paneboard_agent.collector as c; c.FRESH_OBSERVATION = 1e12; " if no_hold else ""
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                prelude + "import sys; from paneboard.cli import main; sys.exit(main())",
+                "agent",
+                "--stdout",
+                *stack.sshd.ssh_args(),
+                "--tmux-socket",
+                stack.tmux.name,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self.times: list[tuple[str, str | None, str | None, float]] = []
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            t = time.time()
+            obj = json.loads(line)
+            self.times.append((obj["pane"], obj.get("state"), obj.get("msg"), t))
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
 def marker(mode: str, seq: int, state: str) -> bytes:
     if mode == "report":
         return base64.b64encode(f"m{seq}x".encode())
     return f"({seq}s".encode() if state == "working" else f"#{seq}".encode()
 
 
-def run_kind(page: Any, stack: Stack, sse: SSEWatch, raw: RawWatch, mode: str, n: int, tmp: Path) -> dict:
+def run_kind(
+    page: Any,
+    stack: Stack,
+    sse: SSEWatch,
+    raw: RawWatch | None,
+    cols: dict[str, StdoutWatch],
+    mode: str,
+    n: int,
+    tmp: Path,
+) -> dict:
     fifo, log = tmp / f"{mode}.fifo", tmp / f"{mode}.log"
     os.mkfifo(fifo)
     argv0 = "codex" if mode == "screen" else "bench-agent"
     cmd = f"exec -a {argv0} {sys.executable} {PACED} {mode} {fifo} {log}"
-    _pane, pid = stack.new_pane(mode, cmd)
+    pane, pid = stack.new_pane(mode, cmd)
     ctl = open(fifo, "wb", buffering=0)  # noqa: SIM115 - kept open for the whole run
     wait_for(lambda: log.exists() and "ready" in log.read_text(), timeout=20, what=f"{mode} program")
     page.locator(f".card[data-id='{pid}']").wait_for()
@@ -175,7 +230,8 @@ def run_kind(page: Any, stack: Stack, sse: SSEWatch, raw: RawWatch, mode: str, n
     try:
         for seq in range(n + 2):  # the first two only settle the pane (agent named, screen read)
             state = states[seq % 2]
-            raw.expect(marker(mode, seq, state), f"{mode}{seq}")
+            if raw is not None:
+                raw.expect(marker(mode, seq, state), f"{mode}{seq}")
             ctl.write(f"{seq} {state}\n".encode())
             want = f"m{seq}x" if mode == "report" else None
             page.wait_for_function(
@@ -194,7 +250,7 @@ def run_kind(page: Any, stack: Stack, sse: SSEWatch, raw: RawWatch, mode: str, n
     for line in log.read_text().splitlines()[1:]:
         s, t = line.split()
         writes[int(s)] = float(t)
-    out: dict[str, list[float]] = {"raw": [], "sse": [], "card": []}
+    out: dict[str, list[float]] = {"raw": [], **{k: [] for k in cols}, "sse": [], "card": []}
     for seq in range(2, n + 2):
         t0, state = writes[seq], states[seq % 2]
         want = f"m{seq}x" if mode == "report" else None
@@ -211,7 +267,11 @@ def run_kind(page: Any, stack: Stack, sse: SSEWatch, raw: RawWatch, mode: str, n
         out["card"].append((card - t0) * 1000)
         if ev is not None:
             out["sse"].append((ev - t0) * 1000)
-        if f"{mode}{seq}" in raw.seen:
+        for name, col in cols.items():
+            got = next((t for p, st, msg, t in col.times if p == pane and hit(st, msg, t)), None)
+            if got is not None:
+                out[name].append((got - t0) * 1000)
+        if raw is not None and f"{mode}{seq}" in raw.seen:
             out["raw"].append((raw.seen[f"{mode}{seq}"] - t0) * 1000)
     return out
 
@@ -220,6 +280,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reports", type=int, default=200, help="explicit transitions (default 200)")
     ap.add_argument("--screens", type=int, default=40, help="screen-inferred transitions (default 40)")
+    ap.add_argument(
+        "--flood",
+        type=int,
+        default=0,
+        metavar="MB",
+        help="meanwhile another pane floods MB megabytes with 10,000 reports/s (tests/e2e/flood.py)",
+    )
+    ap.add_argument(
+        "--card-only",
+        action="store_true",
+        help="no baseline/--stdout watchers (with --flood they would decode the flood too)",
+    )
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
@@ -229,42 +301,62 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="pb-bench-e2e-") as d:
         tmp = Path(d)
+        flog = tmp / "flood.log"
+        flood_done = ""
         stack = Stack(tmp / "stack")
         stack.tmp.mkdir()
         raw = None
+        cols: dict[str, StdoutWatch] = {}
         try:
             stack.start()
             sse = SSEWatch(stack)
             sse.start()
-            raw = RawWatch(stack)
-            raw.start()
+            if not args.card_only:
+                raw = RawWatch(stack)
+                raw.start()
+                cols = {"stdout": StdoutWatch(stack), "nohold": StdoutWatch(stack, no_hold=True)}
+                for col in cols.values():
+                    col.start()
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
                 page = open_board(browser, stack)
+                if args.flood:
+                    flood = ROOT / "tests" / "e2e" / "flood.py"
+
+                    stack.new_pane("flood", f"exec {sys.executable} {flood} {args.flood} 10000 {flog}")
                 if args.reports:
                     results["explicit (OSC 7501)"] = run_kind(
-                        page, stack, sse, raw, "report", args.reports, tmp
+                        page, stack, sse, raw, cols, "report", args.reports, tmp
                     )
                 if args.screens:
                     results["screen-inferred (codex rules)"] = run_kind(
-                        page, stack, sse, raw, "screen", args.screens, tmp
+                        page, stack, sse, raw, cols, "screen", args.screens, tmp
                     )
+                flood_done = flog.read_text().strip() if flog.exists() else "still running at the end"
                 browser.close()
         finally:
             if raw is not None:
                 raw.close()
+            for col in cols.values():
+                col.close()
             stack.close()
     took = time.monotonic() - started
+    if args.flood:
+        print(f"flood pane alongside: {args.flood} MB requested, {flood_done}")
     print(f"bench/e2e.py: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}, {took:.0f} s")
     print(f"{'transition':32} {'stage':38} {'n':>4} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     stages = {
         "raw": "pane -> ssh tmux -C client (baseline)",
+        "stdout": "pane -> collector --stdout line",
+        "nohold": "  same, no pre-report ps (diagnostic)",
         "sse": "pane -> SSE client",
         "card": "pane -> card in Chromium",
     }
     summary: dict[str, Any] = {}
     for kind, figs in results.items():
         for stage, label in stages.items():
+            if stage not in figs or (stage != "card" and stage != "sse" and not figs[stage]):
+                continue
             v = figs[stage]
             figures = f"{pct(v, 0.5):8.1f} {pct(v, 0.99):8.1f} {max(v, default=0):8.1f}"
             print(f"{kind:32} {label:38} {len(v):>4} {figures}")

@@ -150,8 +150,10 @@ class Stack(Paneboard):
         with urllib.request.urlopen(req, timeout=10) as r:
             return json.load(r)
 
-    def pane_row(self, pane: str) -> dict[str, Any] | None:
-        return next((p for p in self.panes() if p["pane"] == pane), None)
+    def pane_row(self, pane: str, host: str = HOST) -> dict[str, Any] | None:
+        """The board's row for a tmux pane of the watched host (other collectors' panes
+        may carry the same pane id)."""
+        return next((p for p in self.panes() if p["pane"] == pane and p["host"] == host), None)
 
     def history(self, pane_id: int | str, limit: int = 1000) -> list[dict[str, Any]]:
         got = self.api_raw(f"/api/panes/{pane_id}/events?limit={limit}")

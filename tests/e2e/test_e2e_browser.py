@@ -27,6 +27,17 @@ def test_a_report_in_a_pane_appears_on_the_page(stack, browser) -> None:
     stack.report(pane, state="done", msg="All green")
     wait_card(page, pid, "done")
 
+    # hostile text from a pane reaches the page as text, never as markup
+    evil = '<img src=x onerror="window.__pwned=1"><b>bold</b>'
+    stack.report(pane, state="blocked", kind="question", msg=evil)
+    wait_card(page, pid, "blocked")
+    card = page.locator(f".card[data-id='{pid}']")
+    assert evil in card.inner_text()
+    assert card.locator("img, b").count() == 0
+    assert page.evaluate("window.__pwned") is None
+    stack.report(pane, state="done", msg="All green again")
+    wait_card(page, pid, "done")
+
     # the page shows what the server stored: same state, no reload, no script errors
     assert stack.pane_row(pane)["state"] == "done"
     assert page.errors == []

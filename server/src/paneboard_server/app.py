@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, WebSocket
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import select
@@ -100,6 +101,20 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         description="Which coding agent in which tmux pane is working, done, or waiting on you.",
     )
     app.state.cfg = cfg
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        """422 naming the fields, without echoing the input: FastAPI's own handler
+        echoes it and fails (500) on a body that is not UTF-8."""
+        detail = [
+            {
+                "loc": [str(x) for x in e.get("loc", ())],
+                "msg": str(e.get("msg", "")),
+                "type": str(e.get("type", "")),
+            }
+            for e in exc.errors()
+        ]
+        return JSONResponse({"detail": detail}, status_code=422)
 
     def core_of(request: Request) -> Core:
         return request.app.state.core
