@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from paneboard_agent.report import ReportError, build, report
-from paneboard_protocol import AgentReport, Decoder, StatusReport
+from paneboard_protocol import AgentReport, ClearReport, Decoder, StatusReport
 from relay_tmux import PANEBOARD, PYTHON, Tmux, q, wait_for
 
 
@@ -144,8 +144,16 @@ def test_thinkterm_state_mapping() -> None:
     error = decoded(build("error", protocol="both", app="codex", msg="boom", ts=7))
     assert [type(e) for e in error] == [StatusReport, AgentReport]
     assert error[0].state == "error" and error[1].state == "idle" and error[1].agent == "codex"
-    # clear has no contract form: with both, only the 7501 clear is sent
+    # clear has no contract form: with both, only the 7501 clear is sent ...
     assert [type(e).__name__ for e in decoded(build("clear", protocol="both", agent="x"))] == ["ClearReport"]
+    # ... unless the session is over: then the contract says so (ended=1, TA-15)
+    clear, farewell = decoded(build("clear", protocol="both", agent="x", ended=True, ts=9))
+    assert isinstance(clear, ClearReport)
+    assert isinstance(farewell, AgentReport) and (farewell.state, farewell.ended) == ("idle", True)
+    [working] = decoded(build("working", protocol="thinkterm", agent="x", ended=True))
+    assert working.ended and working.state == "working"
+    with pytest.raises(ValueError, match="--ended belongs to THINKTERM_AGENT"):
+        build("idle", ended=True)
 
 
 def test_report_api(tmp_path: Path) -> None:

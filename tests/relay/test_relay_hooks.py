@@ -55,7 +55,7 @@ def summary(events: list) -> list[tuple]:
         if isinstance(e, StatusReport):
             out.append(("status", e.state, e.kind, e.app, e.msg))
         elif isinstance(e, AgentReport):
-            out.append(("agent", e.agent, e.state, e.session))
+            out.append(("agent", e.agent, e.state, e.session) + (("ended",) if e.ended else ()))
         else:
             out.append(("clear", e.id))
     return out
@@ -99,6 +99,7 @@ def test_claude_code_hooks(tmux: Tmux, tmp_path: Path) -> None:
         ("status", "done", None, "claude-code", None),
         ("agent", "claude", "idle", sid),
         ("clear", None),
+        ("agent", "claude", "idle", sid, "ended"),  # the session is over (TA-15, RI-6)
     ]
 
 
@@ -116,6 +117,7 @@ def test_gemini_cli_hooks(tmux: Tmux, tmp_path: Path) -> None:
             hook_command(settings, "AfterAgent"),
             base | {"hook_event_name": "AfterAgent", "prompt_response": "ok"},
         ),
+        (hook_command(settings, "SessionEnd"), base | {"hook_event_name": "SessionEnd", "reason": "exit"}),
     ]
     events, outs = run_script(tmux, tmp_path, steps)
     assert outs == ["{}\n"] * len(steps)  # Gemini CLI parses a hook's stdout as JSON
@@ -126,6 +128,8 @@ def test_gemini_cli_hooks(tmux: Tmux, tmp_path: Path) -> None:
         ("agent", "gemini", "blocked", "g-1"),
         ("status", "done", None, "gemini-cli", None),
         ("agent", "gemini", "idle", "g-1"),
+        ("clear", None),
+        ("agent", "gemini", "idle", "g-1", "ended"),
     ]
 
 

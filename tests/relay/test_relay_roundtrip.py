@@ -18,6 +18,7 @@ from paneboard_protocol.encode import (
 ID_CHARS = string.ascii_letters + string.digits + "_.+-"
 # Mostly valid values (so most examples reach the decoder), some just over a limit.
 good_segment = st.text(alphabet=ID_CHARS, min_size=1, max_size=32)
+short_segment = st.text(alphabet=ID_CHARS, min_size=1, max_size=15)  # 8 of them fit in 128 bytes
 bad_segment = st.text(alphabet=ID_CHARS + ":; ", min_size=0, max_size=34)
 ids = (
     st.none()
@@ -31,7 +32,9 @@ kinds = st.none() | st.none() | st.sampled_from(["permission", "question", "auth
 progresses = st.none() | st.none() | st.integers(min_value=-2, max_value=102)
 
 
-clean_text = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), max_size=120)
+clean_chars = st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"))
+clean_text = st.text(alphabet=clean_chars, max_size=120)  # at most 480 bytes: within msg's 2048
+clean_title = st.text(alphabet=clean_chars, max_size=48)  # at most 192 bytes: title's limit
 
 
 @st.composite
@@ -40,7 +43,7 @@ def sensible_reports(draw: st.DrawFn) -> dict:
     state = draw(st.sampled_from(["idle", "working", "done", "blocked", "error", "clear"]))
     args: dict = {
         "state": state,
-        "id": draw(st.none() | st.lists(good_segment, min_size=1, max_size=8).map("/".join)),
+        "id": draw(st.none() | st.lists(short_segment, min_size=1, max_size=8).map("/".join)),
     }
     if state == "clear":
         return args
@@ -50,7 +53,7 @@ def sensible_reports(draw: st.DrawFn) -> dict:
         args["progress"] = draw(st.none() | st.integers(min_value=0, max_value=100))
     args["app"] = draw(st.none() | st.text(alphabet=ID_CHARS, min_size=1, max_size=32))
     args["msg"] = draw(st.none() | clean_text)
-    args["title"] = draw(st.none() | clean_text)
+    args["title"] = draw(st.none() | clean_title)
     args["terminator"] = draw(st.sampled_from(["st", "bel"]))
     return args
 

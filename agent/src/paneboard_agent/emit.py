@@ -47,6 +47,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--session", default=os.environ.get("PANEBOARD_SESSION"), help="THINKTERM_AGENT session id"
     )
+    p.add_argument(
+        "--ended",
+        action="store_true",
+        help="THINKTERM_AGENT: the session is over (ended=1); with clear, sent as idle;ended=1",
+    )
     p.add_argument("--tty", help="write here instead of /dev/tty or $PANEBOARD_TTY")
     p.add_argument(
         "--hook-json",
@@ -130,6 +135,7 @@ def main(argv: list[str]) -> int:
             protocol=args.protocol,
             agent=args.agent,
             session=session,
+            ended=args.ended,
         )
     except ValueError as exc:
         print(f"paneboard emit: {exc}", file=sys.stderr)

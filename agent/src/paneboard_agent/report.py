@@ -42,15 +42,24 @@ def build(
     agent: str | None = None,
     session: str | None = None,
     ts: int | None = None,
+    ended: bool = False,
 ) -> bytes:
-    """The bytes `report()` writes; raises `ValueError` for anything a reader would drop."""
+    """The bytes `report()` writes; raises `ValueError` for anything a reader would drop.
+
+    `ended` marks the contract `ended=1` (the session is over, TA-15/RI-6); with
+    `clear` it sends the contract as `idle;ended=1`, so "forget me" reaches both readers.
+    """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+    if ended and protocol == "osc7501":
+        raise ValueError("--ended belongs to THINKTERM_AGENT: use --protocol thinkterm or both")
     out = b""
     if protocol in ("osc7501", "both"):
         out += encode_report(state, kind=kind, msg=msg, title=title, id=id, app=app, progress=progress)
     if protocol in ("thinkterm", "both"):
         contract_state = THINKTERM_STATE.get(state)
+        if contract_state is None and state == "clear" and ended:
+            contract_state = "idle"
         if contract_state is None:
             if protocol == "thinkterm":
                 raise ValueError(
@@ -64,7 +73,11 @@ def build(
             if not name:
                 raise ValueError("THINKTERM_AGENT needs an agent name: give --agent (or --app)")
             out += encode_agent(
-                name, contract_state, session=session, ts=int(time.time()) if ts is None else ts
+                name,
+                contract_state,
+                session=session,
+                ts=int(time.time()) if ts is None else ts,
+                ended=ended,
             )
     return out
 
@@ -109,6 +122,7 @@ def report(
     protocol: str = "osc7501",
     agent: str | None = None,
     session: str | None = None,
+    ended: bool = False,
     tty: str | None = None,
 ) -> bytes:
     """Encode one report and write it to the terminal in a single write; return the bytes.
@@ -127,6 +141,7 @@ def report(
         protocol=protocol,
         agent=agent,
         session=session,
+        ended=ended,
     )
     fd = open_tty(tty)
     try:
