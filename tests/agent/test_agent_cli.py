@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pytest
 
 
-def _agent(*args: str) -> subprocess.CompletedProcess[str]:
+def _agent(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "PANEBOARD_TOKEN"} | (env or {})
     return subprocess.run(
-        [sys.executable, "-m", "paneboard.cli", "agent", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "paneboard.cli", "agent", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environ,
     )
+
+
+def test_token_from_environment_satisfies_server() -> None:
+    """$PANEBOARD_TOKEN stands in for --token (keeps it out of `ps`): the next check runs."""
+    res = _agent("--server", "http://x", "--config", "/nonexistent.toml", env={"PANEBOARD_TOKEN": "t"})
+    assert res.returncode == 2
+    assert res.stderr.startswith("paneboard agent: /nonexistent.toml: cannot read"), res.stderr
 
 
 @pytest.mark.parametrize(
@@ -22,7 +35,7 @@ def _agent(*args: str) -> subprocess.CompletedProcess[str]:
             ("--stdout", "--server", "http://x", "--token", "t"),
             "give exactly one of --stdout or --server URL",
         ),
-        (("--server", "http://x"), "paneboard agent: --server needs --token"),
+        (("--server", "http://x"), "paneboard agent: --server needs --token (or $PANEBOARD_TOKEN)"),
         (("--stdout", "--ssh", "h:notaport"), "paneboard agent: --ssh 'h:notaport': bad port 'notaport'"),
         (
             ("--stdout", "--tmux-socket", "/tmp/x"),

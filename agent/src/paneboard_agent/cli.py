@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import sys
@@ -36,7 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
     out = p.add_argument_group("output (one of)")
     out.add_argument("--stdout", action="store_true", help="print one JSON line per change of a pane")
     out.add_argument("--server", metavar="URL", help="send to a paneboard server (with --token)")
-    out.add_argument("--token", metavar="T", help="the collector token for --server")
+    out.add_argument(
+        "--token",
+        metavar="T",
+        default=os.environ.get("PANEBOARD_TOKEN") or None,
+        help="the collector token for --server (default: $PANEBOARD_TOKEN, which keeps it "
+        "out of the process list)",
+    )
     p.add_argument("--local", action="store_true", help="watch tmux on this machine")
     p.add_argument("--tmux-socket", metavar="NAME", help="tmux socket name (tmux -L NAME) for --local/--ssh")
     p.add_argument(
@@ -175,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("paneboard agent: give exactly one of --stdout or --server URL", file=sys.stderr)
         return 2
     if args.server and not args.token:
-        print("paneboard agent: --server needs --token", file=sys.stderr)
+        print("paneboard agent: --server needs --token (or $PANEBOARD_TOKEN)", file=sys.stderr)
         return 2
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
