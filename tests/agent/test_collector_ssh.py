@@ -165,9 +165,12 @@ def test_stale_control_client_is_detached_after_reconnect(
         task = asyncio.create_task(collector.run())
         stopped: list[str] = []
         try:
+            watcher = collector.watchers[0]
             for _ in range(200):
                 old = _control_clients(tmux_server)
-                if old:
+                # tmux lists the client before the collector has learnt its pid; a link
+                # lost in between leaves nothing recorded to detach, so wait for both
+                if old and {int(p) for p in old} <= watcher._our_pids:
                     break
                 await asyncio.sleep(0.05)
             assert len(old) == 1
