@@ -80,6 +80,10 @@ PANE_NOTICES = SESSION_NOTICES | {
 _REPORTS = (StatusReport, ClearReport, AgentReport)
 #: an observation younger than this (seconds) is taken as current for a report
 FRESH_OBSERVATION = 0.1
+#: at most one poll of panes and processes per this many seconds
+POLL_SPACING = 0.05
+#: what a wake-up waits for more notifications of the same burst before polling
+BURST_PAUSE = 0.005
 #: events held per pane while its process is looked at; more are fed unheld
 MAX_HELD = 10000
 _NO_SERVER = (b"no server running", b"error connecting to", b"no sessions")
@@ -228,13 +232,16 @@ class TmuxWatcher:
         self._need_sessions = True
         while True:
             self._wake.clear()  # before the sync: a wake-up during it means "again"
+            started = time.monotonic()
             await self._sync()
             if not self._wake.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.opt.poll_interval)
-            # let a burst (a new window brings several notifications, many panes report
-            # at once) become one re-list; also caps polls at ~20/s under heavy reporting
-            await asyncio.sleep(0.05)
+            # Polls are capped at ~20/s under heavy reporting, and a burst (a new window
+            # brings several notifications) gets a moment to become one re-list; but a
+            # lone report after a quiet spell is not made to wait out the whole cap,
+            # since a held report reaches nobody until this poll has run.
+            await asyncio.sleep(max(BURST_PAUSE, POLL_SPACING - (time.monotonic() - started)))
 
     async def _teardown(self) -> None:
         self._release_held()  # no observation is coming: the classifier gets them as they are
