@@ -224,7 +224,6 @@ def test_decode_streams_large_input_in_chunks(tmp_path):
     assert event["state"] == "done" and event["offset"] == len(noise) * 1100
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason="sample not generated yet")
 def test_bundled_sample_decodes():
     result = run(str(SAMPLE), "--all")
     assert result.returncode == 0
