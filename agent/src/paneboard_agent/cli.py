@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -20,13 +21,11 @@ import socket
 import sys
 from collections.abc import Sequence
 
+from paneboard_protocol.cli_args import OneLineParser
+
 from paneboard_agent.config import Config, ConfigError, HostConfig, load_config, parse_ssh_spec
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not argparse's usage block
-        print(f"paneboard agent: {message}", file=sys.stderr)
-        raise SystemExit(2)
+_Parser = functools.partial(OneLineParser, help_hint=False)
 
 
 def build_parser() -> argparse.ArgumentParser:

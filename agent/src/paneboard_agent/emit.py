@@ -8,23 +8,19 @@ report or usage) or 1 (no terminal / cannot write).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
 import sys
 import unicodedata
 
+from paneboard_protocol.cli_args import OneLineParser
 from paneboard_protocol.encode import MAX_MSG_DECODED
 
 from paneboard_agent.report import PROTOCOLS, ReportError, build, open_tty, write_all
 
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that fails with one line, not a usage block (common.md: one clear line)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"paneboard emit: {message}", file=sys.stderr)
-        raise SystemExit(2)
+_Parser = functools.partial(OneLineParser, help_hint=False)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -17,8 +17,9 @@ import re
 import sys
 import unicodedata
 from collections.abc import Callable, Sequence
-from typing import BinaryIO, NoReturn
+from typing import BinaryIO
 
+from paneboard_protocol.cli_args import OneLineParser
 from paneboard_protocol.decoder import Decoder
 from paneboard_protocol.events import Event
 
@@ -26,9 +27,7 @@ CHUNK = 1 << 16
 PROG = "paneboard decode"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{PROG}: {message} (try `{PROG} --help`)\n")
+_Parser = OneLineParser
 
 
 def _parser() -> argparse.ArgumentParser:

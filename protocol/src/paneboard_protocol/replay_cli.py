@@ -28,10 +28,11 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn, TextIO
+from typing import Any, TextIO
 
 from paneboard_protocol.arbitration import Classification
 from paneboard_protocol.classifier import PaneClassifier
+from paneboard_protocol.cli_args import OneLineParser
 from paneboard_protocol.debounce import CAP
 from paneboard_protocol.decoder import Decoder
 from paneboard_protocol.rules import RuleSet, load_rules
@@ -42,9 +43,7 @@ MAX_LINE = 16 * 1024 * 1024
 """A trace line longer than this is refused rather than read into memory whole."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{PROG}: {message} (try `{PROG} --help`)\n")
+_Parser = OneLineParser
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -13,16 +13,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
+from paneboard_protocol.cli_args import OneLineParser
 from paneboard_protocol.rules import default_user_dir, load_rules
 
 PROG = "paneboard rules"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (try `{self.prog} --help`)\n")
+_Parser = OneLineParser
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import getpass
 import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from paneboard_protocol.cli_args import OneLineParser
 
 from .database import DatabaseError, create_engine, redact, resolve_url
 
@@ -24,10 +27,7 @@ def _err(cmd: str, msg: str) -> int:
     return 1
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not usage + line
-        print(f"{self.prog}: {message}", file=sys.stderr)
-        sys.exit(2)
+_Parser = functools.partial(OneLineParser, help_hint=False)
 
 
 def _db_arg(p: argparse.ArgumentParser) -> None:
