@@ -507,9 +507,9 @@ def test_unreachable_host_shows_last_known_state_with_age(page, board):
         assert "blocked" in text and "last thing we knew" in text  # the last known state stays
         assert re.search(r"last known \d+ s ago", text)
         assert "unreachable" in page.locator(".group h2").first.inner_text()
-        before = c.locator(".elapsed").inner_text()
+        before = c.locator(".wait").inner_text()  # a blocked card tells its wait
         page.wait_for_function(  # the clocks tick
-            "([id, t]) => document.querySelector(`.card[data-id='${id}'] .elapsed`).textContent !== t",
+            "([id, t]) => document.querySelector(`.card[data-id='${id}'] .wait`).textContent !== t",
             arg=[pid, before],
             timeout=5000,
         )

@@ -77,7 +77,7 @@ $("tools-btn").addEventListener("click", () => {
 
 function showSound() {
   const b = $("sound-btn");
-  b.textContent = sound.on ? "🔊 Sound on" : "🔇 Sound off";
+  b.textContent = sound.on ? "♪ Sound on" : "♪ Sound off";
   b.setAttribute("aria-pressed", String(sound.on));
 }
 $("sound-btn").addEventListener("click", () => { sound.set(!sound.on); showSound(); });
@@ -87,7 +87,7 @@ showSound();
 function showWho(who) {
   $("who").hidden = false;
   const account = who.kind === "viewer" && !who.readonly;
-  $("who-name").textContent = account ? `👤 ${clean(who.name, 80)}` : `viewer link “${clean(who.name, 80)}” (read-only)`;
+  $("who-name").textContent = account ? `signed in as ${clean(who.name, 80)}` : `viewer link “${clean(who.name, 80)}” (read-only)`;
   $("sign-in").hidden = account;
   $("sign-out").hidden = !account;
 }

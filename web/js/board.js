@@ -265,7 +265,8 @@ export function fillCard(card, p, { quiet = null, localHost = "" } = {}) {
   const lkEl = card.querySelector(".last-known");
   lkEl.hidden = !lk;
   if (lk) {
-    const what = `${stateInfo(lk.state).word}${lk.kind ? ` (${clean(lk.kind, 40)})` : ""}`;
+    const who = lk.agent ? `${clean(lk.agent, 80)} ` : "";
+    const what = `${who}${stateInfo(lk.state).word}${lk.kind ? ` (${clean(lk.kind, 40)})` : ""}`;
     lkEl.dataset.prefix = `last known: ${what}, `;
     if (lk.at) {
       lkEl.dataset.at = String(lk.at);
@@ -302,7 +303,7 @@ export function fillCard(card, p, { quiet = null, localHost = "" } = {}) {
     return s;
   };
   const muted = muteReason(quiet, p);
-  if (muted) add("🔕 muted", "marker-muted", `${muted}: no notifications`);
+  if (muted) add("⊘ muted", "marker-muted", `${muted}: no notifications`);
   if (!p.observable) {
     add("◌ not observable", "marker-info", `the program in front (${clean(p.process, 80) || "?"}) hides what runs behind it`);
   }

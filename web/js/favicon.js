@@ -17,7 +17,9 @@ export function showCounts({ blocked, error, done, waitSince }, countsEl, now) {
   const title = parts.length ? `(${parts.join(" · ")}) paneboard` : "paneboard";
   if (title !== lastTitle) document.title = lastTitle = title;
   if (countsEl) {
-    const text = `${blocked} blocked · ${error} error · ${done} done`;
+    // Only what is there, so the header stays one line on a phone.
+    const seen = [[blocked, "blocked"], [error, "error"], [done, "done"]].filter(([n]) => n);
+    const text = seen.length ? seen.map(([n, w]) => `${n} ${w}`).join(" · ") : "nothing waiting";
     if (countsEl.textContent !== text) countsEl.textContent = text;
   }
   const key = `${blocked}/${error}/${done}`;

@@ -114,7 +114,7 @@ export class PaneView {
     if (p.msg) root.append(el("p", p.state === "blocked" ? "msg question" : "msg", p.msg));
     const lk = !p.state && !p.observable ? p.lastKnown : null;
     if (lk) {
-      const what = `${stateInfo(lk.state).word}${lk.kind ? ` (${lk.kind})` : ""}`;
+      const what = `${lk.agent ? `${clean(lk.agent, 80)} ` : ""}${stateInfo(lk.state).word}${lk.kind ? ` (${lk.kind})` : ""}`;
       const ago = lk.at ? `, ${formatWait(clock.now() - lk.at)} ago` : "";
       root.append(el("p", "last-known", `last known: ${what}${ago}${lk.msg ? ` — ${clean(lk.msg, 300)}` : ""}`));
     }
@@ -126,7 +126,7 @@ export class PaneView {
     const cmd = attachCommand(p, this.localHost());
     const attach = el("p", "attach");
     const code = el("code", "attach-cmd", cmd);
-    const copy = el("button", "copy-attach", "⧉ Copy");
+    const copy = el("button", "copy-attach", "Copy");
     copy.type = "button";
     copy.addEventListener("click", () => copyText(cmd, copy));
     attach.append(el("span", "label", "attach"), document.createTextNode(" "), code, document.createTextNode(" "), copy);
