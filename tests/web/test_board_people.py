@@ -137,28 +137,42 @@ def test_timeline_msg_cells_stay_in_their_rows(page, board):
     assert page.errors == []
 
 
-def test_markers_seen_button_sound_switch_and_no_focus_ring(page, board):
+def test_no_card_wears_a_focus_ring_on_load(page, board):
     _pane, pid = new_pane(board)
     card(page, pid).wait_for()
-    # Nothing is focused on load: no card looks selected.
+    page.reload()
+    page.wait_for_selector("html[data-ready='1']")
+    card(page, pid).wait_for()
     assert page.evaluate("document.activeElement === document.body")
     assert page.locator(".card:focus-visible").count() == 0
-    # The sound switch: off by default, remembered.
+    page.keyboard.press("j")  # the keys still start from the first card
+    assert page.evaluate("document.activeElement.classList.contains('card')")
+
+
+def test_sound_switch_is_off_by_default_and_remembered(page):
     btn = page.locator("#sound-btn")
     assert btn.get_attribute("aria-pressed") == "false" and "off" in btn.inner_text().lower()
     btn.click()
-    assert btn.get_attribute("aria-pressed") == "true"
+    assert btn.get_attribute("aria-pressed") == "true" and "on" in btn.inner_text().lower()
     page.reload()
     page.wait_for_selector("html[data-ready='1']")
     assert page.locator("#sound-btn").get_attribute("aria-pressed") == "true"
-    # A disabled Seen button looks disabled.
+
+
+def test_disabled_seen_button_looks_disabled(page, board):
+    _pane, pid = new_pane(board)
     page.goto(board.url + f"/#/pane/{pid}")
     seen = page.locator("#pane-view button.seen")
     seen.wait_for()
     assert seen.is_disabled()
     opacity, cursor = seen.evaluate("e => [getComputedStyle(e).opacity, getComputedStyle(e).cursor]")
     assert float(opacity) <= 0.6 and cursor == "not-allowed"
-    # Muted panes carry a marker on the board.
+    assert page.errors == []
+
+
+def test_muted_pane_carries_a_marker(page, board):
+    _pane, pid = new_pane(board)
+    page.goto(board.url + f"/#/pane/{pid}")
     page.locator("#pane-view select.snooze").first.select_option(label="15 min")
     page.wait_for_function("() => document.getElementById('banner').textContent.startsWith('muted pane')")
     page.goto(board.url + "/#/")
@@ -234,7 +248,7 @@ def test_blocked_cards_count_the_wait_live_longest_first(page, board):
     wait_card_state(page, second_id, "blocked")
     wait = card(page, first_id).locator(".wait")
     text = wait.inner_text()
-    assert re.fullmatch(r"waiting since \d{1,2}:\d{2}( ?[AP]M)? \(\d+ s\)", text), text
+    assert re.fullmatch(r"waiting since \d{1,2}:\d{2}(\s?[AP]M)? \(\d+ s\)", text), text
     page.wait_for_function(  # counted live
         "([id, t]) => document.querySelector(`.card[data-id='${id}'] .wait`).textContent !== t",
         arg=[first_id, text],
