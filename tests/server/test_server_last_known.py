@@ -47,5 +47,9 @@ def test_stale_report_behind_ssh_leaves_its_last_known_state(db_url: str) -> Non
         async with app.router.lifespan_context(app):
             core = app.state.core
             assert core.api(core.panes[unobs])["last_known"] == got  # rebuilt from history
+            ev, cls = evidence_for("idle", observable=True, ts=None)
+            await ingest(core, "%1", ev, cls)  # ssh has ended: the pane can be seen again
+            assert core.api(core.panes[unobs])["last_known"] is None
+            assert core.panes[unobs].last_known is None
 
     asyncio.run(go())

@@ -177,11 +177,12 @@ class Tx:
             if k != "since":
                 setattr(p, k, v)
         p.gone_at = None
+        if p.state is not None or p.observable:
+            p.last_known = None  # it says what it is now: nothing to remember
         if p.triple() != prev or was_gone:
             p.since = fields.get("since") or self.now
-            if p.state is not None:
-                p.last_known = None
-            elif before["state"] is not None and not was_gone:
+            if p.state is None and not p.observable and before["state"] is not None and not was_gone:
+                # It lost its state where it cannot be seen (behind ssh): keep what it was.
                 p.last_known = {**before, "at": self.now}
             self.history.append(
                 {
