@@ -81,8 +81,8 @@ def hosts_from_args(args: argparse.Namespace, config: Config) -> list[HostConfig
 
 def make_targets(hosts: Sequence[HostConfig]) -> list:
     from paneboard_agent.collector import TmuxTarget
-    from paneboard_agent.transport_local import LocalTransport
-    from paneboard_agent.transport_ssh import SSHTarget, SSHTransport
+    from paneboard_agent.transport.local import LocalTransport
+    from paneboard_agent.transport.ssh import SSHTarget, SSHTransport
 
     targets = []
     ssh: dict[tuple, SSHTransport] = {}  # one transport (connection pool) per host and login
