@@ -1,0 +1,493 @@
+"""The session manager: one tmux server, its control clients, listings and processes.
+
+One `TmuxWatcher` per tmux server (a host plus a socket). It keeps one read-only
+control client per tmux session (pane output arrives only through a client attached
+to the pane's session), re-lists panes when tmux says something changed and once a
+poll interval anyway, and observes foreground processes with one `ps` per poll for
+all panes of that server. Everything about one pane (decoder, classifier, held
+reports, when to capture, when to re-evaluate) is decided by its pure
+`tracker.PaneTracker`; the watcher carries out what the tracker asks for (timers,
+`capture-pane`, the sink through the `Pump`).
+
+What it sends to tmux: see `control.READ_COMMANDS`; the one-shot commands are
+`tmux -V`, `list-sessions`, `list-panes`, `list-clients`, `capture-pane -p`, `ps`,
+and `detach-client` for a stale control client this process itself attached earlier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from paneboard_agent import queries
+from paneboard_agent.control import (
+    CommandError,
+    ControlClient,
+    Lost,
+    Notice,
+    Notification,
+    Output,
+    Pause,
+    attach_argv,
+    parse_version,
+    tmux_base,
+)
+from paneboard_agent.panes import (
+    PaneInfo,
+    observe,
+    session_selected,
+)
+from paneboard_agent.pump import Pump
+from paneboard_agent.sink import PaneKey, PaneUpdate
+from paneboard_agent.targets import Options, TmuxTarget
+from paneboard_agent.tracker import PaneTracker
+from paneboard_agent.transport import FatalTransportError, TransportError
+
+log = logging.getLogger("paneboard.agent")
+
+#: notifications after which the session list may have changed
+SESSION_NOTICES = frozenset(
+    {"sessions-changed", "session-changed", "session-renamed", "client-session-changed", "client-detached"}
+)
+#: notifications after which panes or windows may have changed
+PANE_NOTICES = SESSION_NOTICES | {
+    "window-add",
+    "window-close",
+    "unlinked-window-add",
+    "unlinked-window-close",
+    "window-renamed",
+    "unlinked-window-renamed",
+    "layout-change",
+    "window-pane-changed",
+    "session-window-changed",
+}
+#: at most one poll of panes and processes per this many seconds
+POLL_SPACING = 0.05
+#: what a wake-up waits for more notifications of the same burst before polling
+BURST_PAUSE = 0.005
+
+
+@dataclass(eq=False)
+class _Pane:
+    """A tracker and the asyncio things the watcher runs for it."""
+
+    tracker: PaneTracker
+    settle_handle: asyncio.TimerHandle | None = None
+    settle_for: float | None = None
+    deadline_handle: asyncio.TimerHandle | None = None
+    deadline_for: float | None = None
+    capture_task: asyncio.Task[None] | None = None
+
+    def cancel(self) -> None:
+        for h in (self.settle_handle, self.deadline_handle):
+            if h is not None:
+                h.cancel()
+        self.settle_handle = self.deadline_handle = None
+        self.settle_for = self.deadline_for = None
+        if self.capture_task is not None and not self.capture_task.done():
+            self.capture_task.cancel()
+
+
+@dataclass
+class _Client:
+    control: ControlClient
+    pid: int | None = None
+    watcher: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+class TmuxWatcher:
+    """Watches one tmux server; survives losing it, gives up only on fatal errors."""
+
+    def __init__(self, target: TmuxTarget, options: Options, pump: Pump) -> None:
+        self.target = target
+        self.t = target.transport
+        self.host = target.transport.host
+        self.opt = options
+        self.pump = pump
+        self.base = tmux_base(target.socket, target.socket_path)
+        self.panes: dict[str, _Pane] = {}  # by tmux pane id
+        self.clients: dict[str, _Client] = {}
+        self.reachable: tuple[bool, str | None] = (False, "not connected yet")
+        self.fatal: str | None = None
+        self.version: tuple[int, int] = (0, 0)
+        self._our_pids: set[int] = set()
+        self._wake = asyncio.Event()
+        self._need_sessions = True
+        self._polls = 0
+        self._warned_old = False
+        self._capture_sem = asyncio.Semaphore(options.captures_at_once)
+        self._attach_failures: dict[str, float] = {}
+        self._held: set[_Pane] = set()  # panes holding reports until the next poll
+        self._full_due = 0.0
+        # the classifier sees a name only; "docker exec"-style entries are judged here
+        self._classifier_transports = [t for t in options.transports if " " not in t]
+
+    # --- lifecycle ---------------------------------------------------------------
+
+    async def run(self) -> None:
+        attempt = 0
+        while True:
+            try:
+                await self._connected()
+            except FatalTransportError as exc:
+                self.fatal = str(exc)
+                log.error("%s", exc)
+                self._set_status(False, str(exc))
+                await self._teardown()
+                return
+            except TransportError as exc:
+                if self.reachable[0] or attempt == 0:
+                    log.warning("%s: lost (%s); reconnecting", self.host, exc)
+                self._set_status(False, str(exc))
+            except asyncio.CancelledError:
+                await self._teardown()
+                raise
+            await self._teardown()
+            if self._connected_ok:
+                attempt = 0
+            delay = min(self.opt.backoff_max, self.opt.backoff_min * 2**attempt)
+            attempt += 1
+            await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+
+    _connected_ok = False
+
+    async def _connected(self) -> None:
+        self._connected_ok = False
+        await self.t.connect()
+        res = await self.t.run([*self.base, "-V"])
+        if res.returncode != 0:
+            raise TransportError(
+                f"{self.host}: tmux not runnable: {res.stderr.decode(errors='replace').strip()}"
+            )
+        self.version = parse_version(res.stdout.decode(errors="replace"))
+        if self.version < (3, 2) and not self._warned_old:
+            self._warned_old = True
+            log.warning(
+                "%s: tmux %d.%d lacks control-client flags (read-only, pause-after): attaching with -r only",
+                self.host,
+                *self.version,
+            )
+        await self._detach_stale()
+        self._connected_ok = True
+        self._set_status(True, None)
+        self._need_sessions = True
+        while True:
+            self._wake.clear()  # before the sync: a wake-up during it means "again"
+            started = time.monotonic()
+            await self._sync()
+            if not self._wake.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.opt.poll_interval)
+            # Polls are capped at ~20/s under heavy reporting, and a burst (a new window
+            # brings several notifications) gets a moment to become one re-list; but a
+            # lone report after a quiet spell is not made to wait out the whole cap,
+            # since a held report reaches nobody until this poll has run.
+            await asyncio.sleep(max(BURST_PAUSE, POLL_SPACING - (time.monotonic() - started)))
+
+    async def _teardown(self) -> None:
+        self._release_held()  # no observation is coming: the classifier gets them as they are
+        await asyncio.gather(*(self._detach(name, forget=False) for name in list(self.clients)))
+        for pane in self.panes.values():
+            pane.cancel()
+            pane.tracker.disconnected()
+
+    def _set_status(self, reachable: bool, error: str | None) -> None:
+        if self.reachable != (reachable, error):
+            self.reachable = (reachable, error)
+            self.pump.host(self.host, reachable, time.time(), error)
+
+    # --- control clients ---------------------------------------------------------
+
+    async def _detach_stale(self) -> None:
+        """Detach control clients this process attached before a lost connection."""
+        if self._our_pids:
+            await queries.detach_stale(self.t, self.base, self._our_pids)
+        self._our_pids.clear()
+
+    async def _attach(self, session: str) -> None:
+        argv = attach_argv(self.base, session, self.version, self.opt.pause_after)
+        chan = await self.t.open_process(argv)
+        control = ControlClient(chan, session, self._on_note)
+        client = _Client(control)
+        self.clients[session] = client
+        try:
+            block = await control.command("display-message -p '#{client_pid}'", timeout=10)
+            text = b"".join(block.lines).decode(errors="replace").strip()
+            if text.isdigit():
+                client.pid = int(text)
+                self._our_pids.add(client.pid)
+        except (TransportError, CommandError) as exc:
+            err = await chan.stderr_text()
+            log.warning("%s: cannot attach to session %r: %s", self.host, session, err or exc)
+            self._attach_failures[session] = time.monotonic()
+            await self._detach(session)
+            return
+        client.watcher = asyncio.create_task(self._watch_client(session, client))
+
+    async def _watch_client(self, session: str, client: _Client) -> None:
+        await client.control.closed.wait()
+        if self.clients.get(session) is client:
+            del self.clients[session]
+            if client.pid is not None and client.control.exit_reason is not None:
+                # tmux said %exit: that client is gone. Without it (the link broke) the
+                # remote client may linger, and is detached after reconnecting.
+                self._our_pids.discard(client.pid)
+            self._need_sessions = True
+            self._wake.set()
+
+    async def _detach(self, session: str, forget: bool = True) -> None:
+        client = self.clients.pop(session, None)
+        if client is None:
+            return
+        if client.watcher is not None:
+            client.watcher.cancel()
+        await client.control.close()
+        if client.pid is not None and forget:
+            self._our_pids.discard(client.pid)
+
+    def _any_client(self) -> ControlClient | None:
+        for c in self.clients.values():
+            if not c.control.closed.is_set() and c.pid is not None:
+                return c.control
+        return None
+
+    async def _on_note(self, client: ControlClient, note: Notification) -> None:
+        if isinstance(note, Output):
+            pane = self.panes.get(note.pane)
+            if pane is None:
+                # output from a pane not listed yet (a window just opened): keep its bytes
+                pane = self._new_pane(note.pane, client.session)
+                self._wake.set()
+            elif pane.tracker.session != client.session:
+                return  # a window linked into two sessions: one owner decodes it
+            if not note.data:
+                return
+            if pane.tracker.output(time.time(), note.data):
+                self._held.add(pane)  # one poll, started at once, serves every held pane
+                self._wake.set()
+            self._after(pane)
+        elif isinstance(note, Pause):
+            log.info(
+                "%s: tmux paused %s (we fell %ds behind); continuing",
+                self.host,
+                note.pane,
+                self.opt.pause_after,
+            )
+            pane = self.panes.get(note.pane)
+            await client.send_nowait(f"refresh-client -A '{note.pane}:continue'")
+            if pane is not None and pane.tracker.session == client.session:
+                pane.tracker.skipped(time.time())
+                self._after(pane)
+        elif isinstance(note, Lost):
+            pane = self.panes.get(note.pane) if note.pane else None
+            if pane is not None:
+                pane.tracker.skipped(time.time())
+                self._after(pane)
+        elif isinstance(note, Notice):
+            if note.name in SESSION_NOTICES:
+                self._need_sessions = True
+            if note.name in PANE_NOTICES:
+                self._wake.set()
+
+    def _release_held(self) -> None:
+        held, self._held = self._held, set()
+        now = time.time()
+        for pane in held:
+            if self.panes.get(pane.tracker.key.pane) is pane:
+                pane.tracker.released(now)
+                self._after(pane)
+            else:
+                pane.tracker.held = None
+
+    # --- listing -----------------------------------------------------------------
+
+    def _new_pane(self, pane_id: str, session: str) -> _Pane:
+        pane = _Pane(
+            PaneTracker(
+                PaneKey(self.host, self.target.label, pane_id),
+                session,
+                self.opt.rules,
+                self._classifier_transports,
+                self.opt.settle,
+            )
+        )
+        self.panes[pane_id] = pane
+        return pane
+
+    async def _sync(self) -> None:
+        """One poll. A full poll (every poll interval, or when sessions changed) runs
+        `ps` for every pane; a light one (woken early by reports or notifications)
+        lists panes (cheap: tmux answers from memory) and runs `ps` only for panes that
+        are new or whose foreground command tmux now names differently, so that many
+        panes reporting at once never turn into many `ps` runs on the watched host.
+        """
+        self._polls += 1
+        now_m = time.monotonic()
+        full = self._need_sessions or now_m >= self._full_due
+        if full:
+            self._full_due = now_m + self.opt.poll_interval
+        if self._need_sessions or not self.clients or self._polls % 25 == 0:
+            self._need_sessions = False
+            await self._sync_sessions()
+        infos = await self._list_panes()
+        if full:
+            look = infos
+        else:
+            look = []
+            for info in infos:
+                pane = self.panes.get(info.pane_id)
+                known = pane.tracker.info if pane is not None else None
+                if known is None or known.command != info.command or known.pane_pid != info.pane_pid:
+                    look.append(info)
+        procs = await self._ps(look) if look else {}
+        self._apply(infos, procs, time.time(), {i.pane_id for i in look})
+        self._release_held()
+
+    async def _sync_sessions(self) -> None:
+        sessions = await queries.list_sessions(self.t, self.base, self._any_client())
+        wanted = [n for _, n in sessions if session_selected(n, self.target.include, self.target.exclude)]
+        for name in list(self.clients):
+            if name not in wanted:
+                await self._detach(name)
+        now = time.monotonic()
+        todo = [
+            name
+            for name in wanted
+            if name not in self.clients
+            # it failed a moment ago: do not hammer tmux every poll
+            and now - self._attach_failures.get(name, -1e9) >= 10
+        ]
+        # in parallel: over SSH each attach is a channel and a login shell start (~0.3 s+)
+        results = await asyncio.gather(*(self._attach(n) for n in todo), return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+
+    async def _list_panes(self) -> list[PaneInfo]:
+        infos = await queries.list_panes(self.t, self.base, self._any_client())
+        return [p for p in infos if session_selected(p.session, self.target.include, self.target.exclude)]
+
+    async def _ps(self, infos: list[PaneInfo]) -> dict[int, Any] | None:
+        pids = {p.pane_pid for p in infos}
+        for pane in self.panes.values():
+            obs = pane.tracker.obs
+            if obs is not None and obs.pid:
+                pids.add(obs.pid)  # the foreground leaders seen last time: their arguments
+        return await queries.processes(self.t, pids)
+
+    def _apply(self, infos: list[PaneInfo], procs: dict[int, Any] | None, now: float, look: set[str]) -> None:
+        """Update panes from a listing; observe processes of the panes in `look`."""
+        seen: set[str] = set()
+        for info in infos:
+            pane = self.panes.get(info.pane_id)
+            known = pane.tracker.info if pane is not None else None
+            if pane is not None and known is not None and known.pane_pid != info.pane_pid:
+                self._gone(pane, now)  # the tmux server restarted and reused the id
+                pane = None
+            if pane is None:
+                pane = self._new_pane(info.pane_id, info.session)
+            seen.add(info.pane_id)
+            obs = None
+            if info.pane_id in look:
+                obs = observe(info, procs, self.opt.transports, self.opt.shells)
+            pane.tracker.listed(now, info, obs)
+            self._after(pane)
+        for pane_id, pane in list(self.panes.items()):
+            if pane_id in seen:
+                continue
+            if pane.tracker.info is not None:
+                self._gone(pane, now)
+            else:
+                pane.tracker.unlisted_polls += 1
+                if pane.tracker.unlisted_polls > 3:  # output of a pane we never saw listed
+                    pane.cancel()
+                    del self.panes[pane_id]
+
+    def _gone(self, pane: _Pane, now: float) -> None:
+        pane.cancel()
+        self.panes.pop(pane.tracker.key.pane, None)
+        self.pump.gone(pane.tracker.key, now)
+
+    # --- what a tracker asks for ---------------------------------------------------
+
+    def _after(self, pane: _Pane) -> None:
+        """Carry out what the tracker wants after an input: send, capture, set timers."""
+        t = pane.tracker
+        update = t.take_update()
+        if update is not None:
+            self.pump.changed(update)
+        if t.take_capture():
+            pane.capture_task = asyncio.create_task(self._do_capture(pane))
+        loop = asyncio.get_running_loop()
+        now = time.time()
+        if t.settle_at != pane.settle_for:
+            if pane.settle_handle is not None:
+                pane.settle_handle.cancel()
+            pane.settle_for, pane.settle_handle = t.settle_at, None
+            if t.settle_at is not None:
+                pane.settle_handle = loop.call_later(max(0.0, t.settle_at - now), self._timer, pane, "settle")
+        if t.deadline_at != pane.deadline_for:
+            if pane.deadline_handle is not None:
+                pane.deadline_handle.cancel()
+            pane.deadline_for, pane.deadline_handle = t.deadline_at, None
+            if t.deadline_at is not None:
+                delay = max(0.0, t.deadline_at - now) + 0.001
+                pane.deadline_handle = loop.call_later(delay, self._timer, pane, "deadline")
+
+    def _timer(self, pane: _Pane, which: str) -> None:
+        if self.panes.get(pane.tracker.key.pane) is not pane:
+            return
+        now = time.time()
+        if which == "settle":
+            pane.settle_handle = pane.settle_for = None
+            pane.tracker.settled(now)
+        else:
+            pane.deadline_handle = pane.deadline_for = None
+            pane.tracker.deadline(now)
+        self._after(pane)
+
+    # --- screen capture ------------------------------------------------------------
+
+    async def _do_capture(self, pane: _Pane) -> None:
+        key = pane.tracker.key
+        try:
+            async with self._capture_sem:
+                res = await self.t.run([*self.base, "capture-pane", "-p", "-t", key.pane], timeout=10)
+        except TransportError as exc:
+            log.debug("%s: capture of %s failed: %s", self.host, key.pane, exc)
+            pane.tracker.capture_failed()
+            return
+        if self.panes.get(key.pane) is not pane:
+            return
+        screen = res.stdout.decode("utf-8", "replace") if res.returncode == 0 else None
+        pane.tracker.captured(time.time(), screen)
+        self._after(pane)
+
+    # --- from outside ----------------------------------------------------------------
+
+    def mark_seen(self, pane_id: str, t: float) -> bool:
+        """The user looked at this pane (the server says so): `done` becomes `idle`."""
+        pane = self.panes.get(pane_id)
+        if pane is None:
+            return False
+        pane.tracker.seen(max(t, time.time()) if t else time.time())
+        self._after(pane)
+        return True
+
+    def set_rules(self, options: Options) -> None:
+        """Reloaded screen rules (in `options`) for every pane, screens re-read where they apply."""
+        self.opt = options
+        now = time.time()
+        for pane in list(self.panes.values()):
+            pane.tracker.set_rules(now, options.rules)
+            self._after(pane)
+
+    # --- snapshot ------------------------------------------------------------------
+
+    def snapshot(self) -> list[PaneUpdate]:
+        return [p.tracker.last_update for p in self.panes.values() if p.tracker.last_update is not None]
