@@ -323,8 +323,8 @@ class TmuxWatcher:
         """One poll. A full poll (every poll interval, or when sessions changed) runs
         `ps` for every pane; a light one (woken early by reports or notifications)
         lists panes (cheap: tmux answers from memory) and runs `ps` only for panes that
-        are new or whose foreground command tmux now names differently, so that many
-        panes reporting at once never turn into many `ps` runs on the watched host.
+        are new, hold a report, or whose foreground command tmux now names differently:
+        many panes reporting at once cost one `ps` run on the watched host, not one each.
         """
         self._polls += 1
         now_m = time.monotonic()
@@ -342,7 +342,15 @@ class TmuxWatcher:
             for info in infos:
                 pane = self.panes.get(info.pane_id)
                 known = pane.tracker.info if pane is not None else None
-                if known is None or known.command != info.command or known.pane_pid != info.pane_pid:
+                if (
+                    known is None
+                    or known.command != info.command
+                    or known.pane_pid != info.pane_pid
+                    # a held report waits for its writer: tmux names a script's
+                    # interpreter alike before and after it started (`bash` for
+                    # `./deploy.sh` typed at a bash prompt); only `ps` tells them apart
+                    or pane in self._held
+                ):
                     look.append(info)
         procs = await self._ps(look) if look else {}
         self._apply(infos, procs, time.time(), {i.pane_id for i in look})
@@ -394,7 +402,7 @@ class TmuxWatcher:
             seen.add(info.pane_id)
             obs = None
             if info.pane_id in look:
-                obs = observe(info, procs, self.opt.transports, self.opt.shells)
+                obs = observe(info, procs, self.opt.transports, self.opt.shells, pane.tracker.obs)
             pane.tracker.listed(now, info, obs)
             self._after(pane)
         for pane_id, pane in list(self.panes.items()):
