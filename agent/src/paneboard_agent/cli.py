@@ -2,7 +2,7 @@
 
     paneboard agent [--config FILE] (--server URL --token T | --stdout)
                     [--local] [--tmux-socket NAME] [--ssh [USER@]HOST[:PORT] ...]
-                    [--identity FILE] [--known-hosts FILE]
+                    [--identity FILE] [--known-hosts FILE] [--wait-for-tmux] [-v]
 
 Flags add to what the config file lists: `--local` (or no host at all) watches this
 machine; each `--ssh` adds a host, using `--identity`/`--known-hosts`/`--tmux-socket`.
@@ -54,7 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--identity", metavar="FILE", action="append", default=[], help="SSH client key for --ssh")
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts for --ssh (default ~/.ssh/known_hosts)")
-    p.add_argument("-v", "--verbose", action="store_true", help="log what the collector does")
+    p.add_argument(
+        "--wait-for-tmux",
+        action="store_true",
+        help="if no tmux server runs yet on a watched socket, wait for one (default: exit with the reason)",
+    )
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="also log what it attaches to and each step it takes"
+    )
     return p
 
 
@@ -132,7 +139,12 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
         return rules
 
     rules = read_rules()
-    options = Options(poll_interval=config.poll_interval, transports=config.transports, rules=rules)
+    options = Options(
+        poll_interval=config.poll_interval,
+        transports=config.transports,
+        rules=rules,
+        wait_for_tmux=args.wait_for_tmux,
+    )
     uplink = None
     if args.stdout:
         from paneboard_agent.stdout_sink import StdoutSink
@@ -165,11 +177,23 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
 
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGHUP, reload)
+    watching = asyncio.create_task(collector.run(), name="collector")
+    waits: set[asyncio.Future] = {watching}
+    if uplink is not None:  # a refused token ends the uplink: then nothing is worth watching for
+        waits.add(asyncio.ensure_future(uplink.failed.wait()))
     try:
-        return await collector.run()
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        if watching.done():
+            return watching.result()
+        print(f"paneboard agent: {uplink.fatal}; exiting", file=sys.stderr)
+        return 1
     except asyncio.CancelledError:
         return 0
     finally:
+        for w in waits:
+            w.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watching
         if uplink is not None:
             with contextlib.suppress(Exception):
                 await uplink.close()
@@ -183,11 +207,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.server and not args.token:
         print("paneboard agent: --server needs --token (or $PANEBOARD_TOKEN)", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="paneboard agent: %(message)s",
-        stream=sys.stderr,
-    )
+    # One line per connection made, lost and regained, always; -v adds the details.
+    logging.basicConfig(level=logging.WARNING, format="paneboard agent: %(message)s", stream=sys.stderr)
+    for name in ("paneboard", "paneboard_agent"):
+        logging.getLogger(name).setLevel(logging.DEBUG if args.verbose else logging.INFO)
     logging.getLogger("asyncssh").setLevel(logging.WARNING if args.verbose else logging.CRITICAL)
     try:
         config = load_config(args.config) if args.config else Config()

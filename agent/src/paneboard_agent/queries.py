@@ -33,8 +33,8 @@ NO_SERVER = (b"no server running", b"error connecting to", b"no sessions")
 
 async def list_sessions(
     t: Transport, base: Sequence[str], control: ControlClient | None
-) -> list[tuple[str, str]]:
-    """(session_id, name) of every session; [] when no tmux server runs."""
+) -> list[tuple[str, str]] | None:
+    """(session_id, name) of every session; None when no tmux server runs."""
     if control is not None:
         try:
             block = await control.command(f"list-sessions -F '{SESSION_FORMAT}'")
@@ -46,8 +46,16 @@ async def list_sessions(
         if not any(s in res.stderr for s in NO_SERVER):
             err = res.stderr.decode(errors="replace").strip()
             raise TransportError(f"{t.host}: tmux list-sessions failed: {err}")
-        return []
+        return None
     return parse_sessions(res.stdout.splitlines())
+
+
+async def no_server(t: Transport, base: Sequence[str]) -> str | None:
+    """Why no tmux server can be asked (tmux's own words), or None when one runs."""
+    res = await t.run([*base, "list-sessions", "-F", SESSION_FORMAT])
+    if res.returncode == 0 or not any(s in res.stderr for s in NO_SERVER):
+        return None
+    return res.stderr.decode(errors="replace").strip().splitlines()[0]
 
 
 async def list_panes(t: Transport, base: Sequence[str], control: ControlClient | None) -> list[PaneInfo]:

@@ -22,6 +22,7 @@ class Options:
     backoff_min: float = 1.0
     backoff_max: float = 60.0
     captures_at_once: int = 4  # concurrent capture-pane per host (each is a channel over SSH)
+    wait_for_tmux: bool = False  # no tmux server at start: wait for one instead of failing
 
 
 @dataclass

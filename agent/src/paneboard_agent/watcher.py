@@ -100,6 +100,16 @@ class _Client:
     watcher: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
+class NoTmuxServer(FatalTransportError):
+    """No tmux server runs on the socket to watch, and waiting for one was not asked for."""
+
+
+def _reason(host: str, exc: Exception) -> str:
+    """The error's text without a leading `host: ` (the line names the host already)."""
+    text = str(exc) or type(exc).__name__
+    return text.removeprefix(f"{host}: ")
+
+
 class TmuxWatcher:
     """Watches one tmux server; survives losing it, gives up only on fatal errors."""
 
@@ -142,7 +152,10 @@ class TmuxWatcher:
                 return
             except TransportError as exc:
                 if self.reachable[0] or attempt == 0:
-                    log.warning("%s: lost (%s); reconnecting", self.host, exc)
+                    if self._ever_connected:
+                        log.warning("%s: lost (%s); reconnecting", self.host, _reason(self.host, exc))
+                    else:
+                        log.warning("%s: cannot connect (%s); retrying", self.host, _reason(self.host, exc))
                 self._set_status(False, str(exc))
             except asyncio.CancelledError:
                 await self._teardown()
@@ -155,6 +168,8 @@ class TmuxWatcher:
             await asyncio.sleep(delay * random.uniform(0.5, 1.0))
 
     _connected_ok = False
+    _ever_connected = False
+    _server_up: bool | None = None  # None: not asked yet
 
     async def _connected(self) -> None:
         self._connected_ok = False
@@ -173,7 +188,17 @@ class TmuxWatcher:
                 *self.version,
             )
         await self._detach_stale()
-        self._connected_ok = True
+        if not self._ever_connected:
+            await self._first_server_check()
+        again = self._ever_connected
+        self._connected_ok = self._ever_connected = True
+        log.info(
+            "%s: connected%s (tmux %d.%d, tmux server %s)",
+            self.host,
+            " again" if again else "",
+            *self.version,
+            self.target.label,
+        )
         self._set_status(True, None)
         self._need_sessions = True
         while True:
@@ -188,6 +213,20 @@ class TmuxWatcher:
             # lone report after a quiet spell is not made to wait out the whole cap,
             # since a held report reaches nobody until this poll has run.
             await asyncio.sleep(max(BURST_PAUSE, POLL_SPACING - (time.monotonic() - started)))
+
+    async def _first_server_check(self) -> None:
+        """No tmux server to watch at start is a mistake to report, not to wait out
+        (a wrong socket name would otherwise watch nothing forever), unless asked to
+        wait for one. Later, a tmux server that goes away is waited for as always."""
+        missing = await queries.no_server(self.t, self.base)
+        if missing is None:
+            return
+        if not self.opt.wait_for_tmux:
+            raise NoTmuxServer(
+                f"{self.host}: no tmux server to watch ({missing}); start tmux first, "
+                "or pass --wait-for-tmux to wait for one"
+            )
+        log.info("%s: no tmux server yet (%s); waiting for one", self.host, missing)
 
     async def _teardown(self) -> None:
         self._release_held()  # no observation is coming: the classifier gets them as they are
@@ -221,6 +260,7 @@ class TmuxWatcher:
             if text.isdigit():
                 client.pid = int(text)
                 self._our_pids.add(client.pid)
+            log.debug("%s: attached to session %r (%s)", self.host, session, " ".join(argv))
         except (TransportError, CommandError) as exc:
             err = await chan.stderr_text()
             log.warning("%s: cannot attach to session %r: %s", self.host, session, err or exc)
@@ -244,6 +284,7 @@ class TmuxWatcher:
         client = self.clients.pop(session, None)
         if client is None:
             return
+        log.debug("%s: detaching from session %r", self.host, session)
         if client.watcher is not None:
             client.watcher.cancel()
         await client.control.close()
@@ -358,6 +399,8 @@ class TmuxWatcher:
 
     async def _sync_sessions(self) -> None:
         sessions = await queries.list_sessions(self.t, self.base, self._any_client())
+        self._server_running(sessions is not None)
+        sessions = sessions or []
         wanted = [n for _, n in sessions if session_selected(n, self.target.include, self.target.exclude)]
         for name in list(self.clients):
             if name not in wanted:
@@ -375,6 +418,17 @@ class TmuxWatcher:
         for r in results:
             if isinstance(r, BaseException):
                 raise r
+
+    def _server_running(self, running: bool) -> None:
+        """One line when the tmux server goes away or (back) up while the host stays."""
+        if running == self._server_up:
+            return
+        if self._server_up is not None or not running:
+            if running:
+                log.info("%s: tmux server %s is up", self.host, self.target.label)
+            else:
+                log.warning("%s: tmux server %s is gone; waiting for it", self.host, self.target.label)
+        self._server_up = running
 
     async def _list_panes(self) -> list[PaneInfo]:
         infos = await queries.list_panes(self.t, self.base, self._any_client())
