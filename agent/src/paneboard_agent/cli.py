@@ -30,12 +30,26 @@ _Parser = functools.partial(OneLineParser, help_hint=False)
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
-        prog="paneboard agent", description="Watch tmux panes (locally or over SSH) and classify them."
+        prog="paneboard agent",
+        description="Watch the panes of tmux on this machine and on hosts reached over SSH, work out "
+        "what the program in each is doing (working, waiting for an answer, done, ...), and print "
+        "every change or send it to a paneboard server. With no host given it watches this machine.",
     )
-    p.add_argument("--config", metavar="FILE", help="TOML file listing hosts (see docs/collector.md)")
-    out = p.add_argument_group("output (one of)")
-    out.add_argument("--stdout", action="store_true", help="print one JSON line per change of a pane")
-    out.add_argument("--server", metavar="URL", help="send to a paneboard server (with --token)")
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a TOML file listing the hosts to watch and other settings (see docs/collector.md); "
+        "hosts given as options are added to it",
+    )
+    out = p.add_argument_group("where the changes go (one of)")
+    out.add_argument(
+        "--stdout", action="store_true", help="print one JSON line each time a pane's state changes"
+    )
+    out.add_argument(
+        "--server",
+        metavar="URL",
+        help="send them to the paneboard server at URL, e.g. http://board:8000 (needs --token)",
+    )
     out.add_argument(
         "--token",
         metavar="T",
@@ -43,17 +57,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="the collector token for --server (default: $PANEBOARD_TOKEN, which keeps it "
         "out of the process list)",
     )
-    p.add_argument("--local", action="store_true", help="watch tmux on this machine")
-    p.add_argument("--tmux-socket", metavar="NAME", help="tmux socket name (tmux -L NAME) for --local/--ssh")
+    p.add_argument(
+        "--local", action="store_true", help="watch tmux on this machine (the default when no host is given)"
+    )
+    p.add_argument(
+        "--tmux-socket",
+        metavar="NAME",
+        help="watch the tmux server started as `tmux -L NAME` instead of the default one "
+        "(for --local and every --ssh)",
+    )
     p.add_argument(
         "--ssh",
         metavar="[USER@]HOST[:PORT]",
         action="append",
         default=[],
-        help="watch tmux on HOST (repeatable)",
+        help="watch tmux on this SSH host; repeat for more hosts (IPv6 as [::1]:2222)",
     )
-    p.add_argument("--identity", metavar="FILE", action="append", default=[], help="SSH client key for --ssh")
-    p.add_argument("--known-hosts", metavar="FILE", help="known_hosts for --ssh (default ~/.ssh/known_hosts)")
+    p.add_argument(
+        "--identity",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="the private key to log in with over SSH (repeatable); only these keys are offered",
+    )
+    p.add_argument(
+        "--known-hosts",
+        metavar="FILE",
+        help="the trusted SSH host keys (default ~/.ssh/known_hosts); a host not in it is refused",
+    )
     p.add_argument(
         "--wait-for-tmux",
         action="store_true",
