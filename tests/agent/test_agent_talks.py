@@ -126,7 +126,7 @@ def test_losing_and_regaining_tmux_is_said(tmux_server: TmuxServer) -> None:
         wait_for(lambda: gone in proc.stderr, what=f"the line saying so: {proc.stderr}")
         tmux_server.start()
         up = f"paneboard agent: {HOST}: tmux server {tmux_server.name} is up"
-        wait_for(lambda: proc.stderr.strip().endswith(up), timeout=30, what=f"back: {proc.stderr}")
+        wait_for(lambda: up in proc.stderr.split(gone, 1)[-1], timeout=30, what=f"back: {proc.stderr}")
     finally:
         proc.stop()
 

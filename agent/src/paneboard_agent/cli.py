@@ -212,22 +212,34 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
     waits: set[asyncio.Future] = {watching}
     if uplink is not None:  # a refused token ends the uplink: then nothing is worth watching for
         waits.add(asyncio.ensure_future(uplink.failed.wait()))
+    fatal: str | None = None
     try:
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         if watching.done():
             return watching.result()
-        print(f"paneboard agent: {uplink.fatal}; exiting", file=sys.stderr)
+        fatal = uplink.fatal if uplink is not None else None
         return 1
     except asyncio.CancelledError:
         return 0
     finally:
         for w in waits:
             w.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await watching
+        await _stopped(watching)
         if uplink is not None:
             with contextlib.suppress(Exception):
                 await uplink.close()
+        if fatal is not None:  # last, so that it is the last line a person reads
+            print(f"paneboard agent: {fatal}; exiting", file=sys.stderr)
+
+
+async def _stopped(task: asyncio.Task) -> None:
+    """Cancel `task` and wait for it; cancel again if a cancellation was lost (Python 3.11's
+    `wait_for` can swallow one that arrives as its inner await completes)."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=1.0)
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        task.result()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

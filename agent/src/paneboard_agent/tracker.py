@@ -57,7 +57,7 @@ class PaneTracker:
         self.obs: Observation | None = None
         self.last_update: PaneUpdate | None = None
         self.unlisted_polls = 0
-        self.observed_at = float("-inf")  # the last process observation (or listing)
+        self.observed_at = 0.0  # wall time of the last process observation (or listing)
         self.held: list[Any] | None = None  # events waiting for a fresh observation
         self.settle_at: float | None = None
         self.deadline_at: float | None = None
