@@ -170,7 +170,7 @@ def test_stale_control_client_is_detached_after_reconnect(
                 old = _control_clients(tmux_server)
                 # tmux lists the client before the collector has learnt its pid; a link
                 # lost in between leaves nothing recorded to detach, so wait for both
-                if old and {int(p) for p in old} <= watcher._our_pids:
+                if old and {int(p) for p in old} <= watcher.clients.ours:
                     break
                 await asyncio.sleep(0.05)
             assert len(old) == 1

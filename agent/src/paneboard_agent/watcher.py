@@ -21,19 +21,18 @@ import contextlib
 import logging
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from paneboard_agent import queries
+from paneboard_agent.clients import ControlClients
 from paneboard_agent.control import (
-    CommandError,
     ControlClient,
     Lost,
     Notice,
     Notification,
     Output,
     Pause,
-    attach_argv,
     parse_version,
     tmux_base,
 )
@@ -93,13 +92,6 @@ class _Pane:
             self.capture_task.cancel()
 
 
-@dataclass
-class _Client:
-    control: ControlClient
-    pid: int | None = None
-    watcher: asyncio.Task[None] | None = field(default=None, repr=False)
-
-
 class NoTmuxServer(FatalTransportError):
     """No tmux server runs on the socket to watch, and waiting for one was not asked for."""
 
@@ -121,17 +113,15 @@ class TmuxWatcher:
         self.pump = pump
         self.base = tmux_base(target.socket, target.socket_path)
         self.panes: dict[str, _Pane] = {}  # by tmux pane id
-        self.clients: dict[str, _Client] = {}
+        self.clients = ControlClients(self.t, self.base, self._on_note, self._client_closed)
         self.reachable: tuple[bool, str | None] = (False, "not connected yet")
         self.fatal: str | None = None
         self.version: tuple[int, int] = (0, 0)
-        self._our_pids: set[int] = set()
         self._wake = asyncio.Event()
         self._need_sessions = True
         self._polls = 0
         self._warned_old = False
         self._capture_sem = asyncio.Semaphore(options.captures_at_once)
-        self._attach_failures: dict[str, float] = {}
         self._held: set[_Pane] = set()  # panes holding reports until the next poll
         self._full_due = 0.0
         # the classifier sees a name only; "docker exec"-style entries are judged here
@@ -187,7 +177,7 @@ class TmuxWatcher:
                 self.host,
                 *self.version,
             )
-        await self._detach_stale()
+        await self.clients.detach_stale()
         if not self._ever_connected:
             await self._first_server_check()
         again = self._ever_connected
@@ -230,7 +220,7 @@ class TmuxWatcher:
 
     async def _teardown(self) -> None:
         self._release_held()  # no observation is coming: the classifier gets them as they are
-        await asyncio.gather(*(self._detach(name, forget=False) for name in list(self.clients)))
+        await asyncio.gather(*(self.clients.detach(name, forget=False) for name in self.clients))
         for pane in self.panes.values():
             pane.cancel()
             pane.tracker.disconnected()
@@ -242,60 +232,10 @@ class TmuxWatcher:
 
     # --- control clients ---------------------------------------------------------
 
-    async def _detach_stale(self) -> None:
-        """Detach control clients this process attached before a lost connection."""
-        if self._our_pids:
-            await queries.detach_stale(self.t, self.base, self._our_pids)
-        self._our_pids.clear()
-
-    async def _attach(self, session: str) -> None:
-        argv = attach_argv(self.base, session, self.version, self.opt.pause_after)
-        chan = await self.t.open_process(argv)
-        control = ControlClient(chan, session, self._on_note)
-        client = _Client(control)
-        self.clients[session] = client
-        try:
-            block = await control.command("display-message -p '#{client_pid}'", timeout=10)
-            text = b"".join(block.lines).decode(errors="replace").strip()
-            if text.isdigit():
-                client.pid = int(text)
-                self._our_pids.add(client.pid)
-            log.debug("%s: attached to session %r (%s)", self.host, session, " ".join(argv))
-        except (TransportError, CommandError) as exc:
-            err = await chan.stderr_text()
-            log.warning("%s: cannot attach to session %r: %s", self.host, session, err or exc)
-            self._attach_failures[session] = time.monotonic()
-            await self._detach(session)
-            return
-        client.watcher = asyncio.create_task(self._watch_client(session, client))
-
-    async def _watch_client(self, session: str, client: _Client) -> None:
-        await client.control.closed.wait()
-        if self.clients.get(session) is client:
-            del self.clients[session]
-            if client.pid is not None and client.control.exit_reason is not None:
-                # tmux said %exit: that client is gone. Without it (the link broke) the
-                # remote client may linger, and is detached after reconnecting.
-                self._our_pids.discard(client.pid)
-            self._need_sessions = True
-            self._wake.set()
-
-    async def _detach(self, session: str, forget: bool = True) -> None:
-        client = self.clients.pop(session, None)
-        if client is None:
-            return
-        log.debug("%s: detaching from session %r", self.host, session)
-        if client.watcher is not None:
-            client.watcher.cancel()
-        await client.control.close()
-        if client.pid is not None and forget:
-            self._our_pids.discard(client.pid)
-
-    def _any_client(self) -> ControlClient | None:
-        for c in self.clients.values():
-            if not c.control.closed.is_set() and c.pid is not None:
-                return c.control
-        return None
+    def _client_closed(self) -> None:
+        """A control client ended (its session closed, or the link broke): re-list."""
+        self._need_sessions = True
+        self._wake.set()
 
     async def _on_note(self, client: ControlClient, note: Notification) -> None:
         if isinstance(note, Output):
@@ -398,23 +338,19 @@ class TmuxWatcher:
         self._release_held()
 
     async def _sync_sessions(self) -> None:
-        sessions = await queries.list_sessions(self.t, self.base, self._any_client())
+        sessions = await queries.list_sessions(self.t, self.base, self.clients.any())
         self._server_running(sessions is not None)
         sessions = sessions or []
         wanted = [n for _, n in sessions if session_selected(n, self.target.include, self.target.exclude)]
-        for name in list(self.clients):
+        for name in self.clients:
             if name not in wanted:
-                await self._detach(name)
-        now = time.monotonic()
-        todo = [
-            name
-            for name in wanted
-            if name not in self.clients
-            # it failed a moment ago: do not hammer tmux every poll
-            and now - self._attach_failures.get(name, -1e9) >= 10
-        ]
+                await self.clients.detach(name)
+        todo = [name for name in wanted if self.clients.may_attach(name)]
         # in parallel: over SSH each attach is a channel and a login shell start (~0.3 s+)
-        results = await asyncio.gather(*(self._attach(n) for n in todo), return_exceptions=True)
+        results = await asyncio.gather(
+            *(self.clients.attach(n, self.version, self.opt.pause_after) for n in todo),
+            return_exceptions=True,
+        )
         for r in results:
             if isinstance(r, BaseException):
                 raise r
@@ -431,7 +367,7 @@ class TmuxWatcher:
         self._server_up = running
 
     async def _list_panes(self) -> list[PaneInfo]:
-        infos = await queries.list_panes(self.t, self.base, self._any_client())
+        infos = await queries.list_panes(self.t, self.base, self.clients.any())
         return [p for p in infos if session_selected(p.session, self.target.include, self.target.exclude)]
 
     async def _ps(self, infos: list[PaneInfo]) -> dict[int, Any] | None:
