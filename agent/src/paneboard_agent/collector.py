@@ -27,6 +27,7 @@ from typing import Any
 from paneboard_protocol.classifier import PaneClassifier
 from paneboard_protocol.decoder import Decoder
 from paneboard_protocol.events import AgentReport, ClearReport, StatusReport
+from paneboard_protocol.pane import CLASSIFICATION_FIELDS, SIGNATURE_FIELDS
 
 from paneboard_agent.control import (
     CommandError,
@@ -57,6 +58,9 @@ from paneboard_agent.panes import (
 from paneboard_agent.pump import Pump
 from paneboard_agent.sink import PaneKey, PaneUpdate, Sink
 from paneboard_agent.transport import FatalTransportError, Transport, TransportError
+
+#: What a pane update copies from the classification (records are copied as a tuple).
+_FROM_CLASSIFICATION = tuple(k for k in CLASSIFICATION_FIELDS if k != "records")
 
 log = logging.getLogger("paneboard.agent")
 
@@ -586,35 +590,13 @@ class TmuxWatcher:
             key=pane.key,
             session=pane.info.session,
             window=pane.info.window,
-            agent=cls.agent,
-            state=cls.state,
-            kind=cls.kind,
-            msg=cls.msg,
-            source=cls.source,
-            observable=cls.observable,
             t=now,
-            title=cls.title,
-            progress=cls.progress,
-            since=cls.since,
             process=obs.name if obs else None,
-            records=tuple(cls.records),
             evidence=c.evidence(),
+            records=tuple(cls.records),
+            **{k: getattr(cls, k) for k in _FROM_CLASSIFICATION},
         )
-        sig = (
-            update.session,
-            update.window,
-            update.agent,
-            update.state,
-            update.kind,
-            update.msg,
-            update.source,
-            update.observable,
-            update.title,
-            update.progress,
-            update.process,
-            update.records,
-            update.evidence,
-        )
+        sig = tuple(getattr(update, k) for k in SIGNATURE_FIELDS)
         if sig != pane.last_sig:
             pane.last_sig = sig
             pane.last_update = update
