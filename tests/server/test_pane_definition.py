@@ -81,8 +81,8 @@ def test_tables_have_a_column_per_stored_field() -> None:
 
 
 def test_report_vocabulary_and_the_page_know_the_same_states_and_kinds() -> None:
-    assert REPORT_STATES == set(d.STATES)
-    assert BLOCKED_KINDS == set(d.KINDS)
+    assert set(d.STATES) == REPORT_STATES
+    assert set(d.KINDS) == BLOCKED_KINDS
     js = (ROOT / "web" / "js" / "model.js").read_text()
     block = js[js.index("export const STATES = {") : js.index("};", js.index("export const STATES"))]
     assert set(re.findall(r"^\s+(\w+):", block, re.M)) == {*d.STATES, "none"}

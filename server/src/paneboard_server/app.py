@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from paneboard_protocol import wire as pwire
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sse_starlette import EventSourceResponse
@@ -357,7 +358,7 @@ async def forward_seen(app: Any, pane_id: int) -> None:
         return
     cid, key = target
     send = core.seen_routes.get(cid)
-    msg = {"type": "seen", "key": key.model_dump(), "t": core.clock()}
+    msg = pwire.seen(key.model_dump(), core.clock())
     if send is not None:
         send(msg)
         return

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from paneboard_protocol import pane as pane_def
+from paneboard_protocol import wire as pwire
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
-PROTOCOL = 1
+PROTOCOL = pwire.PROTOCOL
 
 Name = Annotated[str, Field(min_length=1, max_length=255)]
 ShortText = Annotated[str, Field(max_length=255)]
