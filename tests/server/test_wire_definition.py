@@ -57,7 +57,7 @@ def test_docs_show_every_message_with_its_fields() -> None:
     groups = [("type", w.COLLECTOR_MESSAGES), ("type", w.SERVER_MESSAGES), ("op", w.OPS)]
     for tag, defs in groups:
         for name, td in defs.items():
-            m = re.search(r'\{"%s": "%s"(.*)' % (tag, name), doc)
+            m = re.search(re.escape(f'{{"{tag}": "{name}"') + "(.*)", doc)
             assert m, f"docs/wire.md has no example of {name!r}"
             example = m.group(1) + doc[m.end() : m.end() + 200]
             for field in get_type_hints(td):
