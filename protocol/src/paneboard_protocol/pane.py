@@ -85,7 +85,6 @@ FIELDS: tuple[Field, ...] = (
         "records", "list", (), nullable=False, classification=True, update=True, api=True, max_len=RECORDS_MAX
     ),
     Field("evidence", "json", {}, update=True, row=True),
-    Field("trial", "str", update=True, row=True, api=True, history=True, max_len=64),
     Field("last_seen", "float", row=True, api=True),
     Field("rev", "int", 0, nullable=False, row=True, api=True, sql_big=True),
     Field("gone_at", "float", row=True),
