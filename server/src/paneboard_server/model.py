@@ -40,7 +40,7 @@ class _PaneMethods:
 
     def row(self) -> dict[str, Any]:
         """The panes-table columns this object owns (what an update writes)."""
-        return {k: getattr(self, k) for k in _ROW}
+        return _row(self)
 
     def api(self, host: Host | None) -> dict[str, Any]:
         """The pane as `GET /api/panes` and the live stream show it.
@@ -48,23 +48,37 @@ class _PaneMethods:
         `reachable` false means the collector (or its SSH link) is away: the state is
         the last known one, `stale` is true and `last_seen` gives its age.
         """
-        reachable = host.reachable if host is not None else False
-        out: dict[str, Any] = {
-            "id": self.id,  # type: ignore[attr-defined]
-            "host": host.name if host is not None else None,
-            "tmux": self.tmux,  # type: ignore[attr-defined]
-            "pane": self.pane,  # type: ignore[attr-defined]
-        }
-        for k in _API:
-            out[k] = getattr(self, k)
-        out["reachable"] = reachable
-        out["stale"] = not reachable
-        return out
+        return _api(self, host)  # type: ignore[no-any-return]
 
 
 _ROW = pane_def.ROW_FIELDS
 _API = pane_def.API_FIELDS
 
+
+def _compile(src: str) -> Any:
+    """A function compiled from the definition's field names.
+
+    `row`/`api` run for every pane of every change (stream and flush): one dict display
+    is about twice as fast as a loop of getattr, so they are built once, here.
+    """
+    scope: dict[str, Any] = {}
+    exec(src, scope)
+    return scope["read"]
+
+
+def _fields(keys: tuple[str, ...]) -> str:
+    assert all(k.isidentifier() for k in keys), keys
+    return "".join(f"{k!r}: self.{k}, " for k in keys)
+
+
+_row = _compile(f"def read(self):\n    return {{{_fields(_ROW)}}}\n")
+_api = _compile(
+    "def read(self, host):\n"
+    "    reachable = host.reachable if host is not None else False\n"
+    "    return {'id': self.id, 'host': host.name if host is not None else None,"
+    f" 'tmux': self.tmux, 'pane': self.pane, {_fields(_API)}"
+    "'reachable': reachable, 'stale': not reachable}\n"
+)
 
 def _pane_field(f: pane_def.Field) -> tuple[str, Any, Any]:
     if f.type == "list":  # the server keeps records as a mutable list
