@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from paneboard_protocol.pane import CLASSIFICATION_FIELDS, RECLASSIFY_FIELDS
+
 try:  # the classifier lands on its own branch; the server works without it meanwhile
     from paneboard_protocol.classifier import classify_evidence, evidence_deadline
 except ImportError:  # pragma: no cover - exercised only before the classifier merge
@@ -21,8 +23,6 @@ try:
     from paneboard_protocol.classifier import evidence_mark_seen
 except ImportError:
     evidence_mark_seen = None  # type: ignore[assignment]
-
-from paneboard_protocol.pane import CLASSIFICATION_FIELDS, RECLASSIFY_FIELDS
 
 FIELDS = RECLASSIFY_FIELDS
 
