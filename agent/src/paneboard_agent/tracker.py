@@ -23,9 +23,13 @@ from typing import Any
 from paneboard_protocol.classifier import PaneClassifier
 from paneboard_protocol.decoder import Decoder
 from paneboard_protocol.events import AgentReport, ClearReport, StatusReport
+from paneboard_protocol.pane import CLASSIFICATION_FIELDS, SIGNATURE_FIELDS
 
 from paneboard_agent.panes import Observation, PaneInfo
 from paneboard_agent.sink import PaneKey, PaneUpdate
+
+#: What a pane update copies from the classification (records are copied as a tuple).
+_FROM_CLASSIFICATION = tuple(k for k in CLASSIFICATION_FIELDS if k != "records")
 
 #: events that are attributed to the foreground process (see PaneTracker.output)
 REPORTS = (StatusReport, ClearReport, AgentReport)
@@ -216,35 +220,13 @@ class PaneTracker:
             key=self.key,
             session=self.info.session,
             window=self.info.window,
-            agent=cls.agent,
-            state=cls.state,
-            kind=cls.kind,
-            msg=cls.msg,
-            source=cls.source,
-            observable=cls.observable,
             t=now,
-            title=cls.title,
-            progress=cls.progress,
-            since=cls.since,
             process=obs.name if obs else None,
             records=tuple(cls.records),
             evidence=c.evidence(),
+            **{k: getattr(cls, k) for k in _FROM_CLASSIFICATION},
         )
-        sig = (
-            update.session,
-            update.window,
-            update.agent,
-            update.state,
-            update.kind,
-            update.msg,
-            update.source,
-            update.observable,
-            update.title,
-            update.progress,
-            update.process,
-            update.records,
-            update.evidence,
-        )
+        sig = tuple(getattr(update, k) for k in SIGNATURE_FIELDS)
         if sig != self._last_sig:
             self._last_sig = sig
             self.last_update = self._pending = update

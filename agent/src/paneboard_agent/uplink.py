@@ -24,18 +24,18 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import websockets
+from paneboard_protocol import wire
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
 from .sink import PaneKey, PaneUpdate, SnapshotSource
 
 log = logging.getLogger("paneboard.uplink")
 
-PROTOCOL = 1
+PROTOCOL = wire.PROTOCOL
 VERSION = "0.1.0"
 
 
@@ -128,17 +128,17 @@ class UplinkSink:
         self.source = source
 
     async def pane_changed(self, update: PaneUpdate) -> None:
-        op = {"op": "pane", "update": update.wire_json()}
+        op = wire.pane_op(update.wire_json())
         self.view[str(update.key)] = op
         self._put(f"p:{update.key}", op)
 
     async def pane_gone(self, key: PaneKey, t: float) -> None:
         self.view.pop(str(key), None)
-        self._put(f"p:{key}", {"op": "gone", "key": asdict(key), "t": t})
+        self._put(f"p:{key}", wire.gone_op(wire.Key(host=key.host, tmux=key.tmux, pane=key.pane), t))
 
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
         self.hosts[host] = (reachable, error)
-        self._put(f"h:{host}", {"op": "host", "host": host, "reachable": reachable, "error": error, "t": t})
+        self._put(f"h:{host}", wire.host_op(host, reachable, error, t))
 
     def _put(self, key: str, op: dict[str, Any]) -> None:
         self.pending.pop(key, None)
@@ -239,20 +239,12 @@ class UplinkSink:
         self.last_error = None
 
     async def _session(self, ws: Any) -> None:
-        await ws.send(
-            json.dumps(
-                {
-                    "type": "hello",
-                    "protocol": PROTOCOL,
-                    "version": VERSION,
-                    "stream": self.stream,
-                    "hosts": sorted(self.hosts),
-                }
-            )
-        )
-        welcome = json.loads(await asyncio.wait_for(ws.recv(), 10))
-        if welcome.get("type") != "welcome":
-            raise UplinkError(f"expected welcome, got {welcome.get('type')!r}")
+        await ws.send(wire.encode(wire.hello(self.stream, VERSION, sorted(self.hosts))))
+        raw = await asyncio.wait_for(ws.recv(), 10)
+        welcome = wire.parse_server(raw)
+        if welcome is None or welcome.get("type") != "welcome":
+            got = welcome.get("type") if welcome is not None else _type_of(raw)
+            raise UplinkError(f"expected welcome, got {got!r}")
         acked = welcome.get("acked")
         if isinstance(acked, int):
             self._ack(acked)
@@ -265,7 +257,7 @@ class UplinkSink:
             await self._send_snapshot(ws)
         else:
             for msg in self.inflight.values():
-                await ws.send(json.dumps(msg))
+                await ws.send(wire.encode(msg))
         self.connected.set()
         self._connected_note()
         reader = asyncio.create_task(self._reader(ws))
@@ -290,9 +282,8 @@ class UplinkSink:
 
     async def _reader(self, ws: Any) -> None:
         async for raw in ws:
-            try:
-                msg = json.loads(raw)
-            except ValueError:
+            msg = wire.parse_server(raw)
+            if msg is None:
                 continue
             kind = msg.get("type")
             if kind == "ack" and isinstance(msg.get("seq"), int):
@@ -334,20 +325,20 @@ class UplinkSink:
         if self.source is not None:
             updates, hosts = self.source.snapshot()
             panes = [u.wire_json() for u in updates]
-            host_map = {h: {"reachable": r, "error": e} for h, (r, e) in hosts.items()}
+            host_map = {h: wire.host_state(r, e) for h, (r, e) in hosts.items()}
         else:
             panes = [op["update"] for op in self.view.values()]
-            host_map = {h: {"reachable": r, "error": e} for h, (r, e) in self.hosts.items()}
+            host_map = {h: wire.host_state(r, e) for h, (r, e) in self.hosts.items()}
         for p in panes:
-            host_map.setdefault(p["key"]["host"], {"reachable": True, "error": None})
+            host_map.setdefault(p["key"]["host"], wire.host_state(True, None))
         self.seq += 1
-        msg = {"type": "snapshot", "seq": self.seq, "t": self.clock(), "hosts": host_map, "panes": panes}
+        msg = wire.snapshot(self.seq, self.clock(), host_map, panes)
         # The snapshot supersedes everything before it, sent or not.
         self.pending.clear()
         self.inflight.clear()
         self.inflight[self.seq] = msg
         self._need_snapshot = False
-        await ws.send(json.dumps(msg))
+        await ws.send(wire.encode(msg))
 
     async def _send_delta(self, ws: Any) -> None:
         ops = []
@@ -355,6 +346,12 @@ class UplinkSink:
             _, op = self.pending.popitem(last=False)
             ops.append(op)
         self.seq += 1
-        msg = {"type": "delta", "seq": self.seq, "ops": ops}
+        msg = wire.delta(self.seq, ops)
         self.inflight[self.seq] = msg
-        await ws.send(json.dumps(msg))
+        await ws.send(wire.encode(msg))
+
+
+def _type_of(raw: str | bytes) -> object:
+    """The `type` of a frame that is not a server message, for the error (not JSON: ValueError)."""
+    msg = json.loads(raw)
+    return msg.get("type") if isinstance(msg, dict) else None

@@ -49,6 +49,7 @@ from typing import Any, Protocol
 
 from paneboard_protocol import contract as contract_mod
 from paneboard_protocol.evidence import EVIDENCE_VERSION, EvidenceError, check_evidence
+from paneboard_protocol.pane import CLASSIFICATION_FIELDS
 from paneboard_protocol.records import ROLLUP_RANK, display_text, effective_app, public_record
 from paneboard_protocol.records import alias as _alias
 
@@ -111,18 +112,10 @@ class Classification:
     records: tuple[dict[str, Any], ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "state": self.state,
-            "kind": self.kind,
-            "msg": self.msg,
-            "title": self.title,
-            "progress": self.progress,
-            "source": self.source,
-            "since": self.since,
-            "observable": self.observable,
-            "records": [dict(r) for r in self.records],
-        }
+        """The classification fields of `pane.FIELDS`, records copied."""
+        out = {k: getattr(self, k) for k in CLASSIFICATION_FIELDS}
+        out["records"] = [dict(r) for r in self.records]
+        return out
 
 
 def empty_evidence() -> dict[str, Any]:

@@ -22,6 +22,8 @@ from urllib.parse import urlencode
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from paneboard_protocol import wire as pwire
+from paneboard_protocol.pane import HISTORY_FIELDS
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 from sse_starlette import EventSourceResponse
@@ -157,7 +159,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         q = q.order_by(s.history.c.id.desc()).limit(limit)
         async with core.engine.connect() as conn:
             rows = (await conn.execute(q)).all()
-        keys = ("id", "t", "agent", "state", "kind", "msg", "source", "prev_state", "reason")
+        keys = ("id", "t", *HISTORY_FIELDS, "prev_state", "reason")
         # (Row.t is SQLAlchemy's tuple accessor, so columns are read through the mapping.)
         return {
             "pane_id": pane_id,
@@ -362,7 +364,7 @@ async def forward_seen(app: Any, pane_id: int) -> None:
         return
     cid, key = target
     send = core.seen_routes.get(cid)
-    msg = {"type": "seen", "key": key.model_dump(), "t": core.clock()}
+    msg = pwire.seen(key.model_dump(), core.clock())
     if send is not None:
         send(msg)
         return

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from paneboard_protocol.pane import HISTORY_FIELDS, ROW_FIELDS, UPDATE_FIELDS
 from sqlalchemy import bindparam, delete, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -188,11 +189,7 @@ class Tx:
                 {
                     "pane_id": p.id,
                     "t": self.now,
-                    "agent": p.agent,
-                    "state": p.state,
-                    "kind": p.kind,
-                    "msg": p.msg,
-                    "source": p.source,
+                    **{k: getattr(p, k) for k in HISTORY_FIELDS},
                     "prev_state": None if was_gone else prev[1],
                     "reason": reason,
                 }
@@ -210,11 +207,8 @@ class Tx:
             {
                 "pane_id": p.id,
                 "t": self.now,
+                **dict.fromkeys(HISTORY_FIELDS),
                 "agent": p.agent,
-                "state": None,
-                "kind": None,
-                "msg": None,
-                "source": None,
                 "prev_state": prev,
                 "reason": "gone",
             }
@@ -236,23 +230,13 @@ class Tx:
         self.host_dirty.add(h.id)
 
 
+#: What a collector's update sets on a pane (records are compared and kept apart).
+_APPLIED = tuple(k for k in UPDATE_FIELDS if k in ROW_FIELDS)
+
+
 def apply_update(tx: Tx, p: Pane, u: PaneIn, reason: str = "report") -> None:
     """A collector's view of a pane, re-derived with the server's clock when possible."""
-    fields: dict[str, Any] = {
-        "agent": u.agent,
-        "state": u.state,
-        "kind": u.kind,
-        "msg": u.msg,
-        "title": u.title,
-        "progress": u.progress,
-        "source": u.source,
-        "observable": u.observable,
-        "since": u.since,
-        "session": u.session,
-        "window": u.window,
-        "process": u.process,
-        "evidence": u.evidence,
-    }
+    fields: dict[str, Any] = {k: getattr(u, k) for k in _APPLIED}
     # Only a THINKTERM_AGENT contract makes the verdict depend on the clock (TA-12/TA-13);
     # without one the server's classification is the collector's, so skip the work.
     server = reclassify.classify(u.evidence, tx.now) if u.evidence.get("contract") else None
@@ -614,29 +598,12 @@ async def _last_known(conn: Any, pane_id: int) -> dict[str, Any] | None:
 
 
 def _pane_from_row(r: Any) -> Pane:
-    return Pane(
-        r.id,
-        r.host_id,
-        r.tmux,
-        r.pane,
-        r.session,
-        r.window,
-        r.agent,
-        r.state,
-        r.kind,
-        r.msg,
-        r.title,
-        r.progress,
-        r.source,
-        bool(r.observable),
-        r.process,
-        r.since,
-        r.last_seen,
-        dict(r.evidence or {}),
-        [],
-        r.rev or 0,
-        r.gone_at,
-    )
+    m = r._mapping
+    p = Pane(r.id, r.host_id, r.tmux, r.pane, **{k: m[k] for k in ROW_FIELDS})
+    p.observable = bool(p.observable)
+    p.evidence = dict(p.evidence or {})
+    p.rev = p.rev or 0
+    return p
 
 
 # --- operations ------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import json
 import logging
 from typing import Any
 
+from paneboard_protocol import wire as pwire
 from sqlalchemy import select
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -82,7 +83,7 @@ class Connection:
             if self.acked > self.ack_sent:
                 self.ack_event.clear()
                 self.ack_sent = self.acked
-                await self.ws.send_text(json.dumps({"type": "ack", "seq": self.acked}))
+                await self.ws.send_text(pwire.encode(pwire.ack(self.acked)))
             elif ack in done:
                 self.ack_event.clear()
             if get in done:
@@ -183,17 +184,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
         registry.attach(conn)
         core.submit(HostsUp(cid))
         conn.acked = conn.ack_sent = last
-        await ws.send_text(
-            json.dumps(
-                {
-                    "type": "welcome",
-                    "protocol": PROTOCOL,
-                    "server": __version__,
-                    "acked": last if known else None,
-                    "snapshot": need_snapshot,
-                }
-            )
-        )
+        await ws.send_text(pwire.encode(pwire.welcome(__version__, last if known else None, need_snapshot)))
         sender = asyncio.create_task(conn.sender())
         log.info("collector %s connected (stream %s, acked %s)", principal.name, hello.stream, last)
 
@@ -246,7 +237,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                 continue
             if msg.seq != last + 1:
                 need_snapshot = True
-                conn.send({"type": "resync", "reason": f"gap: expected seq {last + 1}, got {msg.seq}"})
+                conn.send(pwire.resync(f"gap: expected seq {last + 1}, got {msg.seq}"))
                 continue
             last = msg.seq
             seq = msg.seq

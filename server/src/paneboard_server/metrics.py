@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from paneboard_protocol.pane import STATES
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
@@ -18,7 +19,7 @@ class _Live:
         core = self.core
         states = Counter(p.state or "none" for p in core.panes.values() if p.gone_at is None)
         g = GaugeMetricFamily("paneboard_panes", "Live panes by state", labels=["state"])
-        for st in ("working", "blocked", "idle", "done", "error", "none"):
+        for st in (*STATES, "none"):
             g.add_metric([st], states.get(st, 0))
         yield g
         yield GaugeMetricFamily(

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from paneboard_protocol import pane as pane_def
+from paneboard_protocol import wire as pwire
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
-PROTOCOL = 1
+PROTOCOL = pwire.PROTOCOL
 
 Name = Annotated[str, Field(min_length=1, max_length=255)]
 ShortText = Annotated[str, Field(max_length=255)]
 LongText = Annotated[str, Field(max_length=4096)]
 Time = Annotated[float, Field(ge=0, le=1e11)]
-STATES = Literal["working", "blocked", "idle", "done", "error"]
+STATES = Literal[pane_def.STATES]  # type: ignore[valid-type]
 
 
 class _Msg(BaseModel):
@@ -30,25 +32,33 @@ class Key(_Msg):
     pane: Annotated[str, Field(min_length=1, max_length=64)]
 
 
-class PaneIn(_Msg):
-    """`PaneUpdate.wire_json()` as the collector sends it."""
+def _pane_in_field(f: pane_def.Field) -> tuple[Any, Any]:
+    """A pane field's pydantic type and default, with its limits from the definition."""
+    typ: Any
+    if f.choices is not None:
+        typ = Literal[f.choices]  # type: ignore[valid-type]  # Literal of a runtime tuple
+    elif f.type == "list":
+        typ = Annotated[list[dict[str, Any]], Field(max_length=f.max_len)]
+    elif f.type == "json":
+        typ = dict[str, Any]
+    else:
+        base = {"str": str, "int": int, "float": float, "bool": bool}[f.type]
+        typ = Annotated[base, Field(max_length=f.max_len, ge=f.lo, le=f.hi)]
+    if f.default is None and not f.nullable:
+        return (typ, ...)  # no default and never null: the collector must send it
+    if f.default is None:
+        typ = typ | None
+    default = list(f.default) if isinstance(f.default, tuple) else f.default
+    return (typ, default)
 
-    key: Key
-    session: LongText = ""
-    window: LongText = ""
-    agent: ShortText | None = None
-    state: STATES | None = None
-    kind: Annotated[str, Field(max_length=32)] | None = None
-    msg: LongText | None = None
-    source: Literal["protocol", "screen", "native"] | None = None
-    observable: bool = True
-    t: Time
-    title: LongText | None = None
-    progress: Annotated[int, Field(ge=0, le=100)] | None = None
-    since: Time | None = None
-    process: LongText | None = None
-    records: Annotated[list[dict[str, Any]], Field(max_length=64)] = []
-    evidence: dict[str, Any] = {}
+
+#: `PaneUpdate.wire_json()` as the collector sends it, derived from `pane.FIELDS`.
+PaneIn = create_model(  # type: ignore[call-overload]
+    "PaneIn",
+    __base__=_Msg,
+    key=(Key, ...),
+    **{f.name: _pane_in_field(f) for f in pane_def.FIELDS if f.update},
+)
 
 
 class HostIn(_Msg):
