@@ -36,9 +36,11 @@ def test_named_pages_are_found(tmp_path: Path) -> None:
 
 def test_github_heading_anchors() -> None:
     assert slug("OSC 7501, the Program Status Protocol") == "osc-7501-the-program-status-protocol"
-    assert slug("Agent status: `THINKTERM_AGENT`, screen rules") == "agent-status-thinkterm_agent-screen-rules"
+    assert (
+        slug("Agent status: `THINKTERM_AGENT`, screen rules") == "agent-status-thinkterm_agent-screen-rules"
+    )
     assert slug("A real deployment, by hand") == "a-real-deployment-by-hand"
-    text = "# Usage\n\n## Usage\n\n```sh\n# not a heading\n```\n<a id=\"TA-7\"></a>"
+    text = '# Usage\n\n## Usage\n\n```sh\n# not a heading\n```\n<a id="TA-7"></a>'
     assert anchors(text) == {"usage", "usage-1", "TA-7"}
 
 
@@ -48,7 +50,7 @@ def test_links_in_code_are_not_links() -> None:
 
 
 def test_a_missing_page_or_anchor_is_reported(tmp_path: Path) -> None:
-    (tmp_path / "other.md").write_text("# Title here\n<a id=\"RI-1\"></a>\n")
+    (tmp_path / "other.md").write_text('# Title here\n<a id="RI-1"></a>\n')
     page = tmp_path / "page.md"
     page.write_text(
         "[ok](other.md) [ok](other.md#title-here) [ok](other.md#RI-1) [ok](#top)\n"
