@@ -75,8 +75,9 @@ def db_main(argv: list[str]) -> int:
     p.add_argument(
         "action",
         choices=["upgrade", "current"],
-        help="upgrade: create the database if there is none and bring it up to date (safe to repeat); "
-        "current: show its version and whether it is up to date (creates nothing)",
+        help="upgrade: create the tables (and a SQLite file with its directory) if missing and bring "
+        "them up to date, safe to repeat; current: show the version and whether it is up to date "
+        "(creates nothing)",
     )
     _db_arg(p)
     args = p.parse_args(argv)
