@@ -9,6 +9,9 @@ from pbserver import paneboard
 
 
 def test_unmigrated_database_is_refused_with_what_to_run(tmp_path: Path) -> None:
+    # An existing but empty SQLite file: a store nobody has upgraded yet. (A file that is
+    # not there at all is refused earlier, without creating it: test_server_cli_messages.)
+    (tmp_path / "fresh.db").touch()
     db = f"sqlite:///{tmp_path / 'fresh.db'}"
     r = paneboard("token", "list", db=db, check=False)
     assert r.returncode != 0

@@ -6,15 +6,19 @@ revoked with `paneboard token revoke` stops working on the next request.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import schema as s
 from .secrets_ import hash_password, new_secret, new_token, token_hash, verify_password
+
+log = logging.getLogger("paneboard.accounts")
 
 
 class AccountError(Exception):
@@ -22,6 +26,13 @@ class AccountError(Exception):
 
 
 NAME_MAX = 128
+PASSWORD_MIN = 8
+PASSWORD_MAX = 1024
+
+LAST_USED_EVERY = 60.0
+"""A token's `last_used` is written at most this often (seconds): often enough for
+`paneboard token list` to tell a live collector from a dead one, rarely enough that
+every API request with a viewer token does not turn into a database write."""
 
 
 def _check_name(name: str) -> str:
@@ -116,17 +127,65 @@ async def lookup_token(engine: AsyncEngine, token: str, kind: str) -> Principal 
         ).first()
     if row is None:
         return None
+    if row.last_used is None or time.time() - row.last_used >= LAST_USED_EVERY:
+        try:
+            await note_use(engine, row.id)
+        except Exception as exc:  # bookkeeping: never the reason a valid token is refused
+            log.warning("could not record use of token %s: %s", row.id, exc)
     return Principal(
         "collector" if kind == "collector" else "viewer-token", row.name, row.id, readonly=kind == "viewer"
     )
 
 
-async def add_viewer(engine: AsyncEngine, name: str, password: str) -> None:
+async def note_use(engine: AsyncEngine, token_id: int, every: float = LAST_USED_EVERY) -> bool:
+    """Record that a token is in use now, unless that was recorded less than `every` ago.
+
+    The condition is in the UPDATE itself, so several server processes sharing the
+    store write it once between them. Returns whether it was written.
+    """
+    now = time.time()
+    async with engine.begin() as conn:
+        result = await conn.execute(
+            update(s.tokens)
+            .where(
+                s.tokens.c.id == token_id,
+                or_(s.tokens.c.last_used.is_(None), s.tokens.c.last_used <= now - every),
+            )
+            .values(last_used=now)
+        )
+    return bool(result.rowcount)
+
+
+async def note_use_while_connected(
+    engine: AsyncEngine, token_id: int, every: float = LAST_USED_EVERY
+) -> None:
+    """Keep a connected collector's token marked as used, once per `every`, until cancelled.
+
+    A collector authenticates once per connection and may stay connected for weeks;
+    without this its token would read "last used" at the moment it connected. A failed
+    write is logged and retried next time: it must never end the connection.
+    """
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await note_use(engine, token_id, every)
+        except Exception as exc:  # the store is briefly away: the next round catches up
+            log.warning("could not record use of token %s: %s", token_id, exc)
+
+
+def check_viewer(name: str, password: str | None = None) -> None:
+    """Raise AccountError unless `name` (and `password`, when given) would be accepted."""
     _check_name(name)
-    if len(password) < 8:
-        raise AccountError("password too short (at least 8 characters)")
-    if len(password) > 1024:
-        raise AccountError("password too long (at most 1024 characters)")
+    if password is None:
+        return
+    if len(password) < PASSWORD_MIN:
+        raise AccountError(f"password too short (at least {PASSWORD_MIN} characters)")
+    if len(password) > PASSWORD_MAX:
+        raise AccountError(f"password too long (at most {PASSWORD_MAX} characters)")
+
+
+async def add_viewer(engine: AsyncEngine, name: str, password: str) -> None:
+    check_viewer(name, password)
     try:
         async with engine.begin() as conn:
             await conn.execute(

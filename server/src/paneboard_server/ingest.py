@@ -20,7 +20,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from . import __version__
 from . import schema as s
-from .accounts import lookup_token
+from .accounts import lookup_token, note_use_while_connected
 from .core import Core, HostsDown, HostsUp, Ingest
 from .wire import PROTOCOL, Delta, Hello, Snapshot, WireError, parse, reason
 
@@ -164,6 +164,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
     core.collector_names[cid] = principal.name
     conn = Connection(ws, cid, principal.name)
     sender: asyncio.Task[None] | None = None
+    in_use = asyncio.create_task(note_use_while_connected(core.engine, cid))  # `token list`'s "last used"
     try:
         try:
             hello = parse(await _receive_text(ws), limits.max_message_bytes, limits.max_panes_per_message)
@@ -263,6 +264,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
     except WebSocketDisconnect:
         pass
     finally:
+        in_use.cancel()
         if sender is not None:
             sender.cancel()
             with contextlib.suppress(BaseException):

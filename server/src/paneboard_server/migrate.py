@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .database import DatabaseError, redact
+from .database import DatabaseError, create_sqlite_dir, redact
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -64,9 +64,14 @@ def known_revisions() -> set[str]:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Run the migrations (synchronously; Alembic's env.py runs its own event loop)."""
+    """Run the migrations (synchronously; Alembic's env.py runs its own event loop).
+
+    The one place a new SQLite store's directory is created: upgrading is how a
+    store comes into being.
+    """
     from alembic import command
 
+    create_sqlite_dir(url)
     command.upgrade(alembic_config(url), revision)
 
 
