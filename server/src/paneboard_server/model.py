@@ -76,16 +76,18 @@ class Pane:
             "gone_at": self.gone_at,
         }
 
-    def api(self, host: Host | None) -> dict[str, Any]:
+    def api(self, host: Host | None, collector: str | None = None) -> dict[str, Any]:
         """The pane as `GET /api/panes` and the live stream show it.
 
         `reachable` false means the collector (or its SSH link) is away: the state is
-        the last known one, `stale` is true and `last_seen` gives its age.
+        the last known one, `stale` is true and `last_seen` gives its age. `collector` is
+        the name of the collector token the pane came from.
         """
         reachable = host.reachable if host is not None else False
         return {
             "id": self.id,
             "host": host.name if host is not None else None,
+            "collector": collector,
             "tmux": self.tmux,
             "pane": self.pane,
             "session": self.session,
