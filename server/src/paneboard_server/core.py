@@ -352,6 +352,7 @@ class Core:
             "commits_failed": 0,
             "stale_changes": 0,
             "batches_retried": 0,
+            "refused_invalid": 0,
             "refused_unstorable": 0,
             "refused_host": 0,
             "refused_cap": 0,

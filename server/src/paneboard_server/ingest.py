@@ -271,6 +271,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                 msg = parse(text, limits.max_message_bytes, limits.max_panes_per_message)
             except WireError as exc:
                 code = CLOSE_TOO_BIG if "too large" in str(exc) else CLOSE_INVALID
+                core.stats["refused_invalid"] += 1
                 conn.refuse(code, str(exc), exc.seq, _refused_at(exc))
                 break
             receiving = asyncio.ensure_future(_receive_text(ws))
