@@ -51,7 +51,7 @@ class _Live:
         )
         refused = CounterMetricFamily(
             "paneboard_ingest_refused",
-            "Collector messages refused: invalid, unstorable, a claim to another collector's host, over a cap",
+            "Collector messages refused: invalid, unstorable, another collector's host, over a cap",
             labels=["reason"],
         )
         for reason in ("invalid", "unstorable", "host", "cap"):
