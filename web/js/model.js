@@ -20,7 +20,7 @@ export function stateInfo(state) {
  * what `normalise` actually reads, with the server's output. `rev` is the server's
  * change counter: the stream's event ids already carry it, the page does not need it. */
 export const PANE_FIELDS = [
-  "id", "host", "tmux", "pane", "session", "window", "agent", "state", "kind", "msg", "title",
+  "id", "host", "collector", "tmux", "pane", "session", "window", "agent", "state", "kind", "msg", "title",
   "progress", "source", "observable", "process", "since", "last_seen", "reachable", "stale",
   "records", "last_known",
 ];
@@ -44,6 +44,7 @@ export function normalise(p) {
   return {
     id: String(p.id),
     host: str(p.host),
+    collector: p.collector ?? null,
     tmux: str(p.tmux),
     pane: str(p.pane),
     session: str(p.session),

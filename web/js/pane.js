@@ -106,7 +106,8 @@ export class PaneView {
     meta.textContent = `${clean(p.host)} · ${clean(p.session)}:${clean(p.window)} ${clean(p.pane)}` +
       (p.since && p.state !== "blocked" ? ` · ${info.word} for ${formatDuration(clock.now() - p.since)}` : "") +
       (p.observable ? "" : ` · not observable (${clean(p.process, 80) || "?"} in front)`) +
-      (p.stale ? " · last known" : "");
+      (p.stale ? " · last known" : "") +
+      (p.collector ? ` · from collector ${clean(p.collector, 80)}` : "");
     root.append(meta);
     if (p.state === "blocked" && p.since) {
       root.append(el("p", "wait", `waiting since ${clockTime(p.since)} (${formatWait(clock.now() - p.since)})`));

@@ -10,6 +10,9 @@ What it guarantees (protocol in docs/wire.md):
   track, or saw a gap).
 - Reconnects back off exponentially with jitter so a fleet of collectors does not
   stampede a restarted server.
+- What the server refuses (a `refused` message before it closes the socket) is never
+  sent again: the refused pane update stays out of every later message until the pane
+  changes, a refused host's panes stay out for good; one log line says so.
 The `websockets` library is the only dependency; the agent distribution stays light.
 """
 
@@ -20,6 +23,7 @@ import contextlib
 import json
 import logging
 import random
+import re
 import time
 import uuid
 from collections import OrderedDict
@@ -122,6 +126,11 @@ class UplinkSink:
         self._closing = False
         self._need_snapshot = True
         self._bg: set[asyncio.Future[Any]] = set()
+        # What the server refused: pane key -> the refused update's fingerprint, and hosts
+        # another collector owns. Bounded by the pane and host counts.
+        self.quarantine: dict[str, str] = {}
+        self.refused_hosts: set[str] = set()
+        self._refused: dict[str, Any] | None = None
 
     # --- Sink ---------------------------------------------------------------------------
     def attach(self, source: SnapshotSource) -> None:
@@ -134,6 +143,7 @@ class UplinkSink:
 
     async def pane_gone(self, key: PaneKey, t: float) -> None:
         self.view.pop(str(key), None)
+        self.quarantine.pop(str(key), None)
         self._put(f"p:{key}", wire.gone_op(wire.Key(host=key.host, tmux=key.tmux, pane=key.pane), t))
 
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
@@ -194,10 +204,18 @@ class UplinkSink:
                 if rcvd is not None and rcvd.code in FATAL_CLOSE:
                     self._give_up(f"server closed the uplink: {why}")
                     return
-                self._note(f"server closed the uplink: {why}")
+                refused, self._refused = self._refused, None
+                if rcvd is not None and rcvd.code in (1007, 1009, 4403) and refused is not None:
+                    # Drop exactly what was refused; the rest goes again, in a snapshot.
+                    self._drop_refused(refused)
+                    self.last_error = f"server refused: {why}"
+                    self.inflight.clear()
+                    self._need_snapshot = True
+                else:
+                    self._note(f"server closed the uplink: {why}")
                 if rcvd is not None and rcvd.code == 4401:
                     delay = self.backoff[1]
-                if rcvd is not None and rcvd.code in (1007, 1009):
+                if rcvd is not None and rcvd.code in (1007, 1009, 4403) and refused is None:
                     # The server will refuse the same bytes again: resending them would loop.
                     # Start over from a fresh snapshot (what the panes show now), slowly.
                     self.inflight.clear()
@@ -239,7 +257,9 @@ class UplinkSink:
         self.last_error = None
 
     async def _session(self, ws: Any) -> None:
-        await ws.send(wire.encode(wire.hello(self.stream, VERSION, sorted(self.hosts))))
+        await ws.send(
+            wire.encode(wire.hello(self.stream, VERSION, sorted(set(self.hosts) - self.refused_hosts)))
+        )
         raw = await asyncio.wait_for(ws.recv(), 10)
         welcome = wire.parse_server(raw)
         if welcome is None or welcome.get("type") != "welcome":
@@ -296,6 +316,40 @@ class UplinkSink:
                 self._wake.set()
             elif kind == "seen":
                 self._seen(msg)
+            elif kind == "refused":
+                self._refused = msg  # acted on when the close that follows arrives
+
+    def _drop_refused(self, info: dict[str, Any]) -> None:
+        """Quarantine what the server refused (`seq`, and `at` such as `panes.3.msg`)."""
+        host = info.get("host")
+        if isinstance(host, str):
+            self.refused_hosts.add(host)
+        msg = self.inflight.get(info["seq"]) if isinstance(info.get("seq"), int) else None
+        items: list[Any] = []
+        if msg is not None:
+            at = re.match(r"(panes|ops)\.(\d+)", str(info.get("at") or ""))
+            whole = msg.get("panes") if msg.get("type") == "snapshot" else msg.get("ops")
+            whole = whole if isinstance(whole, list) else []
+            if at is not None and int(at.group(2)) < len(whole):
+                items = [whole[int(at.group(2))]]
+            elif host is None:
+                items = whole  # no part named: the whole message is dropped
+        for item in items:
+            update = item.get("update") if "op" in item else item
+            if isinstance(update, dict) and isinstance(update.get("key"), dict):
+                k = update["key"]
+                self.quarantine[f"{k.get('host')}/{k.get('tmux')}/{k.get('pane')}"] = _fingerprint(update)
+        what = (
+            f"host {host!r}" if host is not None else f"{len(items)} pane update(s) of seq {info.get('seq')}"
+        )
+        log.warning("server refused %s: %s; not sending it again", what, info.get("reason"))
+
+    def _held_back(self, update: dict[str, Any]) -> bool:
+        k = update.get("key") or {}
+        if k.get("host") in self.refused_hosts:
+            return True
+        fp = self.quarantine.get(f"{k.get('host')}/{k.get('tmux')}/{k.get('pane')}")
+        return fp is not None and fp == _fingerprint(update)
 
     def _ack(self, seq: int) -> None:
         self.acked = max(self.acked, seq)
@@ -329,6 +383,9 @@ class UplinkSink:
         else:
             panes = [op["update"] for op in self.view.values()]
             host_map = {h: wire.host_state(r, e) for h, (r, e) in self.hosts.items()}
+        panes = [p for p in panes if not self._held_back(p)]
+        for h in self.refused_hosts:
+            host_map.pop(h, None)
         for p in panes:
             host_map.setdefault(p["key"]["host"], wire.host_state(True, None))
         self.seq += 1
@@ -344,7 +401,13 @@ class UplinkSink:
         ops = []
         while self.pending and len(ops) < self.ops_per_message:
             _, op = self.pending.popitem(last=False)
+            if op["op"] == "pane" and self._held_back(op["update"]):
+                continue
+            if op.get("host", (op.get("key") or {}).get("host")) in self.refused_hosts:
+                continue
             ops.append(op)
+        if not ops:
+            return
         self.seq += 1
         msg = wire.delta(self.seq, ops)
         self.inflight[self.seq] = msg
@@ -355,3 +418,7 @@ def _type_of(raw: str | bytes) -> object:
     """The `type` of a frame that is not a server message, for the error (not JSON: ValueError)."""
     msg = json.loads(raw)
     return msg.get("type") if isinstance(msg, dict) else None
+
+
+def _fingerprint(update: dict[str, Any]) -> str:
+    return json.dumps(update, sort_keys=True, default=str)

@@ -102,8 +102,25 @@ class Seen(TypedDict):
     t: float
 
 
+class Refused(TypedDict):
+    """Sent just before a 1007/1009/4403 close: exactly what was refused, so the
+    collector drops that and resends the rest instead of looping on it."""
+
+    type: Literal["refused"]
+    seq: int | None
+    at: str | None
+    host: str | None
+    reason: str
+
+
 COLLECTOR_MESSAGES: dict[str, type] = {"hello": Hello, "snapshot": Snapshot, "delta": Delta}
-SERVER_MESSAGES: dict[str, type] = {"welcome": Welcome, "ack": Ack, "resync": Resync, "seen": Seen}
+SERVER_MESSAGES: dict[str, type] = {
+    "welcome": Welcome,
+    "ack": Ack,
+    "resync": Resync,
+    "seen": Seen,
+    "refused": Refused,
+}
 OPS: dict[str, type] = {"pane": PaneOp, "gone": GoneOp, "host": HostOp}
 
 
@@ -149,6 +166,10 @@ def resync(reason: str) -> Resync:
 
 def seen(key: Key, t: float) -> Seen:
     return {"type": "seen", "key": key, "t": t}
+
+
+def refused(seq: int | None, at: str | None, host: str | None, reason: str) -> Refused:
+    return {"type": "refused", "seq": seq, "at": at, "host": host, "reason": reason}
 
 
 def encode(msg: Any) -> str:

@@ -201,7 +201,8 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
                 resume = None
         sub = core.hub.subscribe()
         start = core.rev
-        if resume is not None and 0 < resume <= start:
+        # Panes evicted from memory since `resume` cannot be listed as gone: full snapshot.
+        if resume is not None and 0 < resume <= start and resume >= core.evicted_rev:
             changed = [p for p in core.panes.values() if p.rev > resume]
             first = sse_frame(
                 "change",
@@ -243,6 +244,9 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
                 await conn.execute(select(1))
         except Exception as exc:
             return JSONResponse({"ok": False, "error": type(exc).__name__}, 503)
+        if core.writer_error is not None:  # reads work but writes fail (disk full, ...)
+            since, why = core.writer_error
+            return JSONResponse({"ok": False, "error": f"writer: {why}", "since": since}, 503)
         return JSONResponse(
             {
                 "ok": True,

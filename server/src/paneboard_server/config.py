@@ -49,6 +49,12 @@ class LimitsSection(_Strict):
     max_panes_per_message: int = Field(5000, gt=0)
     sse_queue: int = Field(512, gt=0)
     sse_ping: float = Field(15.0, gt=0)
+    # Seconds a collector has after its WebSocket opens to send its hello.
+    hello_timeout: float = Field(5.0, gt=0)
+    # Live panes one collector may have; a message that would exceed it is refused.
+    max_live_panes_per_collector: int = Field(10000, gt=0)
+    # Gone panes kept in memory per collector (the oldest beyond it stay in the database only).
+    gone_in_memory: int = Field(1000, ge=0)
 
 
 class Config(_Strict):

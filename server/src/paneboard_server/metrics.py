@@ -50,6 +50,19 @@ class _Live:
             "State changes made by staleness expiry",
             value=core.stats["stale_changes"],
         )
+        refused = CounterMetricFamily(
+            "paneboard_ingest_refused",
+            "Collector messages refused: invalid, unstorable, another collector's host, over a cap",
+            labels=["reason"],
+        )
+        for reason in ("invalid", "unstorable", "host", "cap"):
+            refused.add_metric([reason], core.stats[f"refused_{reason}"])
+        yield refused
+        yield CounterMetricFamily(
+            "paneboard_batches_retried",
+            "Writer batches that failed and were retried operation by operation",
+            value=core.stats["batches_retried"],
+        )
         yield CounterMetricFamily(
             "paneboard_sse_dropped", "Live-stream clients dropped for being slow", value=core.hub.dropped
         )

@@ -42,13 +42,14 @@ class _PaneMethods:
         """The panes-table columns this object owns (what an update writes)."""
         return _row(self)
 
-    def api(self, host: Host | None) -> dict[str, Any]:
+    def api(self, host: Host | None, collector: str | None = None) -> dict[str, Any]:
         """The pane as `GET /api/panes` and the live stream show it.
 
         `reachable` false means the collector (or its SSH link) is away: the state is
-        the last known one, `stale` is true and `last_seen` gives its age.
+        the last known one, `stale` is true and `last_seen` gives its age. `collector` is
+        the name of the collector token the pane came from.
         """
-        return _api(self, host)  # type: ignore[no-any-return]
+        return _api(self, host, collector)  # type: ignore[no-any-return]
 
 
 _ROW = pane_def.ROW_FIELDS
@@ -73,12 +74,13 @@ def _fields(keys: tuple[str, ...]) -> str:
 
 _row = _compile(f"def read(self):\n    return {{{_fields(_ROW)}}}\n")
 _api = _compile(
-    "def read(self, host):\n"
+    "def read(self, host, collector):\n"
     "    reachable = host.reachable if host is not None else False\n"
-    "    return {'id': self.id, 'host': host.name if host is not None else None,"
+    "    return {'id': self.id, 'host': host.name if host is not None else None, 'collector': collector,"
     f" 'tmux': self.tmux, 'pane': self.pane, {_fields(_API)}"
     "'reachable': reachable, 'stale': not reachable}\n"
 )
+
 
 def _pane_field(f: pane_def.Field) -> tuple[str, Any, Any]:
     if f.type == "list":  # the server keeps records as a mutable list
