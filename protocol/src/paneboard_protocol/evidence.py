@@ -93,7 +93,7 @@ _RECORD = frozenset(
     {"id", "state", "kind", "app", "msg", "title", "progress", "updated", "seq", "gen", "agent"}
 )
 _SCREEN = frozenset({"agent", "result"})
-_RESULT = frozenset({"state", "kind", "rule", "manifest", "native"})
+_RESULT = frozenset({"state", "kind", "rule", "manifest", "native", "msg"})
 _NATIVE = frozenset({"title", "progress"})
 _PROGRESS = frozenset({"state", "percent"})
 _TOP = frozenset(
@@ -211,6 +211,7 @@ def check_evidence(evidence: Any) -> dict[str, Any]:
             _str(res.get("rule"), "screen.result.rule")
             _str(res.get("manifest"), "screen.result.manifest")
             _bool(res.get("native"), "screen.result.native")
+            _str(res.get("msg"), "screen.result.msg", MAX_TEXT)
     n = _dict(ev.get("native"), "native", _NATIVE)
     _str(n.get("title"), "native.title", MAX_TEXT)
     prog = n.get("progress")

@@ -14,11 +14,13 @@ from typing import Any
 from paneboard_protocol.rules.errors import ManifestError
 from paneboard_protocol.rules.gates import KINDS, RULE_STATES, Gate, Manifest, Rule
 from paneboard_protocol.rules.patterns import _compile, _str_list
+from paneboard_protocol.rules.question import Question
 from paneboard_protocol.rules.regions import SCREEN_ROWS, _normalise_region
 
 _CONDITION_KEYS = frozenset({"regex", "contains", "line_regex", "screen", "title", "progress"})
 _GATE_KEYS = _CONDITION_KEYS | {"region", "all", "any", "not"}
-_RULE_KEYS = _GATE_KEYS | {"id", "state", "kind", "priority", "description"}
+_RULE_KEYS = _GATE_KEYS | {"id", "state", "kind", "priority", "description", "question"}
+_QUESTION_KEYS = frozenset({"region", "lines"})
 _HERDR_IGNORED = frozenset({"visible_working", "visible_blocker", "visible_idle", "skip_state_update"})
 _MANIFEST_KEYS = frozenset({"id", "agent", "process", "aliases", "description", "rows", "rules"})
 _HERDR_MANIFEST_IGNORED = frozenset({"version", "min_engine_version", "updated_at", "resume_options"})
@@ -155,4 +157,27 @@ def _parse_rule(raw: Any, index: int) -> Rule:
     if raw.get("skip_state_update") is True:
         state = "unknown"
     native = gate.regions() <= {"title", "progress"}
-    return Rule(rid, state, kind, priority, index, gate, native)
+    question = None
+    if "question" in raw:
+        if state != "blocked":
+            raise ManifestError("question counts only with state = 'blocked'")
+        question = _parse_question(raw["question"])
+    return Rule(rid, state, kind, priority, index, gate, native, question)
+
+
+def _parse_question(value: Any) -> Question:
+    """`question = "REGION"` or `question = { region = "REGION", lines = ['regex', …] }`."""
+    if isinstance(value, str):
+        value = {"region": value}
+    if not isinstance(value, Mapping):
+        raise ManifestError("question must be a region name or a table { region, lines }")
+    for key in value:
+        if key not in _QUESTION_KEYS:
+            raise ManifestError(f"question: unknown key {key!r} (region, lines)")
+    region = None
+    if "region" in value:
+        region = _normalise_region(value["region"])
+        if region in ("title", "progress"):
+            raise ManifestError("question: the region must be part of the screen, not the title or progress")
+    lines = _compile(_str_list(value.get("lines", []), "lines"), "question.lines")
+    return Question(region, lines)
