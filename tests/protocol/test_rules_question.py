@@ -27,7 +27,9 @@ QUESTIONS = {
     ),
     "claude__select_form_with_stale_progress.txt": None,  # only the choices are on screen
     "codex__yn_prompt_over_working_line.txt": "do you want to continue? [y/n]",
-    "codex__trust_directory_blocked.txt": "Do you trust the contents of this / You are in C:\\Users\\user\\project",
+    "codex__trust_directory_blocked.txt": (
+        "Do you trust the contents of this / You are in C:\\Users\\user\\project"
+    ),
     "codex__confirm_prompt_over_working_line.txt": None,  # "1. Yes, proceed" and the hint only
     "codex__title_action_required_blocked.txt": None,
     "devin__trust_prompt_blocked.txt": "Do you trust the authors of this directory?",
@@ -132,7 +134,9 @@ def test_default_takes_the_lines_around_the_match():
 
 
 def test_question_key_names_region_and_lines_in_order():
-    m = parse_manifest(_one_rule("question = { region = \"bottom_lines(3)\", lines = ['\\\\?', '^tool: '] }\n"))
+    m = parse_manifest(
+        _one_rule("question = { region = \"bottom_lines(3)\", lines = ['\\\\?', '^tool: '] }\n")
+    )
     screen = "tool: old\nnoise\ntool: deploy.sh\nRun it? [y/n]\n"
     assert m.match(screen).msg == "Run it? [y/n] / tool: deploy.sh"
 
@@ -191,7 +195,9 @@ def test_default_lines_without_anything_usable():
 
 
 def test_every_bundled_blocked_rule_has_a_kind():
-    missing = [(m.id, r.id) for m in BUNDLED.manifests for r in m.rules if r.state == "blocked" and not r.kind]
+    missing = [
+        (m.id, r.id) for m in BUNDLED.manifests for r in m.rules if r.state == "blocked" and not r.kind
+    ]
     assert missing == []
 
 
