@@ -216,3 +216,62 @@ def test_screen_kind_and_question_beat_the_action_required_title():
     assert (got.state, got.kind, got.source) == ("blocked", "question", "screen")
     assert got.msg == "do you want to continue? [y/n]"
     assert got.title == "Action Required | project"
+
+
+# ------------------------------------------------------------------ a contract's blocked (no manifest)
+
+
+def _contract(c, d, t, state, ts):
+    from paneboard_protocol.encode import encode_agent
+
+    c.feed(t, d.feed(encode_agent("my-agent", state, session="s", ts=ts)))
+
+
+@pytest.mark.parametrize(
+    "process, screen, question",
+    [
+        # paneboard.demo_agents.thinkterm: earlier turns are still on screen above
+        (
+            "python3",
+            "working on step 1 …\nWhich branch should I push to? [main/dev]\nready for input\n"
+            "working on step 2 …\nWhich branch should I push to? [main/dev]\n",
+            "Which branch should I push to? [main/dev]",
+        ),
+        # paneboard.demo_agents.remote: behind ssh, so unobservable
+        (
+            "ssh",
+            "Connected to build-07 (simulated)\nremote-agent: Approve the deploy to staging? [y/N]\n"
+            "(connection quiet since then)\n",
+            "remote-agent: Approve the deploy to staging? [y/N]",
+        ),
+    ],
+)
+def test_contract_blocked_takes_the_question_off_its_screen(process, screen, question):
+    from paneboard_protocol.arbitration import classify_evidence
+    from paneboard_protocol.decoder import Decoder
+
+    now = 1_800_000_000.0
+    c, d = PaneClassifier(BUNDLED), Decoder(rejections=True)
+    c.set_process(now, process, 5)
+    _contract(c, d, now, "working", int(now))
+    assert not c.wants_screen  # no manifest, not blocked: no capture
+    _contract(c, d, now + 1, "blocked", int(now))
+    assert c.wants_screen
+    c.set_screen(now + 2, screen)
+    got = c.classification(now + 2)
+    assert (got.state, got.source, got.msg) == ("blocked", "protocol", question)
+    assert classify_evidence(c.evidence(), now + 2).msg == question  # the server reads the same
+    _contract(c, d, now + 3, "idle", int(now))
+    assert c.classification(now + 3).msg is None and not c.wants_screen
+    _contract(c, d, now + 4, "blocked", int(now))
+    assert c.classification(now + 4).msg is None  # the old screen's question is not the new one's
+
+
+def test_contract_question_needs_a_question_mark():
+    from paneboard_protocol.decoder import Decoder
+
+    c, d = PaneClassifier(BUNDLED), Decoder(rejections=True)
+    c.set_process(0, "python3", 5)
+    _contract(c, d, 1, "blocked", None)
+    c.set_screen(2, "compiling\nlinking\n")
+    assert c.classification(2).msg is None

@@ -355,6 +355,9 @@ def _decide(evidence: dict[str, Any], now: float, facts: RecordFacts) -> dict[st
     if has_contract and c.get("state") and contract_mod.is_fresh(c, now) and c["agent"] == agent:
         out["state"] = c["state"]
         out["source"] = "protocol"
+        if c["state"] == "blocked" and screen and screen.get("question"):
+            # A contract says blocked but carries no text: the question on its screen.
+            out["msg"] = display_text(screen["question"])
         return out
     if agent not in (evidence.get("manifests") or []):
         state = _native_state(native)

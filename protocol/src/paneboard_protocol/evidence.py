@@ -92,7 +92,7 @@ _CONTRACT = frozenset({"agent", "state", "session", "ts", "ended", "received", "
 _RECORD = frozenset(
     {"id", "state", "kind", "app", "msg", "title", "progress", "updated", "seq", "gen", "agent"}
 )
-_SCREEN = frozenset({"agent", "result"})
+_SCREEN = frozenset({"agent", "result", "question"})
 _RESULT = frozenset({"state", "kind", "rule", "manifest", "native", "msg"})
 _NATIVE = frozenset({"title", "progress"})
 _PROGRESS = frozenset({"state", "percent"})
@@ -203,6 +203,7 @@ def check_evidence(evidence: Any) -> dict[str, Any]:
     if s is not None:
         _dict(s, "screen", _SCREEN)
         _str(s.get("agent"), "screen.agent")
+        _str(s.get("question"), "screen.question", MAX_TEXT)
         res = s.get("result")
         if res is not None:
             _dict(res, "screen.result", _RESULT)

@@ -152,6 +152,19 @@ def default_lines(lines: Sequence[str], anchor: int | None, *, ask_only: bool = 
     return [lines[q]] if context is None else [lines[q], lines[context]]
 
 
+def screen_question(screen: str | None, rows: int = 12) -> str | None:
+    """The question at the bottom of a screen no manifest reads: the last line among the
+    bottom `rows` non-empty ones that holds a `?` (`Approve the deploy? [y/N]`), alone.
+
+    For an agent known only from its THINKTERM_AGENT contract, which says `blocked` but
+    carries no text: without a manifest nothing says which other lines belong to it."""
+    if not screen:
+        return None
+    lines = [ln for ln in screen.replace("\r\n", "\n").split("\n") if ln.strip()][-rows:]
+    ask = next((ln for ln in reversed(lines) if "?" in ln), None)
+    return None if ask is None else join_question([ask])
+
+
 __all__ = [
     "DEFAULT_TITLE_REGION",
     "MAX_QUESTION",
@@ -161,5 +174,6 @@ __all__ = [
     "default_lines",
     "is_noise",
     "join_question",
+    "screen_question",
     "select_lines",
 ]
