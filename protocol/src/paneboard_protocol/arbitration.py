@@ -44,6 +44,7 @@ Readings where the spec leaves a choice (documented in docs/classifier.md):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -103,6 +104,7 @@ _ATTENTION = ("[ ! ] ", "[ . ] ")
 """Codex's blinking "action required" marker: one frame each."""
 
 
+@functools.lru_cache(maxsize=1024)
 def display_title(title: str | None) -> str | None:
     """The emitted title as a person reads it: spinner frames (braille, half circles,
     asterisks, Codex's blinking `[ ! ]`) off its front, then display-safe (P7501-19).
