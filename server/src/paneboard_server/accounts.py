@@ -1,11 +1,14 @@
 """Tokens, viewers and browser sessions in the store: what the CLI and auth use.
 
 Everything here is a small awaitable over one engine; nothing is cached, so a token
-revoked with `paneboard token revoke` stops working on the next request.
+revoked with `paneboard token revoke` stops working on the next request. argon2 runs
+in a worker thread (it takes tens of milliseconds of CPU by design, and on the event
+loop it would stall every other request while it runs).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 
@@ -131,7 +134,9 @@ async def add_viewer(engine: AsyncEngine, name: str, password: str) -> None:
         async with engine.begin() as conn:
             await conn.execute(
                 insert(s.viewers).values(
-                    name=name, password_hash=hash_password(password), created_at=time.time()
+                    name=name,
+                    password_hash=await asyncio.to_thread(hash_password, password),
+                    created_at=time.time(),
                 )
             )
     except IntegrityError as exc:
@@ -163,7 +168,7 @@ async def check_login(engine: AsyncEngine, name: str, password: str) -> int | No
                 select(s.viewers.c.id, s.viewers.c.password_hash).where(s.viewers.c.name == name)
             )
         ).first()
-    ok = verify_password(row.password_hash if row else None, password)
+    ok = await asyncio.to_thread(verify_password, row.password_hash if row else None, password)
     return row.id if (ok and row) else None
 
 

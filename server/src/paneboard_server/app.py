@@ -26,7 +26,7 @@ from sqlalchemy import select
 from sse_starlette import EventSourceResponse
 from starlette.staticfiles import StaticFiles
 
-from . import __version__, accounts
+from . import __version__, accounts, logsafe
 from . import schema as s
 from .accounts import Principal
 from .api_notify import make_router, start_notify, stop_notify
@@ -38,6 +38,7 @@ from .ingest import IngestRegistry, handle
 from .limits import Guard
 from .metrics import metrics_text
 from .migrate import check_schema
+from .throttle import LoginThrottle
 from .web_auth import CSRF_COOKIE, SESSION_COOKIE, origin_ok, require_viewer, require_writer
 
 log = logging.getLogger("paneboard.server")
@@ -101,6 +102,11 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         description="Which coding agent in which tmux pane is working, done, or waiting on you.",
     )
     app.state.cfg = cfg
+    lim = cfg.limits
+    app.state.login_throttle = LoginThrottle(
+        lim.login_account_failures, lim.login_address_failures, lim.login_max_backoff
+    )
+    app.state.login_slots = asyncio.Semaphore(lim.login_concurrency)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -270,9 +276,23 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         if not origin_ok(request):
             raise HTTPException(403, "cross-origin request refused")
         core = core_of(request)
-        vid = await accounts.check_login(core.engine, body.name, body.password)
+        throttle: LoginThrottle = request.app.state.login_throttle
+        address = request.client.host if request.client else "?"
+        wait = throttle.retry_after(body.name, address, time.monotonic())
+        if wait:
+            raise HTTPException(
+                429, f"too many wrong passwords: try again in {wait} s", headers={"Retry-After": str(wait)}
+            )
+        async with request.app.state.login_slots:
+            vid = await accounts.check_login(core.engine, body.name, body.password)
         if vid is None:
+            delay = throttle.failed(body.name, address, time.monotonic())
+            if delay:
+                log.warning(
+                    "login: wrong password for %r from %s; back-off %.0f s", body.name[:64], address, delay
+                )
             raise HTTPException(401, "wrong name or password")
+        throttle.succeeded(body.name, address)
         sid, csrf = await accounts.open_session(
             core.engine,
             viewer_id=vid,
@@ -403,7 +423,7 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
             await engine.dispose()
 
     asyncio.run(precheck())
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logsafe.install()
     app = create_app(cfg, url)
     config = uvicorn.Config(
         app,
@@ -413,6 +433,7 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
         ws_ping_interval=20,
         ws_ping_timeout=120,
         log_level="info",
+        log_config=None,  # uvicorn's loggers propagate to logsafe's redacting handler
         lifespan="on",
         proxy_headers=False,
         server_header=False,

@@ -49,6 +49,13 @@ class LimitsSection(_Strict):
     max_panes_per_message: int = Field(5000, gt=0)
     sse_queue: int = Field(512, gt=0)
     sse_ping: float = Field(15.0, gt=0)
+    # Wrong passwords allowed per account / per client address before back-off starts,
+    # and the longest back-off (seconds); see throttle.py.
+    login_account_failures: int = Field(5, gt=0)
+    login_address_failures: int = Field(20, gt=0)
+    login_max_backoff: float = Field(300.0, gt=0)
+    # Password checks running at once (each is one worker thread of argon2).
+    login_concurrency: int = Field(4, gt=0)
 
 
 class Config(_Strict):
