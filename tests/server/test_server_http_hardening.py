@@ -112,7 +112,7 @@ def test_tokens_never_reach_the_log(sqlite_db: str, server_factory: Any) -> None
             await ws.close()
         await asyncio.sleep(0.3)
         log = sp.log.read_text()
-        assert 'GET /?token=[redacted]&view=wall' in log  # the access log still says what happened
+        assert "GET /?token=[redacted]&view=wall" in log  # the access log still says what happened
         for secret in (tokens["viewer"], tokens["collector"], bogus, tokens["viewer"][4:20]):
             assert secret not in log
 
