@@ -183,6 +183,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.server and not args.token:
         print("paneboard agent: --server needs --token (or $PANEBOARD_TOKEN)", file=sys.stderr)
         return 2
+    if args.server:
+        from .uplink import ingest_url
+
+        try:
+            ingest_url(args.server)  # checked before anything starts: a bad URL is one line
+        except ValueError as exc:
+            print(f"paneboard agent: {exc}", file=sys.stderr)
+            return 2
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="paneboard agent: %(message)s",

@@ -2,14 +2,13 @@
 
 `create_app(cfg, url)` builds it; the lifespan opens the database, refuses an
 unmigrated schema, loads the pane mirror and starts the writer, the staleness timer,
-retention and (on PostgreSQL) the cross-process fan-out. `run_server` runs it under
-uvicorn with the WebSocket message limit from the configuration.
+retention and (on PostgreSQL) the cross-process fan-out. `serve.run_server` runs it
+under uvicorn.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -26,7 +25,7 @@ from sqlalchemy import select
 from sse_starlette import EventSourceResponse
 from starlette.staticfiles import StaticFiles
 
-from . import __version__, accounts, logsafe
+from . import __version__, accounts
 from . import schema as s
 from .accounts import Principal
 from .api_notify import make_router, start_notify, stop_notify
@@ -408,37 +407,3 @@ form.addEventListener('submit', async (ev) => {
   document.getElementById('error').textContent = text;
 });
 """
-
-
-def run_server(cfg: Config, url: str, host: str, port: int) -> int:
-    import uvicorn
-
-    from .database import create_engine as _ce
-
-    async def precheck() -> None:
-        engine = _ce(url)
-        try:
-            await check_schema(engine)
-        finally:
-            await engine.dispose()
-
-    asyncio.run(precheck())
-    logsafe.install()
-    app = create_app(cfg, url)
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        ws_max_size=cfg.limits.max_message_bytes,
-        ws_ping_interval=20,
-        ws_ping_timeout=120,
-        log_level="info",
-        log_config=None,  # uvicorn's loggers propagate to logsafe's redacting handler
-        lifespan="on",
-        proxy_headers=False,
-        server_header=False,
-    )
-    server = uvicorn.Server(config)
-    with contextlib.suppress(KeyboardInterrupt):
-        server.run()
-    return 0 if server.started else 1

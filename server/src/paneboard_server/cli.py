@@ -192,10 +192,20 @@ def user_main(argv: list[str]) -> int:
     return _run("user", go)
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is out of range (1-65535)")
+    return port
+
+
 def serve_main(argv: list[str]) -> int:
     p = _Parser(prog="paneboard serve", description="Run the server (API, live stream, dashboard).")
     p.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port (default 8765)")
+    p.add_argument("--port", type=_port, help="port, 1-65535 (default 8765)")
     _db_arg(p)
     p.add_argument("--config", help="TOML configuration file")
     p.add_argument("--migrate", action="store_true", help="upgrade the database schema first")
@@ -219,7 +229,7 @@ def serve_main(argv: list[str]) -> int:
             upgrade(url)
         except Exception as exc:
             return _err("serve", f"migration failed: {type(exc).__name__}: {str(exc).splitlines()[0]}")
-    from .app import run_server
+    from .serve import run_server
 
     try:
         return run_server(cfg, url, host, port)

@@ -24,7 +24,7 @@ class _Strict(BaseModel):
 
 class ServerSection(_Strict):
     host: str = "127.0.0.1"
-    port: int = Field(8765, ge=0, le=65535)
+    port: int = Field(8765, ge=1, le=65535)
     db: str | None = None
     # Seconds a collector may be away before its hosts are shown unreachable.
     grace_period: float = Field(30.0, ge=0)

@@ -21,6 +21,28 @@ class DatabaseError(Exception):
     """A database problem a person can act on (bad URL, unmigrated schema, ...)."""
 
 
+def describe(exc: BaseException) -> str:
+    """One line for a driver or SQLAlchemy error: the database's own words, no
+    SQLAlchemy banner, no background link."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return first or type(exc).__name__
+
+
+def _make_parent(path: Path) -> None:
+    """Create the SQLite file's directory; a path through a regular file is one clear error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = (
+            "a part of it is a file, not a directory"
+            if isinstance(exc, (FileExistsError, NotADirectoryError))
+            else exc.strerror
+        )
+        raise DatabaseError(f"cannot create the directory for database {path}: {why}") from exc
+
+
 def default_sqlite_path() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "paneboard" / "paneboard.db"
@@ -35,11 +57,11 @@ def resolve_url(url: str | None) -> str:
     raw = url or os.environ.get("PANEBOARD_DB") or ""
     if not raw:
         path = default_sqlite_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_parent(path)
         return f"sqlite+aiosqlite:///{path}"
     if "://" not in raw:
         path = Path(raw).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_parent(path)
         return f"sqlite+aiosqlite:///{path.resolve()}"
     try:
         parsed = make_url(raw)
@@ -48,7 +70,7 @@ def resolve_url(url: str | None) -> str:
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            _make_parent(Path(parsed.database).expanduser())
         return parsed.set(drivername="sqlite+aiosqlite").render_as_string(hide_password=False)
     if backend in {"postgresql", "postgres"}:
         return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)

@@ -2,7 +2,7 @@
 
 A viewer token can arrive as `GET /?token=pbv_…`, and uvicorn's access log writes the
 whole request line. Rather than trusting each logger to be careful, one formatter sits on
-the root handler (uvicorn's loggers propagate to it, see `app.run_server`) and rewrites
+the root handler (uvicorn's loggers propagate to it, see `serve.run_server`) and rewrites
 every record's final text: the values of credential-looking query parameters and
 anything shaped like a paneboard token become `[redacted]`.
 """

@@ -32,6 +32,15 @@ async def send(url: str, title: str, body: str, state: str | None = None) -> boo
 
 def valid_url(url: str) -> bool:
     """Does Apprise know this URL's scheme? (Checked when the config loads.)"""
+    import logging
+
     import apprise
 
-    return apprise.Apprise().add(url)
+    # Apprise logs its own warning for an unknown URL; the caller's error says it in one line.
+    lg = logging.getLogger("apprise")
+    was = lg.disabled
+    lg.disabled = True
+    try:
+        return bool(apprise.Apprise().add(url))
+    finally:
+        lg.disabled = was
