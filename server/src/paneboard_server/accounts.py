@@ -52,6 +52,7 @@ class Principal:
     id: int
     readonly: bool
     csrf: str | None = None  # set for cookie sessions: the double-submit value
+    session_hash: str | None = None  # set for cookie sessions: which stored session it is
 
 
 async def create_token(engine: AsyncEngine, name: str, kind: str) -> str:
@@ -215,9 +216,13 @@ async def session_principal(engine: AsyncEngine, sid: str) -> Principal | None:
     if row is None:
         return None
     if row.viewer_id is not None and row.vname is not None:
-        return Principal("viewer", row.vname, row.viewer_id, readonly=row.readonly, csrf=row.csrf)
+        return Principal(
+            "viewer", row.vname, row.viewer_id, readonly=row.readonly, csrf=row.csrf, session_hash=row.id_hash
+        )
     if row.token_id is not None and row.tname is not None and row.revoked_at is None:
-        return Principal("viewer-token", row.tname, row.token_id, readonly=True, csrf=row.csrf)
+        return Principal(
+            "viewer-token", row.tname, row.token_id, readonly=True, csrf=row.csrf, session_hash=row.id_hash
+        )
     return None
 
 

@@ -32,11 +32,12 @@ from .api_notify import make_router, start_notify, stop_notify
 from .config import Config
 from .core import Core, Seen
 from .database import create_engine, is_sqlite
-from .hub import sse_frame
+from .hub import END, sse_frame
 from .ingest import IngestRegistry, handle
 from .limits import Guard
 from .metrics import metrics_text
 from .migrate import check_schema
+from .revocation import Revocation, collector_holders
 from .throttle import LoginThrottle
 from .web_auth import CSRF_COOKIE, SESSION_COOKIE, origin_ok, require_viewer, require_writer
 
@@ -71,11 +72,15 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         app.state.core = core
         app.state.registry = registry
         core.start()
+        revocation = Revocation(engine, cfg.limits.revocation_check)
+        revocation.extra.append(lambda: collector_holders(registry))
+        app.state.revocation = revocation
         await start_notify(app, core, engine, cfg.notify, clock)
         tasks: list[asyncio.Task[Any]] = []
         from .retention import retention_loop
 
         tasks.append(asyncio.create_task(retention_loop(core), name="paneboard-retention"))
+        tasks.append(asyncio.create_task(revocation.run(), name="paneboard-revocation"))
         if not is_sqlite(url):
             from .fanout import Fanout
 
@@ -189,7 +194,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
 
     @app.get("/api/stream", summary="Server-Sent Events: a snapshot, then changes")
     async def stream(
-        request: Request, _: Viewer, last_event_id: Annotated[int | None, Query(ge=0)] = None
+        request: Request, who: Viewer, last_event_id: Annotated[int | None, Query(ge=0)] = None
     ) -> EventSourceResponse:
         core = core_of(request)
         header = request.headers.get("last-event-id")
@@ -200,6 +205,13 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             except ValueError:
                 resume = None
         sub = core.hub.subscribe()
+        revocation: Revocation = request.app.state.revocation
+
+        def end(_why: str) -> None:
+            core.hub.unsubscribe(sub)
+            sub.end()
+
+        holder = revocation.hold(who, end, "live stream")
         start = core.rev
         if resume is not None and 0 < resume <= start:
             changed = [p for p in core.panes.values() if p.rev > resume]
@@ -223,10 +235,14 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
                     if sub.dropped and sub.queue.empty():
                         yield sse_frame("reset", {"reason": "client too slow: reconnect and resume"})
                         return
-                    _rev, frame = await sub.queue.get()
-                    yield frame
+                    item = await sub.queue.get()
+                    if item is END:
+                        yield sse_frame("revoked", {"reason": "credentials revoked: log in again"})
+                        return
+                    yield item[1]
             finally:
                 core.hub.unsubscribe(sub)
+                revocation.release(holder)
 
         return EventSourceResponse(
             gen(),

@@ -54,6 +54,8 @@ class LimitsSection(_Strict):
     login_account_failures: int = Field(5, gt=0)
     login_address_failures: int = Field(20, gt=0)
     login_max_backoff: float = Field(300.0, gt=0)
+    # Seconds between checks that open streams' and collectors' credentials still exist.
+    revocation_check: float = Field(0.5, gt=0)
     # Password checks running at once (each is one worker thread of argon2).
     login_concurrency: int = Field(4, gt=0)
 
