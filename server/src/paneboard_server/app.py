@@ -22,7 +22,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import select
-from sse_starlette import EventSourceResponse
 from starlette.staticfiles import StaticFiles
 
 from . import __version__, accounts
@@ -38,6 +37,8 @@ from .limits import Guard
 from .metrics import metrics_text
 from .migrate import check_schema
 from .revocation import Revocation, collector_holders
+from .snapshots import SnapshotCache
+from .streams import QuietEventSource
 from .throttle import LoginThrottle
 from .web_auth import CSRF_COOKIE, SESSION_COOKIE, origin_ok, require_viewer, require_writer
 
@@ -75,6 +76,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         revocation = Revocation(engine, cfg.limits.revocation_check)
         revocation.extra.append(lambda: collector_holders(registry))
         app.state.revocation = revocation
+        app.state.snapshots = SnapshotCache(core)
         await start_notify(app, core, engine, cfg.notify, clock)
         tasks: list[asyncio.Task[Any]] = []
         from .retention import retention_loop
@@ -195,7 +197,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
     @app.get("/api/stream", summary="Server-Sent Events: a snapshot, then changes")
     async def stream(
         request: Request, who: Viewer, last_event_id: Annotated[int | None, Query(ge=0)] = None
-    ) -> EventSourceResponse:
+    ) -> QuietEventSource:
         core = core_of(request)
         header = request.headers.get("last-event-id")
         resume = last_event_id
@@ -226,7 +228,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
                 start,
             )
         else:
-            first = sse_frame("snapshot", {"rev": start, "panes": core.live_panes()}, start)
+            first = b"".join(request.app.state.snapshots.frames())
 
         async def gen() -> AsyncIterator[bytes]:
             try:
@@ -244,10 +246,10 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
                 core.hub.unsubscribe(sub)
                 revocation.release(holder)
 
-        return EventSourceResponse(
+        return QuietEventSource(
             gen(),
             ping=cfg.limits.sse_ping,
-            send_timeout=30,
+            send_timeout=cfg.limits.sse_send_timeout,
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 

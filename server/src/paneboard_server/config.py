@@ -49,6 +49,8 @@ class LimitsSection(_Strict):
     max_panes_per_message: int = Field(5000, gt=0)
     sse_queue: int = Field(512, gt=0)
     sse_ping: float = Field(15.0, gt=0)
+    # Seconds one send to an SSE client may block (it is not reading) before it is dropped.
+    sse_send_timeout: float = Field(30.0, gt=0)
     # Wrong passwords allowed per account / per client address before back-off starts,
     # and the longest back-off (seconds); see throttle.py.
     login_account_failures: int = Field(5, gt=0)
