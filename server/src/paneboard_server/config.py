@@ -51,6 +51,14 @@ class LimitsSection(_Strict):
     sse_ping: float = Field(15.0, gt=0)
     # Seconds one send to an SSE client may block (it is not reading) before it is dropped.
     sse_send_timeout: float = Field(30.0, gt=0)
+    # Before authentication (see conn_limits.py): seconds to send the request line and
+    # headers, their largest size, seconds an idle keep-alive connection is kept, open
+    # connections per client address, open connections (and tasks) in all (503 beyond).
+    header_timeout: float = Field(10.0, gt=0)
+    max_header_bytes: int = Field(64 << 10, gt=1024)
+    keep_alive_timeout: float = Field(5.0, gt=0)
+    max_connections_per_address: int = Field(256, gt=0)
+    max_connections: int = Field(10000, gt=0)
     # Wrong passwords allowed per account / per client address before back-off starts,
     # and the longest back-off (seconds); see throttle.py.
     login_account_failures: int = Field(5, gt=0)

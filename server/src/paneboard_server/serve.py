@@ -14,6 +14,7 @@ import socket
 
 from . import logsafe
 from .config import Config
+from .conn_limits import protocols
 from .database import create_engine
 from .migrate import check_schema
 
@@ -53,8 +54,16 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
     sock = listen_socket(host, port)
     logsafe.install()
     app = create_app(cfg, url)
+    lim = cfg.limits
+    http_protocol, ws_protocol = protocols(
+        lim.header_timeout, lim.max_header_bytes, lim.max_connections_per_address
+    )
     config = uvicorn.Config(
         app,
+        http=http_protocol,
+        ws=ws_protocol,
+        timeout_keep_alive=lim.keep_alive_timeout,
+        limit_concurrency=lim.max_connections,
         host=host,
         port=port,
         ws_max_size=cfg.limits.max_message_bytes,
