@@ -117,3 +117,19 @@ def test_tokens_never_reach_the_log(sqlite_db: str, server_factory: Any) -> None
             assert secret not in log
 
     asyncio.run(go())
+
+
+def test_one_login_page_and_no_web_section(tmp_path: Path) -> None:
+    """The login page is web/login.html alone (no second, built-in copy), and the `[web]`
+    table that nothing read is refused like any unknown key."""
+    from paneboard_server.config import ConfigError, load_config
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[web]\ntheme = 'dark'\n")
+    with pytest.raises(ConfigError, match="web"):
+        load_config(cfg)
+    from paneboard_server import app as app_module
+
+    assert not hasattr(app_module, "_LOGIN_HTML") and not hasattr(app_module, "_LOGIN_JS")
+    d = app_module.web_dir()
+    assert d is not None and 'src="/js/login.js"' in (d / "login.html").read_text()

@@ -337,13 +337,9 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
     @app.get("/login", include_in_schema=False)
     async def login_page() -> Response:
         d = web_dir()
-        if d is not None and (d / "login.html").is_file():
-            return HTMLResponse((d / "login.html").read_text(encoding="utf-8"))
-        return HTMLResponse(_LOGIN_HTML)
-
-    @app.get("/login.js", include_in_schema=False)
-    async def login_js() -> Response:
-        return Response(_LOGIN_JS, media_type="text/javascript")
+        if d is None or not (d / "login.html").is_file():
+            return HTMLResponse(_NO_WEB, status_code=404)
+        return HTMLResponse((d / "login.html").read_text(encoding="utf-8"))
 
     @app.get("/", include_in_schema=False)
     async def index(request: Request, token: str | None = None) -> Response:
@@ -369,10 +365,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             return RedirectResponse("/login", 303)
         d = web_dir()
         if d is None:
-            return HTMLResponse(
-                "<!doctype html><title>paneboard</title><p>The dashboard files are not "
-                "installed; the API is at <a href=/docs>/docs</a>.</p>"
-            )
+            return HTMLResponse(_NO_WEB)
         return HTMLResponse(
             (d / "index.html").read_text(encoding="utf-8"), headers={"Cache-Control": "no-store"}
         )
@@ -403,25 +396,8 @@ async def forward_seen(app: Any, pane_id: int) -> None:
         await fan.notify_seen(pane_id)
 
 
-_LOGIN_HTML = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1">
-<title>paneboard — log in</title></head>
-<body><main><h1>paneboard</h1>
-<form id="login"><label>Name <input name="name" autocomplete="username" required></label>
-<label>Password <input name="password" type="password" autocomplete="current-password" required></label>
-<button type="submit">Log in</button><p id="error" role="alert"></p></form></main>
-<script type="module" src="/login.js"></script></body></html>
-"""
-
-_LOGIN_JS = """const form = document.getElementById('login');
-form.addEventListener('submit', async (ev) => {
-  ev.preventDefault();
-  const data = Object.fromEntries(new FormData(form));
-  const r = await fetch('/api/login', {method: 'POST', headers: {'Content-Type': 'application/json'},
-                                       body: JSON.stringify(data)});
-  if (r.ok) { location.href = '/'; return; }
-  const text = r.status === 401 ? 'Wrong name or password.' : 'Login failed.';
-  document.getElementById('error').textContent = text;
-});
-"""
+# The one page served when the dashboard's files (web/, with login.html) are missing.
+_NO_WEB = (
+    "<!doctype html><title>paneboard</title><p>The dashboard files are not "
+    "installed; the API is at <a href=/docs>/docs</a>.</p>"
+)

@@ -2,7 +2,7 @@
 
 Unknown keys are errors (a typo must not silently do nothing) and every error names
 the key, e.g. `config.toml: retention.max_age_days: Input should be greater than 0`.
-Other engineers' sections (`[notify]`, apprise URLs, ...) are kept as free-form tables.
+`[notify]` is kept as a free-form table here and validated by `notify.service.NotifySettings`.
 """
 
 from __future__ import annotations
@@ -75,7 +75,6 @@ class Config(_Strict):
     retention: RetentionSection = RetentionSection()
     limits: LimitsSection = LimitsSection()
     notify: dict[str, Any] = {}
-    web: dict[str, Any] = {}
 
 
 def load_config(path: str | Path | None) -> Config:
