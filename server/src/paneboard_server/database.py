@@ -77,6 +77,24 @@ def resolve_url(url: str | None) -> str:
     raise DatabaseError(f"unsupported database {backend!r} (use sqlite:///FILE or postgresql://...)")
 
 
+def probe_sqlite(database: str | None) -> None:
+    """Open a SQLite file synchronously and read its header: DatabaseError in one line if
+    it is not a database or cannot be opened. (Done before aiosqlite touches it: a failed
+    aiosqlite connect can leave its worker thread to print a traceback at exit.)"""
+    import sqlite3
+
+    if not database or database == ":memory:":
+        return
+    try:
+        conn = sqlite3.connect(database, timeout=30)
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise DatabaseError(f"cannot open database {database}: {describe(exc)}") from exc
+
+
 def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .database import DatabaseError, describe, redact
+from .database import DatabaseError, describe, probe_sqlite, redact
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -73,6 +73,8 @@ def upgrade(url: str, revision: str = "head") -> None:
 async def current_revision(engine: AsyncEngine) -> str | None:
     """The stored revision (None: no schema yet); DatabaseError, in one line, when the
     database cannot be opened or read (corrupt file, no such database or role, ...)."""
+    if engine.url.get_backend_name() == "sqlite":
+        probe_sqlite(engine.url.database)
     try:
         async with engine.connect() as conn:
             try:
