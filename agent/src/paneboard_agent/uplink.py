@@ -55,6 +55,32 @@ class UplinkError(Exception):
     pass
 
 
+#: WebSocket close codes in words (RFC 6455 and the server's own, docs/wire.md)
+CLOSE_REASONS = {
+    1000: "closed normally",
+    1001: "the server is going away (shutting down)",
+    1006: "the connection broke",
+    1007: "the server could not read a message",
+    1008: "the server refused the conversation",
+    1009: "a message was too large for the server",
+    1011: "the server hit an error",
+    1012: "the server is restarting",
+    1013: "the server is overloaded; try again later",
+    4401: "the token was refused",
+    4409: "another collector connected with the same token",
+}
+#: close codes that no retry can cure: the collector exits with the reason
+FATAL_CLOSE = frozenset({4401})
+#: HTTP statuses of a refused WebSocket handshake that mean the same
+FATAL_STATUS = frozenset({401, 403})
+
+
+def close_text(code: int, reason: str) -> str:
+    """`1012 (the server is restarting)` plus the server's own reason, if it gave one."""
+    words = CLOSE_REASONS.get(code, "no reason known for this code")
+    return f"{code} ({words})" + (f": {reason}" if reason else "")
+
+
 class UplinkSink:
     def __init__(
         self,
@@ -87,6 +113,10 @@ class UplinkSink:
         self.acked = 0
         self.connected = asyncio.Event()
         self.last_error: str | None = None
+        #: why the uplink gave up for good (a refused token); `failed` is set then
+        self.fatal: str | None = None
+        self.failed = asyncio.Event()
+        self._ever_connected = False
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -160,7 +190,10 @@ class UplinkSink:
                 raise
             except ConnectionClosed as exc:
                 rcvd = exc.rcvd
-                why = f"{rcvd.code} {rcvd.reason}" if rcvd is not None else "connection lost"
+                why = close_text(rcvd.code, rcvd.reason) if rcvd is not None else "connection lost"
+                if rcvd is not None and rcvd.code in FATAL_CLOSE:
+                    self._give_up(f"server closed the uplink: {why}")
+                    return
                 self._note(f"server closed the uplink: {why}")
                 if rcvd is not None and rcvd.code == 4401:
                     delay = self.backoff[1]
@@ -171,7 +204,11 @@ class UplinkSink:
                     self._need_snapshot = True
                     delay = self.backoff[1]
             except InvalidStatus as exc:
-                self._note(f"server refused the uplink: HTTP {exc.response.status_code}")
+                status = exc.response.status_code
+                if status in FATAL_STATUS:
+                    self._give_up(f"server refused the uplink: HTTP {status} (the token was refused)")
+                    return
+                self._note(f"server refused the uplink: HTTP {status}")
             except InvalidURI as exc:
                 self._note(f"bad server URL: {exc}")
                 delay = self.backoff[1]
@@ -186,8 +223,20 @@ class UplinkSink:
 
     def _note(self, msg: str) -> None:
         if msg != self.last_error:
-            log.warning("%s", msg)
+            log.warning("%s; retrying", msg)
         self.last_error = msg
+
+    def _give_up(self, msg: str) -> None:
+        """A refusal no retry cures: stop, and let the caller exit with the reason."""
+        self.fatal = msg
+        self.last_error = msg
+        self.failed.set()
+
+    def _connected_note(self) -> None:
+        """One line when the uplink is up: the line after "cannot reach server" says it is over."""
+        log.info("connected to the server %s%s", self.url, " again" if self._ever_connected else "")
+        self._ever_connected = True
+        self.last_error = None
 
     async def _session(self, ws: Any) -> None:
         await ws.send(
@@ -218,6 +267,7 @@ class UplinkSink:
             for msg in self.inflight.values():
                 await ws.send(json.dumps(msg))
         self.connected.set()
+        self._connected_note()
         reader = asyncio.create_task(self._reader(ws))
         try:
             while True:
@@ -250,7 +300,7 @@ class UplinkSink:
                 self.last_error = None
                 self._wake.set()
             elif kind == "resync":
-                log.info("server asked for a snapshot: %s", msg.get("reason"))
+                log.debug("server asked for a snapshot: %s", msg.get("reason"))
                 self._need_snapshot = True
                 self._wake.set()
             elif kind == "seen":

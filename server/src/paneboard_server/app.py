@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -36,6 +37,7 @@ from .ingest import IngestRegistry, handle
 from .limits import Guard
 from .metrics import metrics_text
 from .migrate import check_schema
+from .pages import bad_token_page
 from .revocation import Revocation, collector_holders
 from .snapshots import SnapshotCache
 from .streams import QuietEventSource
@@ -43,6 +45,7 @@ from .throttle import LoginThrottle
 from .web_auth import CSRF_COOKIE, SESSION_COOKIE, origin_ok, require_viewer, require_writer
 
 log = logging.getLogger("paneboard.server")
+_HOSTNAME = socket.gethostname()
 
 
 def web_dir() -> Path | None:
@@ -332,7 +335,9 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
 
     @app.get("/api/me", summary="Who this session is")
     async def me(p: Viewer) -> dict[str, Any]:
-        return {"name": p.name, "kind": p.kind, "readonly": p.readonly, "csrf": p.csrf}
+        # `host`: this server's host name, so the page can offer a plain `tmux attach`
+        # (no ssh) for panes a collector on this machine reports.
+        return {"name": p.name, "kind": p.kind, "readonly": p.readonly, "csrf": p.csrf, "host": _HOSTNAME}
 
     @app.get("/login", include_in_schema=False)
     async def login_page() -> Response:
@@ -347,7 +352,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         if token is not None:
             p = await accounts.lookup_token(core.engine, token, "viewer")
             if p is None:
-                return JSONResponse({"detail": "unknown or revoked viewer token"}, 401)
+                return bad_token_page()  # a person with a stale link: a page, not JSON
             sid, csrf = await accounts.open_session(
                 core.engine,
                 viewer_id=None,

@@ -172,12 +172,18 @@ class Tx:
         """Set a pane's classification; a change of (agent, state, kind) is history."""
         prev = p.triple()
         was_gone = p.gone_at is not None
+        before = {"agent": p.agent, "state": p.state, "kind": p.kind, "msg": p.msg, "since": p.since}
         for k, v in fields.items():
             if k != "since":
                 setattr(p, k, v)
         p.gone_at = None
+        if p.state is not None or p.observable:
+            p.last_known = None  # it says what it is now: nothing to remember
         if p.triple() != prev or was_gone:
             p.since = fields.get("since") or self.now
+            if p.state is None and not p.observable and before["state"] is not None and not was_gone:
+                # It lost its state where it cannot be seen (behind ssh): keep what it was.
+                p.last_known = {**before, "at": self.now}
             self.history.append(
                 {
                     "pane_id": p.id,
@@ -311,6 +317,9 @@ class Core:
                 p = _pane_from_row(r)
                 p.records = recs.get(p.id, [])
                 self._put_pane(p)
+            for p in self.panes.values():
+                if p.state is None and not p.observable and p.gone_at is None:
+                    p.last_known = await _last_known(conn, p.id)
             for r in (await conn.execute(select(s.tmux_sessions))).all():
                 self.sessions.add((r.host_id, r.tmux, r.name))
             for r in (await conn.execute(select(s.tokens.c.id, s.tokens.c.name))).all():
@@ -581,6 +590,27 @@ def _chunks(items: list[str], limit: int) -> list[list[str]]:
         out[-1].append(it)
         size += len(it) + 1
     return out
+
+
+async def _last_known(conn: Any, pane_id: int) -> dict[str, Any] | None:
+    """The last classified state in a pane's history and when it ended (on start-up)."""
+    h = s.history.c
+    row = (
+        await conn.execute(
+            select(h.id, h.t, h.agent, h.state, h.kind, h.msg)
+            .where(h.pane_id == pane_id, h.state.is_not(None))
+            .order_by(h.id.desc())
+            .limit(1)
+        )
+    ).first()
+    if row is None:
+        return None
+    m = row._mapping
+    end = (
+        await conn.execute(select(h.t).where(h.pane_id == pane_id, h.id > m["id"]).order_by(h.id).limit(1))
+    ).scalar()
+    keys = ("agent", "state", "kind", "msg")
+    return {**{k: m[k] for k in keys}, "since": m["t"], "at": end if end is not None else m["t"]}
 
 
 def _pane_from_row(r: Any) -> Pane:

@@ -48,6 +48,10 @@ class Pane:
     records: list[dict[str, Any]] = field(default_factory=list)
     rev: int = 0
     gone_at: float | None = None
+    # The classification before the pane lost it ({agent, state, kind, msg, since, at}),
+    # kept in memory (rebuilt from history on start) so a pane that became
+    # unobservable can still say what it was doing and since when it is unknown.
+    last_known: dict[str, Any] | None = None
 
     def copy(self) -> Pane:
         return replace(self)
@@ -81,6 +85,9 @@ class Pane:
 
         `reachable` false means the collector (or its SSH link) is away: the state is
         the last known one, `stale` is true and `last_seen` gives its age.
+        `last_known` is set only while the pane has no state and is not observable
+        (a program behind `ssh` whose report went stale): what it was last, and `at`,
+        when that stopped being known.
         """
         reachable = host.reachable if host is not None else False
         return {
@@ -105,4 +112,5 @@ class Pane:
             "stale": not reachable,
             "records": self.records,
             "rev": self.rev,
+            "last_known": self.last_known if self.state is None and not self.observable else None,
         }

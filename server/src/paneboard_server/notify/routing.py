@@ -3,7 +3,7 @@
 ```toml
 [[notify.channels]]
 url = "ntfy://ntfy.sh/my-topic"     # any Apprise URL
-states = ["blocked"]                # default: ["blocked", "done"]
+states = ["blocked"]                # default: ["blocked", "done", "error"]
 hosts = ["build-*"]                 # shell-style globs; default: every host
 agents = ["claude", "codex"]        # default: every agent ("" matches no agent)
 name = "team ntfy"                  # optional, for logs and the test button's answer

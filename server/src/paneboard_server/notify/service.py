@@ -2,7 +2,7 @@
 
 The server calls `NotifyService.pane_changed(change)` for every history row it
 writes (never blocking: changes go on a bounded queue, a worker sends). For a change
-into blocked or done:
+into blocked, error or done:
 - Apprise channels that want it (routing), unless DND or a mute covers it, each
   rate-limited and de-duplicated per pane+state;
 - Web Push to every subscription whose viewer has no tab watching (tabs report via

@@ -1,7 +1,7 @@
 """Sending one Web Push message (RFC 8030/8291/8292) with pywebpush.
 
 Headers that matter: TTL (how long the push service keeps it for an offline phone),
-Urgency (blocked is `high` so Android delivers it in Doze; done is `normal`), and
+Urgency (blocked and error are `high` so Android delivers them in Doze; done is `normal`), and
 Topic, derived from the pane id, so a newer push for a pane replaces an older one
 still waiting at the push service. 404/410 from the push service mean the
 subscription is gone for good: the caller deletes it.
@@ -44,7 +44,7 @@ def topic_for(pane_id: str) -> str:
 
 
 def urgency_for(state: str | None) -> str:
-    return "high" if state == "blocked" else "normal"
+    return "high" if state in ("blocked", "error") else "normal"
 
 
 @dataclass(frozen=True, slots=True)
