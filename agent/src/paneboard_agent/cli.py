@@ -250,6 +250,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.server and not args.token:
         print("paneboard agent: --server needs --token (or $PANEBOARD_TOKEN)", file=sys.stderr)
         return 2
+    if args.server:
+        from .uplink import ingest_url
+
+        try:
+            ingest_url(args.server)  # checked before anything starts: a bad URL is one line
+        except ValueError as exc:
+            print(f"paneboard agent: {exc}", file=sys.stderr)
+            return 2
     # One line per connection made, lost and regained, always; -v adds the details.
     logging.basicConfig(level=logging.WARNING, format="paneboard agent: %(message)s", stream=sys.stderr)
     for name in ("paneboard", "paneboard_agent"):

@@ -1,7 +1,9 @@
 """Tokens, viewers and browser sessions in the store: what the CLI and auth use.
 
 Everything here is a small awaitable over one engine; nothing is cached, so a token
-revoked with `paneboard token revoke` stops working on the next request.
+revoked with `paneboard token revoke` stops working on the next request. argon2 runs
+in a worker thread (it takes tens of milliseconds of CPU by design, and on the event
+loop it would stall every other request while it runs).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class Principal:
     id: int
     readonly: bool
     csrf: str | None = None  # set for cookie sessions: the double-submit value
+    session_hash: str | None = None  # set for cookie sessions: which stored session it is
 
 
 async def create_token(engine: AsyncEngine, name: str, kind: str) -> str:
@@ -190,7 +193,9 @@ async def add_viewer(engine: AsyncEngine, name: str, password: str) -> None:
         async with engine.begin() as conn:
             await conn.execute(
                 insert(s.viewers).values(
-                    name=name, password_hash=hash_password(password), created_at=time.time()
+                    name=name,
+                    password_hash=await asyncio.to_thread(hash_password, password),
+                    created_at=time.time(),
                 )
             )
     except IntegrityError as exc:
@@ -222,7 +227,7 @@ async def check_login(engine: AsyncEngine, name: str, password: str) -> int | No
                 select(s.viewers.c.id, s.viewers.c.password_hash).where(s.viewers.c.name == name)
             )
         ).first()
-    ok = verify_password(row.password_hash if row else None, password)
+    ok = await asyncio.to_thread(verify_password, row.password_hash if row else None, password)
     return row.id if (ok and row) else None
 
 
@@ -269,9 +274,13 @@ async def session_principal(engine: AsyncEngine, sid: str) -> Principal | None:
     if row is None:
         return None
     if row.viewer_id is not None and row.vname is not None:
-        return Principal("viewer", row.vname, row.viewer_id, readonly=row.readonly, csrf=row.csrf)
+        return Principal(
+            "viewer", row.vname, row.viewer_id, readonly=row.readonly, csrf=row.csrf, session_hash=row.id_hash
+        )
     if row.token_id is not None and row.tname is not None and row.revoked_at is None:
-        return Principal("viewer-token", row.tname, row.token_id, readonly=True, csrf=row.csrf)
+        return Principal(
+            "viewer-token", row.tname, row.token_id, readonly=True, csrf=row.csrf, session_hash=row.id_hash
+        )
     return None
 
 

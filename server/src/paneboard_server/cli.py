@@ -258,6 +258,16 @@ def user_main(argv: list[str]) -> int:
     return _run("user", go)
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is out of range (1-65535)")
+    return port
+
+
 def serve_main(argv: list[str]) -> int:
     p = _Parser(
         prog="paneboard serve",
@@ -269,7 +279,7 @@ def serve_main(argv: list[str]) -> int:
         metavar="ADDRESS",
         help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)",
     )
-    p.add_argument("--port", type=int, metavar="PORT", help="TCP port to listen on (default 8765)")
+    p.add_argument("--port", type=_port, metavar="PORT", help="TCP port to listen on, 1-65535 (default 8765)")
     _db_arg(p)
     p.add_argument(
         "--config",
@@ -307,7 +317,7 @@ def serve_main(argv: list[str]) -> int:
         require_existing(url)
     except DatabaseError as exc:
         return _err("serve", str(exc))
-    from .app import run_server
+    from .serve import run_server
 
     try:
         return run_server(cfg, url, host, port)

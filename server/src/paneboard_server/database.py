@@ -21,6 +21,28 @@ class DatabaseError(Exception):
     """A database problem a person can act on (bad URL, unmigrated schema, ...)."""
 
 
+def describe(exc: BaseException) -> str:
+    """One line for a driver or SQLAlchemy error: the database's own words, no
+    SQLAlchemy banner, no background link."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return first or type(exc).__name__
+
+
+def _make_parent(path: Path) -> None:
+    """Create the SQLite file's directory; a path through a regular file is one clear error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = (
+            "a part of it is a file, not a directory"
+            if isinstance(exc, (FileExistsError, NotADirectoryError))
+            else exc.strerror
+        )
+        raise DatabaseError(f"cannot create the directory for database {path}: {why}") from exc
+
+
 def default_sqlite_path() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "paneboard" / "paneboard.db"
@@ -54,6 +76,24 @@ def resolve_url(url: str | None) -> str:
     raise DatabaseError(f"unsupported database {backend!r} (use sqlite:///FILE or postgresql://...)")
 
 
+def probe_sqlite(database: str | None) -> None:
+    """Open a SQLite file synchronously and read its header: DatabaseError in one line if
+    it is not a database or cannot be opened. (Done before aiosqlite touches it: a failed
+    aiosqlite connect can leave its worker thread to print a traceback at exit.)"""
+    import sqlite3
+
+    if not database or database == ":memory:":
+        return
+    try:
+        conn = sqlite3.connect(database, timeout=30)
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise DatabaseError(f"cannot open database {database}: {describe(exc)}") from exc
+
+
 def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
@@ -81,10 +121,7 @@ def create_sqlite_dir(url: str) -> None:
     """Create the directory of a SQLite file: what `db upgrade` does for a new store."""
     path = sqlite_file(url)
     if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise DatabaseError(f"cannot create {path.parent}: {exc.strerror or exc}") from exc
+        _make_parent(path)
 
 
 def redact(url: str) -> str:

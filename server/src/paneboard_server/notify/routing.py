@@ -75,6 +75,13 @@ def parse_channels(notify: Mapping[str, Any]) -> list[Channel]:
         url = entry.get("url")
         if not isinstance(url, str) or "://" not in url:
             raise ConfigError(f"{where}: url must be an Apprise URL like ntfy://host/topic")
+        from .apprise_send import valid_url
+
+        if not valid_url(url):
+            scheme = url.split("://", 1)[0][:32]
+            raise ConfigError(
+                f"{where}: url scheme {scheme!r} is not one Apprise knows, or the URL is malformed"
+            )
         states = _str_list(entry, "states", where)
         if states is not None:
             bad = [s for s in states if s not in {"blocked", "done", "error", "working", "idle"}]
