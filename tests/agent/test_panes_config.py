@@ -120,10 +120,10 @@ def test_config_full_and_errors_name_the_key(tmp_path) -> None:
 
 
 def test_ssh_specs() -> None:
-    assert parse_ssh_spec("build1") == (None, "build1", 22)
+    assert parse_ssh_spec("build1") == (None, "build1", None)
     assert parse_ssh_spec("ci@build1:2222") == ("ci", "build1", 2222)
     assert parse_ssh_spec("[::1]:2200") == (None, "::1", 2200)
-    assert parse_ssh_spec("u@[fe80::1]") == ("u", "fe80::1", 22)
+    assert parse_ssh_spec("u@[fe80::1]") == ("u", "fe80::1", None)
     for bad in ("@h", "h:x", "h:0", "-oProxyCommand=x", "[::1", "h:99999"):
         with pytest.raises(ConfigError):
             parse_ssh_spec(bad)

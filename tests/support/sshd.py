@@ -40,7 +40,9 @@ def _keygen(path: Path) -> None:
 
 
 class Sshd:
-    def __init__(self, root: Path, max_sessions: int = 10) -> None:
+    def __init__(
+        self, root: Path, max_sessions: int = 10, log_level: str = "ERROR", extra: tuple[str, ...] = ()
+    ) -> None:
         self.root = root
         self.port = free_port()
         self.user = os.environ.get("USER") or "root"
@@ -74,7 +76,8 @@ class Sshd:
                     "PidFile none",
                     f"MaxSessions {max_sessions}",
                     "MaxStartups 100:30:200",
-                    "LogLevel ERROR",
+                    f"LogLevel {log_level}",
+                    *extra,
                     "",
                 ]
             )

@@ -2,7 +2,8 @@
 
     paneboard agent [--config FILE] (--server URL --token T | --stdout)
                     [--local] [--tmux-socket NAME] [--ssh [USER@]HOST[:PORT] ...]
-                    [--identity FILE] [--known-hosts FILE] [--wait-for-tmux] [-v]
+                    [--identity FILE] [--known-hosts FILE] [--ssh-config FILE]
+                    [--wait-for-tmux] [-v]
 
 Flags add to what the config file lists: `--local` (or no host at all) watches this
 machine; each `--ssh` adds a host, using `--identity`/`--known-hosts`/`--tmux-socket`.
@@ -86,6 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the trusted SSH host keys (default ~/.ssh/known_hosts); a host not in it is refused",
     )
     p.add_argument(
+        "--ssh-config",
+        metavar="FILE",
+        help="the OpenSSH client config to honour for every SSH host (Host aliases, HostName, User, "
+        "Port, IdentityFile, ProxyJump, UserKnownHostsFile...); default ~/.ssh/config when it exists, "
+        "`none` reads none",
+    )
+    p.add_argument(
         "--wait-for-tmux",
         action="store_true",
         help="if no tmux server runs yet on a watched socket, wait for one (default: exit with the reason)",
@@ -117,7 +125,18 @@ def hosts_from_args(args: argparse.Namespace, config: Config) -> list[HostConfig
     return hosts
 
 
-def make_targets(hosts: Sequence[HostConfig]) -> list:
+def ssh_config_for(h: HostConfig, chosen: str | None) -> str | None:
+    """The ssh config file a host honours: its own, else the CLI's/top-level one, else
+    ~/.ssh/config when it exists; "none" anywhere along that order means none."""
+    from paneboard_agent.transport.ssh_config import default_ssh_config
+
+    pick = h.ssh_config or chosen
+    if pick is None:
+        return default_ssh_config()
+    return None if pick.lower() == "none" else pick
+
+
+def make_targets(hosts: Sequence[HostConfig], ssh_config: str | None = None) -> list:
     from paneboard_agent.collector import TmuxTarget
     from paneboard_agent.transport.local import LocalTransport
     from paneboard_agent.transport.ssh import SSHTarget, SSHTransport
@@ -129,7 +148,8 @@ def make_targets(hosts: Sequence[HostConfig]) -> list:
             transport = LocalTransport(socket.gethostname())
         else:
             assert h.host is not None
-            ident = (h.host, h.port, h.user, h.identity, h.known_hosts, h.connect_timeout)
+            cfg = ssh_config_for(h, ssh_config)
+            ident = (h.host, h.port, h.user, h.identity, h.known_hosts, h.connect_timeout, cfg)
             if ident not in ssh:
                 ssh[ident] = SSHTransport(
                     SSHTarget(
@@ -139,6 +159,7 @@ def make_targets(hosts: Sequence[HostConfig]) -> list:
                         identity=h.identity,
                         known_hosts=h.known_hosts,
                         connect_timeout=h.connect_timeout,
+                        ssh_config=cfg,
                     )
                 )
             transport = ssh[ident]
@@ -189,7 +210,7 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
             return 2
         uplink = UplinkSink(args.server, args.token)
         sink = uplink
-    collector = Collector(make_targets(hosts), sink, options)
+    collector = Collector(make_targets(hosts, args.ssh_config or config.ssh_config), sink, options)
     if uplink is not None:
         uplink.attach(collector)
         if hasattr(uplink, "on_seen"):  # the server says the user looked: done -> idle

@@ -9,9 +9,12 @@ rules_dir = "~/.config/paneboard/rules"
 local = true                   # this machine, no SSH
 tmux_socket = "work"           # tmux -L work (or tmux_socket_path = "/tmp/x" for -S)
 
+ssh_config = "~/.ssh/config"   # OpenSSH client config to honour (the default when it
+                               # exists); "none" reads none; a host may set its own
+
 [[hosts]]
-host = "build1.example.com"
-port = 22
+host = "build1.example.com"    # or a Host alias from the ssh config
+port = 22                      # default: the ssh config's Port, else 22
 user = "ci"
 identity = "~/.ssh/id_ed25519"         # or a list
 known_hosts = "~/.ssh/known_hosts"     # verified strictly; default ~/.ssh/known_hosts
@@ -40,7 +43,7 @@ class ConfigError(Exception):
 @dataclass(frozen=True)
 class HostConfig:
     host: str | None  # None: local
-    port: int = 22
+    port: int | None = None  # None: what the ssh config says, else 22
     user: str | None = None
     identity: tuple[str, ...] = ()
     known_hosts: str | None = None
@@ -49,6 +52,7 @@ class HostConfig:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     connect_timeout: float = 10.0
+    ssh_config: str | None = None  # None: the top-level/CLI choice; "none": read none
 
     @property
     def local(self) -> bool:
@@ -61,6 +65,7 @@ class Config:
     transports: tuple[str, ...] = DEFAULT_TRANSPORTS
     rules_dir: str | None = None
     poll_interval: float = 1.0
+    ssh_config: str | None = None  # None: ~/.ssh/config when it exists; "none": read none
 
 
 _HOST_KEYS = {
@@ -75,8 +80,9 @@ _HOST_KEYS = {
     "include",
     "exclude",
     "connect_timeout",
+    "ssh_config",
 }
-_TOP_KEYS = {"hosts", "transports", "rules_dir", "poll_interval"}
+_TOP_KEYS = {"hosts", "transports", "rules_dir", "poll_interval", "ssh_config"}
 
 
 def _str(where: str, value: Any) -> str:
@@ -117,11 +123,11 @@ def parse_host(where: str, raw: Any) -> HostConfig:
         host = _str(f"{where}.host", host)
         if host.startswith("-") or any(c.isspace() for c in host):
             raise ConfigError(f"{where}.host: not a host name: {host!r}")
-    port = raw.get("port", 22)
-    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+    port = raw.get("port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
         raise ConfigError(f"{where}.port: expected an integer from 1 to 65535")
     if local:
-        for k in ("port", "user", "identity", "known_hosts"):
+        for k in ("port", "user", "identity", "known_hosts", "ssh_config"):
             if k in raw:
                 raise ConfigError(f"{where}.{k}: only meaningful for an SSH host")
     sock = raw.get("tmux_socket")
@@ -141,6 +147,7 @@ def parse_host(where: str, raw: Any) -> HostConfig:
         include=_strs(f"{where}.include", raw.get("include", [])),
         exclude=_strs(f"{where}.exclude", raw.get("exclude", [])),
         connect_timeout=_num(f"{where}.connect_timeout", raw.get("connect_timeout", 10.0), 0.5, 600),
+        ssh_config=_str(f"{where}.ssh_config", raw["ssh_config"]) if "ssh_config" in raw else None,
     )
 
 
@@ -156,9 +163,12 @@ def parse_config(raw: dict[str, Any], name: str = "config") -> Config:
         transports = _strs("transports", raw["transports"]) if "transports" in raw else DEFAULT_TRANSPORTS
         rules_dir = _str("rules_dir", raw["rules_dir"]) if "rules_dir" in raw else None
         poll = _num("poll_interval", raw.get("poll_interval", 1.0), 0.1, 60)
+        ssh_cfg = _str("ssh_config", raw["ssh_config"]) if "ssh_config" in raw else None
     except ConfigError as exc:
         raise ConfigError(f"{name}: {exc}") from None
-    return Config(hosts=hosts, transports=transports, rules_dir=rules_dir, poll_interval=poll)
+    return Config(
+        hosts=hosts, transports=transports, rules_dir=rules_dir, poll_interval=poll, ssh_config=ssh_cfg
+    )
 
 
 def load_config(path: str | Path) -> Config:
@@ -174,14 +184,15 @@ def load_config(path: str | Path) -> Config:
     return parse_config(raw, str(path))
 
 
-def parse_ssh_spec(spec: str) -> tuple[str | None, str, int]:
-    """`[USER@]HOST[:PORT]` (IPv6 as `[::1]:2222`) -> (user, host, port)."""
+def parse_ssh_spec(spec: str) -> tuple[str | None, str, int | None]:
+    """`[USER@]HOST[:PORT]` (IPv6 as `[::1]:2222`) -> (user, host, port); HOST may be a
+    Host alias of the ssh config, and a port not given is None (the config's, else 22)."""
     user = None
     if "@" in spec:
         user, _, spec = spec.rpartition("@")
         if not user:
             raise ConfigError(f"--ssh {spec!r}: empty user name")
-    port = 22
+    port: int | None = None
     if spec.startswith("["):
         host, sep, rest = spec[1:].partition("]")
         if not sep:
@@ -199,7 +210,7 @@ def parse_ssh_spec(spec: str) -> tuple[str | None, str, int]:
         host = spec
     if not host or host.startswith("-") or any(c.isspace() for c in host):
         raise ConfigError(f"--ssh {spec!r}: not a host name")
-    if not 1 <= port <= 65535:
+    if port is not None and not 1 <= port <= 65535:
         raise ConfigError(f"--ssh {spec!r}: port out of range")
     return user, host, port
 

@@ -1,10 +1,12 @@
 """The SSH transport: tmux on a remote host through asyncssh channels.
 
-Safety defaults: the host key is checked strictly against `known_hosts` (the user's
-`~/.ssh/known_hosts` unless a file is given; an unknown key is a failure, never a
-prompt or a silent accept), only the client keys named are offered (plus the default
-ones asyncssh finds when none is named), agent forwarding is off, and `~/.ssh/config`
-is not read, so what the configuration says is what happens.
+Safety defaults: the host key is checked strictly against `known_hosts` (a file given,
+else the config's `UserKnownHostsFile`, else `~/.ssh/known_hosts`; an unknown key is a
+failure, never a prompt or a silent accept), only the client keys named are offered
+(else the config's `IdentityFile`s, asyncssh's default keys and a running ssh-agent),
+agent forwarding is off whatever the config says. The OpenSSH config file (when one is
+given) is honoured as asyncssh parses it; `ProxyJump` hops are opened here with the same
+strict options, each hop's host key verified (see ssh_config.py).
 
 One connection carries many channels (a control client per tmux session plus
 one-shot commands). OpenSSH refuses more than `MaxSessions` (default 10) channels per
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import asyncssh
 
+from paneboard_agent.transport import ssh_config
 from paneboard_agent.transport.base import (
     STDERR_LIMIT,
     Channel,
@@ -47,13 +50,17 @@ PREFERRED_CIPHERS = (
 
 @dataclass(frozen=True, slots=True)
 class SSHTarget:
-    """Where and as whom to connect; `known_hosts` None means `~/.ssh/known_hosts`."""
+    """Where and as whom to connect; None means what the ssh config (or asyncssh) says.
+
+    `ssh_config` is the OpenSSH client config file to honour (None: none is read).
+    """
 
     host: str
-    port: int = 22
+    port: int | None = None
     user: str | None = None
     identity: tuple[str, ...] = ()
     known_hosts: str | None = None
+    ssh_config: str | None = None
     connect_timeout: float = 10.0
     keepalive_interval: float = 15.0
     keepalive_count_max: int = 3
@@ -62,7 +69,7 @@ class SSHTarget:
     @property
     def label(self) -> str:
         who = f"{self.user}@" if self.user else ""
-        port = f":{self.port}" if self.port != 22 else ""
+        port = f":{self.port}" if self.port not in (None, 22) else ""
         return f"{who}{self.host}{port}"
 
 
@@ -72,6 +79,7 @@ class _Conn:
     channels: int = 0
     refused_at: int | None = None  # the channel count at which the server refused one
     closed: bool = False
+    jumps: list[asyncssh.SSHClientConnection] = field(default_factory=list, repr=False)
     waiter: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def has_room(self, cap: int) -> bool:
@@ -140,11 +148,16 @@ class _Release:
             self._conn = None
 
 
-def describe_ssh_error(target: SSHTarget, exc: BaseException) -> TransportError:
-    """Turn asyncssh's and the OS's exceptions into one line, fatal or retryable."""
-    where = target.label
+def describe_ssh_error(
+    target: SSHTarget, exc: BaseException, known: Sequence[str] | None = None, via: str = ""
+) -> TransportError:
+    """Turn asyncssh's and the OS's exceptions into one line, fatal or retryable.
+
+    `known` names the known_hosts files the config chose; `via` prefixes a jump host's label.
+    """
+    where = f"{via}{target.label}"
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-        src = target.known_hosts or "~/.ssh/known_hosts"
+        src = target.known_hosts or (", ".join(known) if known else "~/.ssh/known_hosts")
         return FatalTransportError(f"{where}: host key verification failed against {src} ({exc.reason})")
     if isinstance(exc, asyncssh.PermissionDenied):
         keys = ", ".join(target.identity) or "default keys"
@@ -171,13 +184,10 @@ class SSHTransport(Transport):
         self._runners: list[ShellRunner] = []
         self._next_runner = 0
 
-    async def _new_conn(self) -> _Conn:
-        t = self.target
-        for path in (*t.identity, *([t.known_hosts] if t.known_hosts else [])):
-            if not Path(path).expanduser().is_file():
-                raise FatalTransportError(f"{t.label}: file not found: {path}")
+    def _options(self, t: SSHTarget) -> dict[str, object]:
+        """The connect options every connection (target or jump hop) gets."""
         kwargs: dict[str, object] = {
-            "port": t.port,
+            "port": t.port if t.port is not None else (),
             "known_hosts": str(Path(t.known_hosts).expanduser()) if t.known_hosts else (),
             "agent_forwarding": False,
             "x11_forwarding": False,
@@ -185,7 +195,7 @@ class SSHTransport(Transport):
             "keepalive_count_max": t.keepalive_count_max,
             "connect_timeout": t.connect_timeout,
             "login_timeout": t.connect_timeout * 3,
-            "config": None,
+            "config": [str(Path(t.ssh_config).expanduser())] if t.ssh_config else None,
             "password_auth": False,
             "kbdint_auth": False,
             # AES-GCM first: asyncssh's chacha20-poly1305 builds three cipher contexts per
@@ -197,16 +207,74 @@ class SSHTransport(Transport):
         if t.identity:
             kwargs["client_keys"] = [str(Path(p).expanduser()) for p in t.identity]
             kwargs["agent_path"] = None  # only the keys named, not whatever an agent holds
+        return kwargs
+
+    def _resolve(self, t: SSHTarget, via: str) -> ssh_config.Resolved | None:
+        if not t.ssh_config:
+            return None
+        return ssh_config.resolve(f"{via}{t.label}", [t.ssh_config], t.host, t.user, t.port)
+
+    async def _jump(
+        self, hops: Sequence[ssh_config.Hop], opened: list[asyncssh.SSHClientConnection], depth: int
+    ) -> asyncssh.SSHClientConnection:
+        """Open `ProxyJump` hops in order, each through the one before; the first hop's
+        own ProxyJump (from the config) applies, as with OpenSSH; return the last."""
+        if depth > ssh_config.MAX_JUMP_DEPTH:
+            raise FatalTransportError(
+                f"{self.target.label}: ProxyJump: more than {ssh_config.MAX_JUMP_DEPTH} levels (a loop?)"
+            )
+        conn: asyncssh.SSHClientConnection | None = None
+        for i, hop in enumerate(hops):
+            t = SSHTarget(
+                host=hop.host,
+                port=hop.port,
+                user=hop.user,
+                ssh_config=self.target.ssh_config,
+                connect_timeout=self.target.connect_timeout,
+                keepalive_interval=self.target.keepalive_interval,
+                keepalive_count_max=self.target.keepalive_count_max,
+            )
+            via = f"{self.target.label} via jump host "
+            resolved = self._resolve(t, via)
+            tunnel = conn
+            if i == 0 and resolved is not None and resolved.jumps:
+                tunnel = await self._jump(resolved.jumps, opened, depth + 1)
+            try:
+                conn = await asyncssh.connect(t.host, tunnel=tunnel, **self._options(t))  # type: ignore[arg-type]
+            except Exception as exc:
+                known = resolved.known_hosts if resolved else None
+                raise describe_ssh_error(t, exc, known, via) from exc
+            opened.append(conn)
+        assert conn is not None
+        return conn
+
+    async def _new_conn(self) -> _Conn:
+        t = self.target
+        for path in (*t.identity, *([t.known_hosts] if t.known_hosts else [])):
+            if not Path(path).expanduser().is_file():
+                raise FatalTransportError(f"{t.label}: file not found: {path}")
+        resolved = self._resolve(t, "")
+        jumps: list[asyncssh.SSHClientConnection] = []
         try:
-            conn = await asyncssh.connect(t.host, **kwargs)  # type: ignore[arg-type]
-        except Exception as exc:
-            raise describe_ssh_error(t, exc) from exc
-        entry = _Conn(conn)
+            # None, not (): asyncssh would otherwise open the config's ProxyJump itself,
+            # with its own defaults (agent forwarding, passwords) instead of ours
+            tunnel = await self._jump(resolved.jumps, jumps, 0) if resolved and resolved.jumps else None
+            try:
+                conn = await asyncssh.connect(t.host, tunnel=tunnel, **self._options(t))  # type: ignore[arg-type]
+            except Exception as exc:
+                raise describe_ssh_error(t, exc, resolved.known_hosts if resolved else None) from exc
+        except BaseException:
+            for j in reversed(jumps):
+                j.close()
+            raise
+        entry = _Conn(conn, jumps=jumps)
 
         async def watch() -> None:
             with contextlib.suppress(Exception):
                 await conn.wait_closed()
             entry.closed = True
+            for j in reversed(entry.jumps):  # the hops live as long as the connection through them
+                j.close()
 
         entry.waiter = asyncio.create_task(watch())
         self._conns.append(entry)
@@ -312,4 +380,6 @@ class SSHTransport(Transport):
                     await asyncio.wait_for(c.conn.wait_closed(), 2.0)
                 if c.waiter:
                     c.waiter.cancel()
+                for j in reversed(c.jumps):
+                    j.close()
             self._conns.clear()
