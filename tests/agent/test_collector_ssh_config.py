@@ -192,3 +192,15 @@ def test_options_that_cannot_be_honoured_fail_in_one_line(
     proc = _agent(cfg, tmux=tmux_server)
     assert proc.wait_exit(30) == 1
     assert _error_lines(proc) == [f"paneboard agent: build-3: {cfg}: {message}"]
+
+
+def test_request_tty_force_in_the_config_does_not_reach_control_mode(
+    tmux_server: TmuxServer, sshd: Sshd, tmp_path: Path
+) -> None:
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(_block("build-3", sshd, key=sshd.client_key) + "  RequestTTY force\n")
+    proc = _agent(cfg, tmux=tmux_server)
+    try:
+        _reports(proc, tmux_server)
+    finally:
+        proc.stop()

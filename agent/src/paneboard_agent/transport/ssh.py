@@ -191,6 +191,7 @@ class SSHTransport(Transport):
             "known_hosts": str(Path(t.known_hosts).expanduser()) if t.known_hosts else (),
             "agent_forwarding": False,
             "x11_forwarding": False,
+            "request_pty": False,  # a config's RequestTTY force would garble control mode
             "keepalive_interval": t.keepalive_interval,
             "keepalive_count_max": t.keepalive_count_max,
             "connect_timeout": t.connect_timeout,
