@@ -204,3 +204,23 @@ def test_request_tty_force_in_the_config_does_not_reach_control_mode(
         _reports(proc, tmux_server)
     finally:
         proc.stop()
+
+
+def test_forward_agent_in_the_config_is_not_honoured(
+    tmux_server: TmuxServer, ssh_agent: str, tmp_path: Path
+) -> None:
+    # the remote host gets no way to use the local agent's keys, whatever the config says
+    target = Sshd(tmp_path / "target", log_level="DEBUG1").start()
+    try:
+        cfg = tmp_path / "ssh_config"
+        cfg.write_text(_block("build-3", target, key=target.client_key) + "  ForwardAgent yes\n")
+        proc = _agent(cfg, env={"SSH_AUTH_SOCK": ssh_agent}, tmux=tmux_server)
+        try:
+            _reports(proc, tmux_server)
+        finally:
+            proc.stop()
+        log = target.log.read_text()
+        assert "request exec" in log, log[-2000:]  # the log does show channel requests
+        assert "auth-agent-req" not in log
+    finally:
+        target.stop()
