@@ -120,6 +120,7 @@ class Stage:
         self.collector = AgentProcess("--local", "--tmux-socket", self.tmux.name, env=self.tmux.env)
         self.pane = ""
         self.screens: dict[str, str] = {}
+        self.gaps: list[str] = []
 
     def open(self, command: str, env: dict[str, str], cwd: Path) -> str:
         """A new window running `command` (by bash) in `cwd` with `env` added."""
@@ -188,6 +189,16 @@ class Stage:
                 f"{e}\nlatest: {self.latest()}\n--- screen ---\n{self.screen()}\n"
                 f"--- model API requests: {self.api._paths()}"
             ) from None
+
+    def check(self, want: dict[str, Any], timeout: float, what: str) -> None:
+        """Like wait_class, but a miss is recorded in `gaps` and the walk goes on, so one
+        test names every step a real program is classified wrong at (then `assert not gaps`)."""
+        try:
+            self.wait_class(want, timeout, what)
+        except AssertionError:
+            cur = self.latest() or {}
+            got = {k: cur.get(k) for k in ("agent", "state", "kind", "source", "msg")}
+            self.gaps.append(f"{what}: wanted {want}, got {got}")
 
     def save(self, agent: str, state: str) -> str:
         """Keep the screen of this state; with PANEBOARD_RECORD_REAL=1 also write it as the

@@ -24,7 +24,12 @@ def aider_home(home: Path) -> None:
     caches = home / ".aider" / "caches"
     caches.mkdir(parents=True)
     # A fresh (< 24 h), non-empty cache: Aider then does not fetch litellm's price list.
-    info = {"max_input_tokens": 100000, "max_output_tokens": 4096, "litellm_provider": "openai", "mode": "chat"}
+    info = {
+        "max_input_tokens": 100000,
+        "max_output_tokens": 4096,
+        "litellm_provider": "openai",
+        "mode": "chat",
+    }
     (caches / "model_prices_and_context_window.json").write_text(json.dumps({"pb-model": info, MODEL: info}))
 
 
@@ -46,19 +51,30 @@ def test_aider_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
     )
     stage.open(f"{aider} {flags}", env, work)
 
-    stage.wait_screen(lambda s: f"Aider v{AGENTS['aider'].version}" in s and "diff>" in s, 90, "Aider's prompt")
+    stage.wait_screen(
+        lambda s: f"Aider v{AGENTS['aider'].version}" in s and "diff>" in s, 90, "Aider's prompt"
+    )
     stage.wait_class({"agent": "aider", "state": "idle", "kind": None}, 30, "idle at start")
     stage.save("aider", "idle")
 
-    stage.press_until(["Please do PBTASK now"], lambda: "PBTASK" in stage.screen(), "the prompt typed",
-                      tries=1, each=20, literal=True)
+    stage.press_until(
+        ["Please do PBTASK now"],
+        lambda: "PBTASK" in stage.screen(),
+        "the prompt typed",
+        tries=1,
+        each=20,
+        literal=True,
+    )
     stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
     stage.wait_class({"agent": "aider", "state": "working", "kind": None, "source": "screen"}, 60, "working")
     stage.save("aider", "working")
 
     stage.api.release(1)
-    stage.wait_class({"agent": "aider", "state": "blocked", "kind": "question", "source": "screen"}, 60,
-                     "blocked on 'Run shell command?'")
+    stage.wait_class(
+        {"agent": "aider", "state": "blocked", "kind": "question", "source": "screen"},
+        60,
+        "blocked on 'Run shell command?'",
+    )
     stage.wait_screen(lambda s: "Run shell command?" in s, 10, "the question")
     stage.save("aider", "blocked")
     assert not (work / "pb-ran").exists()
