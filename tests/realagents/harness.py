@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -30,6 +31,7 @@ MODEL_API = HERE / "model_api.py"
 FIXTURES = HERE.parent / "protocol" / "fixtures" / "real"
 PANEBOARD = str(Path(sys.executable).parent / "paneboard")
 WIDTH, HEIGHT = 120, 40
+TITLE = re.compile(rb"\x1b\][02];([^\x07\x1b]*)(?:\x07|\x1b\\)")
 
 
 class IsolatedTmux(TmuxServer):
@@ -205,13 +207,25 @@ class Stage:
         fixture tests/protocol/fixtures/real/<agent>/<state>.txt (the manifests' unit tests
         read those; recording is a deliberate act, not a side effect of every run)."""
         text = self.screen()
+        title = self.title()
         self.screens[state] = text
         (self.tmp / f"{agent}-{state}.txt").write_text(text)
         if os.environ.get("PANEBOARD_RECORD_REAL") == "1":
             out = FIXTURES / agent
             out.mkdir(parents=True, exist_ok=True)
             (out / f"{state}.txt").write_text(text)
+            (out / f"{state}.title").unlink(missing_ok=True)
+            if title is not None:
+                (out / f"{state}.title").write_text(title)
         return text
+
+    def title(self) -> str | None:
+        """The pane's title as tmux holds it now, if the program ever set one (OSC 0/2 seen in
+        its raw output; until then tmux shows its own default, which the classifier never reads)."""
+        raw = self.raw.read_bytes() if self.raw.exists() else b""
+        if not TITLE.search(raw):
+            return None
+        return self.tmux.cmd("display-message", "-p", "-t", self.pane, "#{pane_title}").rstrip("\n")
 
     def states(self) -> list[str]:
         """The pane's states as the collector printed them, repeats collapsed."""

@@ -66,26 +66,26 @@ def test_gemini_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
         literal=True,
     )
     stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
-    stage.save("gemini", "working")
     stage.check({"agent": "gemini", "state": "working", "kind": None}, 30, "working")
+    stage.save("gemini", "working")
 
     stage.api.release(1)
     stage.wait_screen(lambda s: "touch pb-ran" in s and "Allow" in s, 60, "the approval prompt")
-    stage.save("gemini", "blocked")
     stage.check(
         {"agent": "gemini", "state": "blocked", "kind": "permission"}, 20, "blocked on the approval prompt"
     )
+    stage.save("gemini", "blocked")
     assert not (work / "pb-ran").exists()
 
     stage.press_until(["Enter"], lambda: stage.api.held(2), "the approval")
     assert (work / "pb-ran").exists(), "the approved command ran"
-    stage.save("gemini", "answered")
     stage.check({"agent": "gemini", "state": "working", "kind": None}, 20, "working again after the approval")
+    stage.save("gemini", "answered")
 
     stage.api.release(2)
     stage.wait_screen(lambda s: "All done: pb-ran exists." in s, 60, "the final answer")
-    stage.save("gemini", "done")
     stage.check({"agent": "gemini", "state": "idle", "kind": None}, 30, "idle at the turn's end")
+    stage.save("gemini", "done")
     seen = stage.states()
     if seen != ["idle", "working", "blocked", "working", "idle"]:
         stage.gaps.append(f"states seen: {seen}")
