@@ -6,7 +6,9 @@ format of whichever API the path names:
 
 - Anthropic Messages (`POST /v1/messages`, SSE `message_start` … `message_stop`),
 - OpenAI Responses (`POST …/responses`, SSE `response.created` … `response.completed`),
-- OpenAI chat completions (`POST …/chat/completions`, SSE `chat.completion.chunk`),
+- OpenAI chat completions (`POST …/chat/completions`, SSE `chat.completion.chunk`); under
+  `/text-tools/v1/…` the task is answered with a ```bash block instead of a tool call, for
+  agents that offer no tools (Aider),
 - Gemini (`POST …:streamGenerateContent?alt=sse` and `…:generateContent`).
 
 The canned conversation is the same for all: a request carrying the task word
@@ -92,7 +94,8 @@ def classify(body: dict[str, Any]) -> str:
             tail = msgs[i + 1 :]
             break
     has_tools = bool(body.get("tools"))
-    if TASK in _text_of(tail) and (has_tools or "chat/completions" in body.get("_path", "")):
+    # Under /text-tools/ (Aider) the task is answered in text: no tools are offered there.
+    if TASK in _text_of(tail) and (has_tools or body.get("_path", "").startswith("/text-tools/")):
         return "task"
     return "side"
 

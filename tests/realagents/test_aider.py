@@ -42,7 +42,7 @@ def test_aider_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
         "HOME": str(home),
         "TERM": "xterm-256color",
         "OPENAI_API_KEY": "pb-dummy",
-        "OPENAI_API_BASE": stage.api.url + "/v1",
+        "OPENAI_API_BASE": stage.api.url + "/text-tools/v1",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
     flags = (
