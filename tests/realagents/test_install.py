@@ -25,7 +25,7 @@ def test_a_program_reporting_another_version_is_not_installed(tmp_path: Path, mo
     cli.path.parent.mkdir(parents=True)
     cli.path.write_text("#!/bin/sh\necho 1.0.0\n")
     os.chmod(cli.path, 0o755)
-    with pytest.raises(InstallError, match="expected 9.9.9"):
+    with pytest.raises(InstallError, match=r"expected 9\.9\.9"):
         install.check(cli)
 
 
