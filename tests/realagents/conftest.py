@@ -4,12 +4,13 @@ collector) per test."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import Stage
+from harness import Stage, _netns_of
 from install import AGENTS, InstallError, install
 
 
@@ -34,7 +35,11 @@ def stage(tmp_path: Path) -> Iterator[Stage]:
     if shutil.which("tmux") is None:
         pytest.fail("tmux is not installed (scripts/test's bootstrap installs it)", pytrace=False)
     st = Stage(tmp_path)
+    netns = st.tmux.netns()
     try:
         yield st
     finally:
         st.close()
+    # Nothing a real CLI started may outlive the test (Gemini CLI ignores tmux's hang-up).
+    left = [p for p in os.listdir("/proc") if p.isdigit() and netns and _netns_of(p) == netns]
+    assert not left, f"processes left in the test's network namespace: {left}"

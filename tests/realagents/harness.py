@@ -11,11 +11,13 @@ separate.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -66,6 +68,10 @@ class IsolatedTmux(TmuxServer):
         self.cmd("set-option", "-g", "remain-on-exit", "on")
         self.cmd("set-option", "-g", "history-limit", "2000")
         return self
+
+    def netns(self) -> str | None:
+        """The server's network namespace (None if it is gone)."""
+        return _netns_of(self.pid) if self.pid is not None else None
 
 
 class ModelApi:
@@ -238,7 +244,38 @@ class Stage:
     def close(self) -> None:
         self.api.release_all()
         self.collector.stop()
+        netns = self.tmux.netns()
         self.tmux.kill()
+        if netns is not None:
+            kill_namespace(netns)
+
+
+def _netns_of(pid: int | str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+
+
+def kill_namespace(netns: str, timeout: float = 10.0) -> None:
+    """SIGKILL every process left in the test's own network namespace.
+
+    Some real CLIs outlive their pane: Gemini CLI ignores the hang-up tmux sends, Codex
+    can start a daemon that re-parents to init. Every process in this namespace was
+    started by this test's tmux server (the namespace was made for it), so this is
+    exactly the set to end, by pid; never our own namespace.
+    """
+    if netns == _netns_of("self"):
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [int(p) for p in os.listdir("/proc") if p.isdigit() and _netns_of(p) == netns]
+        if not left or time.monotonic() > deadline:
+            return
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
 
 
 def wait_until(pred: Callable[[], object], timeout: float, what: str) -> object:
