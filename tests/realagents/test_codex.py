@@ -99,5 +99,12 @@ def test_codex_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
     stage.wait_screen(lambda s: "All done: pb-ran exists." in s, 60, "the final answer")
     stage.wait_class({"agent": "codex", "state": "done", "kind": None, "source": "protocol"}, 60, "done")
     stage.save("codex", "done")
+    # Codex's own reports at times put a short `idle` between the model's answer and its
+    # approval prompt (seen once in eight runs): relayed as reported, so the walk is checked
+    # as a subsequence, with no `done` before the end and no `blocked` once it was answered.
     seen = stage.states()
-    assert seen == ["idle", "working", "blocked", "working", "done"], seen
+    it = iter(seen)
+    assert all(step in it for step in ["idle", "working", "blocked", "working", "done"]), seen
+    assert "done" not in seen[:-1], seen
+    first = seen.index("blocked")
+    assert "blocked" not in seen[first + 1 :], seen
