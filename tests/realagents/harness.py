@@ -233,6 +233,15 @@ class Stage:
             return None
         return self.tmux.cmd("display-message", "-p", "-t", self.pane, "#{pane_title}").rstrip("\n")
 
+    def walk(self) -> list[tuple[str, str | None, str | None]]:
+        """(state, kind, source) as the collector printed them for the pane, repeats collapsed."""
+        out: list[tuple[str, str | None, str | None]] = []
+        for line in self.collector.snapshot():
+            step = (line["state"], line["kind"], line["source"])
+            if line["pane"] == self.pane and (not out or out[-1] != step):
+                out.append(step)
+        return out
+
     def states(self) -> list[str]:
         """The pane's states as the collector printed them, repeats collapsed."""
         out: list[str] = []
