@@ -147,7 +147,7 @@ def run_collector(
 
 DRAIN = r"""
 import asyncio, sys
-from paneboard_agent.transport_ssh import SSHTarget, SSHTransport
+from paneboard_agent.transport.ssh import SSHTarget, SSHTransport
 port, key, known, sock, sessions = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 
 async def main():

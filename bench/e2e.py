@@ -166,7 +166,7 @@ class StdoutWatch(threading.Thread):
         # no_hold (diagnostic only): the collector hands a report to the classifier at
         # once instead of first re-reading the pane's process (FRESH_OBSERVATION), to
         # show what that look costs
-        prelude = "import paneboard_agent.collector as c; c.FRESH_OBSERVATION = 1e12; " if no_hold else ""
+        prelude = "import paneboard_agent.tracker as c; c.FRESH_OBSERVATION = 1e12; " if no_hold else ""
         self.proc = subprocess.Popen(
             [
                 sys.executable,

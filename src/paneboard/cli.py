@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "db": ("paneboard_server.cli", "db_main", "upgrade the database schema or show its revision"),
     "decode": ("paneboard_protocol.decode_cli", "main", "print the status sequences in raw pane output"),
     "replay": ("paneboard_protocol.replay_cli", "main", "drive the classifier from a recorded trace"),
-    "rules": ("paneboard_protocol.rules_cli", "main", "check or list screen-rule manifests"),
+    "rules": ("paneboard_protocol.rules_cli", "main", "check, list or explain the screen rules"),
     "run": ("paneboard_agent.relay", "main", "run a program behind a pty relay that answers the 7501 probe"),
     "emit": ("paneboard_agent.emit", "main", "write a status report to the controlling terminal"),
 }

@@ -10,7 +10,7 @@ import pytest
 from helpers import osc7501, reporter
 from paneboard_agent.collector import Collector, TmuxTarget
 from paneboard_agent.sink import PaneKey, PaneUpdate
-from paneboard_agent.transport_local import LocalTransport
+from paneboard_agent.transport.local import LocalTransport
 from support.tmux import TmuxServer
 
 pytestmark = pytest.mark.tmux

@@ -8,7 +8,9 @@ process, exit, and windows and sessions come and go after the agent started.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -142,3 +144,35 @@ def test_sighup_reloads_the_rules(tmux_server: TmuxServer, tmp_path: Path) -> No
         proc.wait_line(lambda o: o["pane"] == pane and o["state"] == "working", what="report after reload")
     finally:
         proc.stop()
+
+
+PANEBOARD = str(Path(sys.executable).parent / "paneboard")
+
+
+@pytest.mark.parametrize("how", ["script", "command line"])
+def test_emit_blocked_then_waiting_stays_blocked(
+    tmux_server: TmuxServer, agent: AgentProcess, tmp_path: Path, how: str
+) -> None:
+    """`paneboard emit blocked` and then `read -p`: the question stands while it waits.
+
+    emit is a helper that reports for whoever ran it: from a script, for the script (its
+    process group, in front all along); typed at the prompt, for the shell it returns to.
+    """
+    emit = f'{shlex.quote(PANEBOARD)} emit blocked --msg "Deploy to prod?"'
+    if how == "script":
+        script = tmp_path / "deploy.sh"
+        script.write_text(f'#!/bin/bash\n{emit}\nread -p "Deploy? [y/N] " answer\n')
+        script.chmod(0o755)
+        line = str(script)
+    else:
+        line = f'{emit}; read -p "Deploy? [y/N] " answer'
+    pane = tmux_server.new_window("main", "deploy")
+    agent.wait_line(lambda o: o["pane"] == pane, what="the shell pane")
+    tmux_server.send(pane, line)
+    agent.wait_line(lambda o: o["pane"] == pane and o["state"] == "blocked", what="blocked")
+    time.sleep(3.5)  # three polls and more while it waits for the answer
+    latest = agent.latest(pane)
+    assert latest["state"] == "blocked" and latest["msg"] == "Deploy to prod?", agent.raw
+    tmux_server.send(pane, "y")  # answered: the script ends; back at the prompt it is over
+    if how == "script":
+        wait_for(lambda: agent.latest(pane)["state"] is None, timeout=15, what="the record ended")

@@ -149,7 +149,7 @@ def test_stale_control_client_is_detached_after_reconnect(
     """The link drops while the remote control client cannot react (it is stopped):
     tmux still lists it. After reconnecting the collector detaches it, and only it."""
     from paneboard_agent.collector import Collector, Options, TmuxTarget
-    from paneboard_agent.transport_ssh import SSHTarget, SSHTransport
+    from paneboard_agent.transport.ssh import SSHTarget, SSHTransport
 
     class Quiet:
         async def pane_changed(self, update: object) -> None: ...
@@ -170,7 +170,7 @@ def test_stale_control_client_is_detached_after_reconnect(
                 old = _control_clients(tmux_server)
                 # tmux lists the client before the collector has learnt its pid; a link
                 # lost in between leaves nothing recorded to detach, so wait for both
-                if old and {int(p) for p in old} <= watcher._our_pids:
+                if old and {int(p) for p in old} <= watcher.clients.ours:
                     break
                 await asyncio.sleep(0.05)
             assert len(old) == 1

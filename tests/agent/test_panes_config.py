@@ -127,3 +127,47 @@ def test_ssh_specs() -> None:
     for bad in ("@h", "h:x", "h:0", "-oProxyCommand=x", "[::1", "h:99999"):
         with pytest.raises(ConfigError):
             parse_ssh_spec(bad)
+
+
+EMIT = "/venv/bin/python /venv/bin/paneboard emit blocked --msg Deploy?"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (EMIT, True),
+        ("python3 -m paneboard.cli emit done", True),
+        ("uv run paneboard emit working", True),
+        ("/venv/bin/python /venv/bin/paneboard agent --stdout", False),
+        ("python3 emit.py", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_is_reporter(args: str | None, expected: bool) -> None:
+    from paneboard_agent.panes import is_reporter
+
+    assert is_reporter(args) is expected
+
+
+def test_observe_emit_at_the_prompt_keeps_what_was_in_front() -> None:
+    """`paneboard emit` typed at the prompt leads the pane for a moment: it reports for
+    the shell that ran it, so the shell stays in front and its report survives emit."""
+    shell = Observation(None, 100, True)
+    emit = {100: ProcInfo(100, 150, "-bash"), 150: ProcInfo(150, 150, EMIT)}
+    assert observe(_info("python"), emit, previous=shell) == shell
+    assert observe(_info("python"), emit) == shell  # nothing seen before: the pane's shell
+    claude = Observation("claude", 120, True)
+    assert observe(_info("python"), emit, previous=claude) == claude
+
+
+def test_observe_trusts_ps_over_a_tmux_name_that_lags() -> None:
+    """tmux named emit (`python`), and by the time `ps` ran emit had exited: the shell is
+    back in front, not a program called `bash`; a leader gone before its arguments
+    were read tells nothing new."""
+    back = {100: ProcInfo(100, 100, "-bash")}
+    assert observe(_info("python"), back) == Observation(None, 100, True)
+    shell = Observation(None, 100, True)
+    vanished = {100: ProcInfo(100, 150, "-bash")}  # leader 150 gone before the second ps
+    assert observe(_info("python"), vanished, previous=shell) == shell
+    assert observe(_info("python"), vanished) == Observation("python", 150, True)

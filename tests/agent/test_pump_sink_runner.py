@@ -9,8 +9,8 @@ import json
 from paneboard_agent.pump import Pump
 from paneboard_agent.sink import PaneKey, PaneUpdate
 from paneboard_agent.stdout_sink import StdoutSink
-from paneboard_agent.transport import ShellRunner
-from paneboard_agent.transport_local import LocalTransport
+from paneboard_agent.transport.local import LocalTransport
+from paneboard_agent.transport.shell import ShellRunner
 
 
 def _update(pane: str, state: str | None, t: float = 1.0, window: str = "0:w") -> PaneUpdate:

@@ -79,7 +79,7 @@ CASES = [
     ),
     pytest.param(
         [CLAUDE, ("screen", 1, OTHER), ("ev", 2, [title("⠂ project")])],
-        {"state": "working", "source": "native", "title": "⠂ project"},
+        {"state": "working", "source": "native", "title": "project"},
         id="S3-state-2-title-region-is-native",
     ),
     pytest.param(

@@ -17,7 +17,7 @@ from paneboard_protocol.encode import (
 
 
 def test_spec_example_bytes() -> None:
-    # The spec's own example (protocols.md section 1), built from its decoded message.
+    # The spec's own example (docs/spec.md, OSC 7501 section), built from its decoded message.
     seq = encode_report(
         "blocked", kind="permission", app="terraform", msg="Apply 3 to add, 1 to change, 0 to destroy?"
     )

@@ -5,15 +5,18 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pbserver import paneboard
+from pbserver import free_port, paneboard
 
 
 def test_unmigrated_database_is_refused_with_what_to_run(tmp_path: Path) -> None:
+    # An existing but empty SQLite file: a store nobody has upgraded yet. (A file that is
+    # not there at all is refused earlier, without creating it: test_server_cli_messages.)
+    (tmp_path / "fresh.db").touch()
     db = f"sqlite:///{tmp_path / 'fresh.db'}"
     r = paneboard("token", "list", db=db, check=False)
     assert r.returncode != 0
     assert r.stderr.count("\n") == 1 and "paneboard db upgrade" in r.stderr
-    r = paneboard("serve", "--port", "0", db=db, check=False)
+    r = paneboard("serve", "--port", str(free_port()), db=db, check=False)
     assert r.returncode != 0 and "paneboard db upgrade" in r.stderr and "Traceback" not in r.stderr
     assert paneboard("db", "current", db=db).stdout.startswith("none")
     paneboard("db", "upgrade", db=db)

@@ -48,6 +48,7 @@ def board(tmp_path_factory, receiver):
         tmp_path_factory.mktemp("pb"),
         notify={
             "subject": "mailto:test@example.org",
+            "push_allow_local": True,  # the test push service listens on loopback
             "channels": [{"url": receiver.url, "states": ["blocked"]}],
         },
     )

@@ -99,7 +99,7 @@ def test_a_report_in_tmux_changes_the_card_without_reload(page, board):
     assert "(question)" in text and "Which branch should I use?" in text
     assert "⚠" in text  # icon and word, not colour alone
     assert page.evaluate("window.__sameDocument") is True  # no reload happened
-    assert re.search(r"\(\d+ blocked", page.title())
+    assert re.search(r"\(\d+ waiting, longest \d+ (s|min)", page.title())
     assert page.evaluate("document.getElementById('favicon').href").startswith("data:image/png")
     # Blocked sorts first: the first card on the board is a blocked one.
     assert page.locator(".card").first.locator(".word").inner_text() == "blocked"
@@ -119,9 +119,11 @@ def test_unwatched_tab_notifies_and_watched_one_does_not(page, board):
     wait_for(lambda: notes(page, pid), what="a notification for the done pane")
     [n] = notes(page, pid)
     assert "done" in n["title"] and "All tests pass" in n["body"]
-    assert page.evaluate("document.documentElement.dataset.lastBeep") is not None
+    assert page.evaluate("document.documentElement.dataset.lastBeep") is None  # sound is off by default
+    page.evaluate("localStorage.setItem('paneboard.sound', 'on')")  # what the switch stores
     board.report(pane, state="blocked", kind="question", msg="Merge now?")
     wait_for(lambda: len(notes(page, pid)) == 2, what="a second notification, same tag")
+    assert page.evaluate("document.documentElement.dataset.lastBeep") is not None  # waiting: a beep
     assert notes(page, pid)[1]["tag"] == pid and "blocked" in notes(page, pid)[1]["title"]
     focus(page, cdp)
     # Clicking the notification opens the pane.
@@ -503,11 +505,11 @@ def test_unreachable_host_shows_last_known_state_with_age(page, board):
         wait_for(lambda: "host unreachable" in c.inner_text(), timeout=30, what="unreachable marker")
         text = c.inner_text()
         assert "blocked" in text and "last thing we knew" in text  # the last known state stays
-        assert re.search(r"last known \d+s ago", text)
+        assert re.search(r"last known \d+ s ago", text)
         assert "unreachable" in page.locator(".group h2").first.inner_text()
-        before = c.locator(".elapsed").inner_text()
+        before = c.locator(".wait").inner_text()  # a blocked card tells its wait
         page.wait_for_function(  # the clocks tick
-            "([id, t]) => document.querySelector(`.card[data-id='${id}'] .elapsed`).textContent !== t",
+            "([id, t]) => document.querySelector(`.card[data-id='${id}'] .wait`).textContent !== t",
             arg=[pid, before],
             timeout=5000,
         )

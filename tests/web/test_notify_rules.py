@@ -18,9 +18,11 @@ def ch(state="blocked", prev="working", host="build-1", agent="claude", pane="7"
     return StateChange(pane, host, "s", "0", agent, state, prev)
 
 
-def test_only_changes_into_blocked_or_done_are_notable():
+def test_only_changes_into_blocked_error_or_done_are_notable():
     assert ch("blocked").notable
     assert ch("done").notable
+    assert ch("error").notable
+    assert not ch("error", prev="error").notable
     assert not ch("working").notable
     assert not ch("blocked", prev="blocked").notable
     assert not ch("idle", prev="done").notable
@@ -144,3 +146,14 @@ def test_watch_tracker_expires_tabs():
     assert w.watchers(56) == {"viewer:2"}
     w.report("viewer:1", "tabA", False, 60)
     assert not w.watching("viewer:1", 61)
+
+
+def test_error_is_routed_to_channels_by_default_and_pushed_urgently():
+    from paneboard_server.notify.webpush import urgency_for
+
+    [default, blocked_only] = parse_channels(
+        {"channels": [{"url": "json://localhost/x"}, {"url": "json://localhost/y", "states": ["blocked"]}]}
+    )
+    assert default.wants(ch("error")) and default.wants(ch("blocked")) and default.wants(ch("done"))
+    assert not blocked_only.wants(ch("error"))
+    assert urgency_for("error") == "high" and urgency_for("done") == "normal"

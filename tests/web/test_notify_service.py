@@ -104,6 +104,7 @@ async def setup(db_url, notify_cfg, pushsvc, clock=None):
     [(name, _)] = await accounts.list_viewers(engine)
     viewer_id = await accounts.check_login(engine, "ann", "pw-ann-123456")
     assert viewer_id is not None and name == "ann"
+    notify_cfg = {"push_allow_local": True, **notify_cfg}  # the test push service is on loopback
     svc = NotifyService(engine, notify_cfg, **({"clock": clock} if clock else {}))
     await svc.start()
     pushsvc.expected_vapid_key = svc.keys.public_key
@@ -219,3 +220,66 @@ def test_queue_is_bounded_and_only_notable_changes_enter(db_url):
 def test_bad_notify_config_is_one_clear_error(cfg, msg):
     with pytest.raises(ConfigError, match=msg):
         NotifySettings.from_config(cfg)
+
+
+def test_failing_subscription_is_removed_after_repeated_failures_logged_in_one_line(db_url, pushsvc, caplog):
+    async def go():
+        engine, svc, viewer_id, sub = await setup(db_url, {"push_max_failures": 3}, pushsvc)
+        try:
+            pushsvc.status = 500  # the push service keeps failing (not "gone")
+            for i in range(2):
+                assert (await svc.handle(change(pane=str(i + 1))))["push"] == 0
+                assert len(await store.subscriptions(engine)) == 1
+            await svc.handle(change(pane="3"))
+            assert await store.subscriptions(engine) == []
+        finally:
+            await svc.stop()
+            await engine.dispose()
+
+    with caplog.at_level("WARNING", logger="paneboard.notify"):
+        asyncio.run(go())
+    lines = [r for r in caplog.records if "web push" in r.getMessage()]
+    assert len(lines) == 3 and "removed after 3 failures" in lines[-1].getMessage()
+    assert all(r.exc_info is None and "\n" not in r.getMessage() for r in lines)
+
+
+def test_a_stored_bad_key_fails_in_one_line_and_test_button_answers(db_url, pushsvc, caplog):
+    """A subscription stored before keys were validated (or edited in the database):
+    sending to it is a counted failure, never an exception out of the notifier."""
+
+    async def go():
+        engine, svc, viewer_id, sub = await setup(db_url, {}, pushsvc)
+        try:
+            async with engine.begin() as conn:
+                from sqlalchemy import update
+
+                await conn.execute(update(schema.push_subscriptions).values(p256dh="B" * 87))
+            assert await svc.test(viewer_id) == {"sent": 0, "failed": 0, "push": 0}
+            assert (await svc.handle(change()))["push"] == 0
+        finally:
+            await svc.stop()
+            await engine.dispose()
+
+    with caplog.at_level("WARNING", logger="paneboard.notify"):
+        asyncio.run(go())
+    lines = [r for r in caplog.records if "web push" in r.getMessage()]
+    assert len(lines) == 2 and all(r.exc_info is None for r in lines)
+
+
+def test_keys_are_validated_on_subscribe():
+    import base64
+
+    def b64(b: bytes) -> str:
+        return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+    good = PushService().subscription()  # a real key pair (not started: only the keys are used)
+    Subscription.from_json({**good, "endpoint": "https://push.example/x"})
+    not_on_curve = b64(b"\x04" + b"\x01" * 64)  # the right length, no P-256 point
+    for keys in (
+        {**good["keys"], "p256dh": not_on_curve},
+        {**good["keys"], "p256dh": "A" * 87},
+        {**good["keys"], "auth": b64(b"x" * 12)},
+        {**good["keys"], "p256dh": good["keys"]["p256dh"][:-2] + "!!"},
+    ):
+        with pytest.raises(ValueError, match="subscription key"):
+            Subscription.from_json({"endpoint": "https://push.example/x", "keys": keys})

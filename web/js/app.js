@@ -3,11 +3,12 @@
 // (#/pane/<id>) so the static server needs no rewrite rules; /pane/<id> also works
 // when the server serves index.html there.
 
-import { Unauthorized, get } from "./api.js";
+import { Unauthorized, get, post } from "./api.js";
 import { Board } from "./board.js";
 import { showCounts } from "./favicon.js";
-import { Model } from "./model.js";
-import { Notifier } from "./notify.js";
+import { Model, clock } from "./model.js";
+import { Notifier, sound } from "./notify.js";
+import { clean } from "./sanitize.js";
 import { PaneView } from "./pane.js";
 import { registerWorker } from "./push.js";
 import { Settings } from "./settings.js";
@@ -38,13 +39,21 @@ function setBanner(text, { sticky = true } = {}) {
 }
 
 let view = null;
+let me = null;
+let settings = null;
 const board = new Board(model, {
   root: $("board"), empty: $("empty"), tpl: $("card-tpl"),
   filters: { host: $("f-host"), agent: $("f-agent"), state: $("f-state") },
   onOpen: (id) => { if (!wall) location.hash = `#/pane/${encodeURIComponent(id)}`; },
+  getQuiet: () => settings?.quiet ?? null,
+  localHost: () => me?.host ?? "",
 });
-const settings = new Settings({ onStatus: (t) => setBanner(t, { sticky: false }) });
+settings = new Settings({
+  onStatus: (t) => setBanner(t, { sticky: false }),
+  onLoaded: () => board.render(), // mutes changed: the cards' markers follow
+});
 const paneView = new PaneView(model, $("pane-view"), {
+  localHost: () => me?.host ?? "",
   onBack: () => { location.hash = "#/"; },
   onQuietChanged: () => settings.load(),
   status: (t) => setBanner(t, { sticky: false }),
@@ -55,9 +64,38 @@ new Notifier(model, {
   getQuiet: () => settings.quiet,
 });
 
-const redrawCounts = () => showCounts(model.counts(), $("counts"));
+const redrawCounts = () => showCounts(model.counts(), $("counts"), clock.now());
 model.addEventListener("reset", redrawCounts);
 model.addEventListener("change", redrawCounts);
+setInterval(redrawCounts, 1000); // the longest wait in the title grows
+
+// On a phone the filters and buttons fold away behind one button (CSS decides when).
+$("tools-btn").addEventListener("click", () => {
+  const open = $("tools").classList.toggle("open");
+  $("tools-btn").setAttribute("aria-expanded", String(open));
+});
+
+function showSound() {
+  const b = $("sound-btn");
+  b.textContent = sound.on ? "♪ Sound on" : "♪ Sound off";
+  b.setAttribute("aria-pressed", String(sound.on));
+}
+$("sound-btn").addEventListener("click", () => { sound.set(!sound.on); showSound(); });
+showSound();
+
+/** Who is looking: an account (with Sign out) or a viewer token (with Sign in). */
+function showWho(who) {
+  $("who").hidden = false;
+  const account = who.kind === "viewer" && !who.readonly;
+  $("who-name").textContent = account ? `signed in as ${clean(who.name, 80)}` : `viewer link “${clean(who.name, 80)}” (read-only)`;
+  $("sign-in").hidden = account;
+  $("sign-out").hidden = !account;
+}
+$("sign-out").addEventListener("click", async () => {
+  try { await post("/api/logout", {}); } catch (e) { if (!(e instanceof Unauthorized)) return setBanner(`sign out failed: ${e.message}`); }
+  stream?.stop();
+  location.href = "/login";
+});
 
 function route() {
   const m = /^#\/pane\/(.+)$/.exec(location.hash) || /^\/pane\/(.+)$/.exec(location.pathname);
@@ -65,12 +103,18 @@ function route() {
   view = wall ? null : id;
   $("board").hidden = !!view;
   $("empty").hidden = !!view || model.panes.size !== 0;
-  if (view) paneView.open(view);
-  else {
+  if (view) {
+    lastView = view;
+    paneView.open(view);
+  } else {
     paneView.close();
-    if (!wall) board.focusFirst();
+    // Back from a pane's page: its card gets focus again (keys go on from there). On
+    // load nothing is focused, so no card looks selected.
+    if (!wall && lastView) board.focusCard(lastView);
+    lastView = null;
   }
 }
+let lastView = null;
 window.addEventListener("hashchange", route);
 document.addEventListener("keydown", (ev) => {
   if (ev.key === "Escape" && view) location.hash = "#/";
@@ -85,8 +129,9 @@ function showLogin() {
 let stream = null;
 async function start() {
   try {
-    const me = await get("/api/me");
+    me = await get("/api/me");
     if (me.readonly) document.body.classList.add("readonly");
+    showWho(me);
     const d = await get("/api/panes");
     model.reset(Array.isArray(d) ? d : d.panes || []);
   } catch (e) {

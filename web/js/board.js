@@ -3,16 +3,19 @@
 // IntersectionObserver (which tells notifications what is on screen) survive a redraw.
 
 import { clean, setText } from "./sanitize.js";
-import { clock, comparePanes, formatDuration, stateInfo } from "./model.js";
+import { attachCommand, clock, clockTime, comparePanes, formatDuration, formatWait, stateInfo } from "./model.js";
+import { muteReason } from "./quiet.js";
 
 export class Board {
-  constructor(model, { root, empty, tpl, filters, onOpen }) {
+  constructor(model, { root, empty, tpl, filters, onOpen, getQuiet = () => null, localHost = () => "" }) {
     this.model = model;
     this.root = root;
     this.empty = empty;
     this.tpl = tpl;
     this.filters = filters; // {host, agent, state} <select>s
     this.onOpen = onOpen;
+    this.getQuiet = getQuiet;
+    this.localHost = localHost;
     this.cards = new Map(); // id -> element
     this.groups = new Map(); // group key -> {el, cards}
     this.onScreen = new Set(); // pane ids whose card is at least half visible
@@ -24,14 +27,17 @@ export class Board {
       }
     }, { threshold: [0, 0.5, 1] });
     for (const sel of Object.values(filters)) sel.addEventListener("change", () => this.render());
-    root.addEventListener("keydown", (ev) => this.onKey(ev));
+    // Keys work from anywhere on the board, also before any card has focus: no card is
+    // focused on load, so none wears a focus ring as if it were selected.
+    document.addEventListener("keydown", (ev) => { if (!this.root.hidden) this.onKey(ev); });
     root.addEventListener("click", (ev) => {
+      const copy = ev.target.closest(".copy-attach");
+      if (copy) { ev.stopPropagation(); copyText(copy.dataset.cmd, copy); return; }
       const card = ev.target.closest(".card");
       if (card) this.onOpen(card.dataset.id);
     });
     model.addEventListener("reset", () => this.render());
     model.addEventListener("change", () => this.render());
-    model.addEventListener("hosts", () => this.render());
     setInterval(() => this.tick(), 1000);
   }
 
@@ -98,7 +104,7 @@ export class Board {
           this.cards.set(p.id, card);
           this.observer.observe(card);
         }
-        fillCard(card, p, this.model.hosts.get(p.host));
+        fillCard(card, p, { quiet: this.getQuiet(), localHost: this.localHost() });
         const at = prevCard ? prevCard.nextSibling : g.cards.firstChild;
         if (card !== at) g.cards.insertBefore(card, at);
         prevCard = card;
@@ -140,8 +146,7 @@ export class Board {
   updateGroupHeader(g, p) {
     const tmux = p.tmux && p.tmux !== "default" ? ` (${clean(p.tmux)})` : "";
     g.name.textContent = `${clean(p.host)}${tmux} · ${clean(p.session) || "?"}`;
-    const host = this.model.hosts.get(p.host);
-    const down = (host && !host.reachable) || !p.reachable;
+    const down = !p.reachable;
     g.status.textContent = down ? "↯ unreachable" : "";
     g.status.classList.toggle("down", down);
   }
@@ -150,14 +155,17 @@ export class Board {
     const now = clock.now();
     for (const card of this.cards.values()) {
       const since = Number(card.dataset.since);
-      if (card.dataset.since) card.querySelector(".elapsed").textContent = formatDuration(now - since);
-      const ageEl = card.querySelector(".age");
-      if (ageEl && ageEl.dataset.at) ageEl.textContent = `last known ${formatDuration(now - Number(ageEl.dataset.at))} ago`;
+      if (card.dataset.since) {
+        card.querySelector(".elapsed").textContent = card.dataset.waiting ? "" : formatDuration(now - since);
+        if (card.dataset.waiting) card.querySelector(".wait").textContent = waitText(since, now);
+      }
+      for (const ageEl of card.querySelectorAll("[data-at]")) ageEl.textContent = ageText(ageEl, now);
     }
   }
 
   onKey(ev) {
-    if (ev.target.tagName === "SELECT" || ev.target.tagName === "INPUT") return;
+    if (["SELECT", "INPUT", "TEXTAREA", "BUTTON"].includes(ev.target.tagName)) return;
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     const cards = [...this.root.querySelectorAll(".card")];
     if (!cards.length) return;
     const i = cards.indexOf(document.activeElement);
@@ -175,9 +183,10 @@ export class Board {
     if (next) { ev.preventDefault(); next.focus(); }
   }
 
-  focusFirst() {
-    const c = this.root.querySelector(".card");
-    if (c) c.focus();
+  /** Back from a pane's page: focus its card again (only when keys brought us there). */
+  focusCard(id) {
+    const c = id && this.cards.get(id);
+    if (c) c.focus({ preventScroll: false });
   }
 }
 
@@ -195,10 +204,46 @@ function fillSelect(sel, values) {
   sel.value = values.includes(current) ? current : "";
 }
 
-export function fillCard(card, p, host) {
+/** "waiting since 4:57 PM (3 min)" */
+function waitText(since, now) {
+  return `waiting since ${clockTime(since)} (${formatWait(now - since)})`;
+}
+
+/** The text of an element that tells an age: its data-prefix, then "N ago". */
+function ageText(el, now) {
+  return `${el.dataset.prefix || ""}${formatWait(now - Number(el.dataset.at))} ago`;
+}
+
+/** Copy to the clipboard (Clipboard API where the page is a secure context, the old
+ * execCommand path elsewhere); the button says whether it worked. */
+export async function copyText(text, button) {
+  let ok = false;
+  try {
+    await navigator.clipboard.writeText(text);
+    ok = true;
+  } catch {
+    const ta = document.createElement("textarea");
+    ta.value = text;
+    ta.setAttribute("readonly", "");
+    ta.className = "offscreen";
+    document.body.append(ta);
+    ta.select();
+    try { ok = document.execCommand("copy"); } catch { ok = false; }
+    ta.remove();
+  }
+  if (button) {
+    const was = button.dataset.label || button.textContent;
+    button.dataset.label = was;
+    button.textContent = ok ? "✓ copied" : "copy failed";
+    setTimeout(() => { button.textContent = was; }, 2000);
+  }
+  return ok;
+}
+
+export function fillCard(card, p, { quiet = null, localHost = "" } = {}) {
   const info = stateInfo(p.state);
   card.className = `card st-${p.state || "none"}`;
-  const unreachable = (host && !host.reachable) || !p.reachable;
+  const unreachable = !p.reachable;
   card.classList.toggle("stale", p.stale);
   card.classList.toggle("unreachable", unreachable);
   card.querySelector(".icon").textContent = info.icon;
@@ -207,36 +252,77 @@ export function fillCard(card, p, host) {
   setText(agentEl, p.agent || "shell", 120);
   agentEl.classList.toggle("none", !p.agent);
   setText(card.querySelector(".kind"), p.kind ? `(${p.kind})` : "", 40);
-  setText(card.querySelector(".msg"), p.msg || p.title || "", 2048);
+  // The msg is what the program (or the prompt on its screen) says; for a blocked pane
+  // that is the question it waits on. The window title is something else: labelled.
+  const lk = !p.state && !p.observable ? p.lastKnown : null;
+  const msgEl = card.querySelector(".msg");
+  setText(msgEl, p.msg || (lk && lk.msg) || "", 2048);
+  msgEl.classList.toggle("question", p.state === "blocked" && !!p.msg);
+  msgEl.classList.toggle("was", !p.msg && !!(lk && lk.msg));
+  const titleLine = card.querySelector(".title-line");
+  titleLine.hidden = !p.title;
+  setText(titleLine.querySelector(".title-text"), p.title || "", 300);
+  const lkEl = card.querySelector(".last-known");
+  lkEl.hidden = !lk;
+  if (lk) {
+    const who = lk.agent ? `${clean(lk.agent, 80)} ` : "";
+    const what = `${who}${stateInfo(lk.state).word}${lk.kind ? ` (${clean(lk.kind, 40)})` : ""}`;
+    lkEl.dataset.prefix = `last known: ${what}, `;
+    if (lk.at) {
+      lkEl.dataset.at = String(lk.at);
+      lkEl.textContent = ageText(lkEl, clock.now());
+    } else {
+      delete lkEl.dataset.at;
+      lkEl.textContent = `last known: ${what}`;
+    }
+  } else {
+    delete lkEl.dataset.at;
+  }
   const prog = card.querySelector(".progress");
   prog.hidden = p.progress === null;
   if (p.progress !== null) prog.firstElementChild.style.width = `${Math.max(0, Math.min(100, p.progress))}%`;
+  const waiting = p.state === "blocked" && p.since;
   if (p.since) card.dataset.since = String(p.since);
   else delete card.dataset.since;
-  card.querySelector(".elapsed").textContent = p.since ? formatDuration(clock.now() - p.since) : "";
+  if (waiting) card.dataset.waiting = "1";
+  else delete card.dataset.waiting;
+  const wait = card.querySelector(".wait");
+  wait.hidden = !waiting;
+  wait.textContent = waiting ? waitText(p.since, clock.now()) : "";
+  card.querySelector(".elapsed").textContent = p.since && !waiting ? formatDuration(clock.now() - p.since) : "";
   const where = `${clean(p.session)}:${clean(p.window)} ${clean(p.pane)}`;
   card.querySelector(".where").textContent = where;
   const markers = card.querySelector(".markers");
   markers.replaceChildren();
-  const add = (text, cls) => {
+  const add = (text, cls, title) => {
     const s = document.createElement("span");
     s.textContent = text;
     if (cls) s.className = cls;
+    if (title) s.title = title;
     markers.append(s);
     return s;
   };
-  if (!p.observable) add("◌ not observable", "marker-warn");
+  const muted = muteReason(quiet, p);
+  if (muted) add("⊘ muted", "marker-muted", `${muted}: no notifications`);
+  if (!p.observable) {
+    add("◌ not observable", "marker-info", `the program in front (${clean(p.process, 80) || "?"}) hides what runs behind it`);
+  }
   if (unreachable) add("↯ host unreachable", "marker-warn");
   if (p.stale || unreachable) {
     const s = add("", "age");
+    s.dataset.prefix = "last known ";
     if (p.lastSeen) {
       s.dataset.at = String(p.lastSeen);
-      s.textContent = `last known ${formatDuration(clock.now() - p.lastSeen)} ago`;
+      s.textContent = ageText(s, clock.now());
     } else {
       s.textContent = "last known";
     }
   }
   if (p.source && p.source !== "protocol") add(`via ${p.source}`);
+  const copy = card.querySelector(".copy-attach");
+  copy.dataset.cmd = attachCommand(p, localHost);
+  copy.title = `copy: ${copy.dataset.cmd}`;
+  copy.setAttribute("aria-label", `copy the attach command: ${copy.dataset.cmd}`);
   const label = `${info.word}${p.kind ? " " + p.kind : ""}: ${clean(p.agent) || "shell"} in ${clean(p.host)} ${where}`;
   card.setAttribute("aria-label", label);
 }

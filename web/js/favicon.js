@@ -1,24 +1,36 @@
-// Counts in the tab: the title says "(2 blocked, 1 done)" and the favicon is drawn
-// on a canvas with the blocked count on an orange disc (done in green when nothing
-// is blocked), so a pinned tab still tells you something.
+// Counts in the tab: the title says "(2 waiting, longest 5 min · 1 done)" and the
+// favicon is drawn on a canvas with the blocked+error count on an orange disc (red when
+// only errors; done in green when nothing needs you), so a pinned tab still tells you.
+
+import { formatWait } from "./model.js";
 
 let last = "";
+let lastTitle = "";
 
-export function showCounts({ blocked, done }, countsEl) {
+/** The header's counts, the tab title ("(2 waiting, longest 5 min · 1 error) paneboard",
+ * re-told every second as the wait grows) and the favicon. */
+export function showCounts({ blocked, error, done, waitSince }, countsEl, now) {
   const parts = [];
-  if (blocked) parts.push(`${blocked} blocked`);
+  if (blocked) parts.push(`${blocked} waiting${waitSince !== null ? `, longest ${formatWait(now - waitSince)}` : ""}`);
+  if (error) parts.push(`${error} error`);
   if (done) parts.push(`${done} done`);
-  document.title = parts.length ? `(${parts.join(", ")}) paneboard` : "paneboard";
-  if (countsEl) countsEl.textContent = `${blocked} blocked · ${done} done`;
-  const key = `${blocked}/${done}`;
+  const title = parts.length ? `(${parts.join(" · ")}) paneboard` : "paneboard";
+  if (title !== lastTitle) document.title = lastTitle = title;
+  if (countsEl) {
+    // Only what is there, so the header stays one line on a phone.
+    const seen = [[blocked, "blocked"], [error, "error"], [done, "done"]].filter(([n]) => n);
+    const text = seen.length ? seen.map(([n, w]) => `${n} ${w}`).join(" · ") : "nothing waiting";
+    if (countsEl.textContent !== text) countsEl.textContent = text;
+  }
+  const key = `${blocked}/${error}/${done}`;
   if (key === last) return;
   last = key;
   const link = document.getElementById("favicon");
   if (!link) return;
-  link.href = drawIcon(blocked, done);
+  link.href = drawIcon(blocked + error, done, error && !blocked);
 }
 
-export function drawIcon(blocked, done) {
+export function drawIcon(blocked, done, red = false) {
   const size = 64;
   const c = document.createElement("canvas");
   c.width = c.height = size;
@@ -31,7 +43,7 @@ export function drawIcon(blocked, done) {
   for (let i = 0; i < 3; i++) g.fillRect(10, 12 + i * 15, 44, 9);
   const n = blocked || done;
   if (n) {
-    g.fillStyle = blocked ? "#ea580c" : "#16a34a";
+    g.fillStyle = red ? "#dc2626" : blocked ? "#ea580c" : "#16a34a";
     g.beginPath();
     g.arc(size - 22, size - 22, 22, 0, Math.PI * 2);
     g.fill();

@@ -1,6 +1,6 @@
-// The board's view of the world: panes by id, hosts' reachability, and the listeners
-// that redraw when either changes. Pane objects from the server are normalised once
-// here so the rest of the page reads one shape whatever the API grows.
+// The board's view of the world: panes by id and the listeners that redraw when one
+// changes. Pane objects from the server are normalised once here, reading exactly the
+// fields the server sends (PANE_FIELDS), so the rest of the page reads one shape.
 
 export const STATES = {
   blocked: { icon: "⚠", word: "blocked", rank: 0 },
@@ -15,43 +15,57 @@ export function stateInfo(state) {
   return STATES[state] || STATES.none;
 }
 
-function num(v) {
-  if (v === null || v === undefined || v === "") return null;
-  if (typeof v === "number") return v;
-  const n = Number(v);
-  if (!Number.isNaN(n)) return n;
-  const t = Date.parse(v);
-  return Number.isNaN(t) ? null : t / 1000;
+/** The fields of a pane exactly as `GET /api/panes` and the stream send them
+ * (server/src/paneboard_server/model.py `Pane.api`); a test compares this list, and
+ * what `normalise` actually reads, with the server's output. `rev` is the server's
+ * change counter: the stream's event ids already carry it, the page does not need it. */
+export const PANE_FIELDS = [
+  "id", "host", "collector", "tmux", "pane", "session", "window", "agent", "state", "kind", "msg", "title",
+  "progress", "source", "observable", "process", "since", "last_seen", "reachable", "stale",
+  "records", "last_known",
+];
+export const PANE_FIELDS_UNUSED = ["rev"];
+
+const str = (v) => (v === null || v === undefined ? "" : String(v));
+const time = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+
+/** Leading spinner glyphs of a window title (braille dots, stars, half circles…):
+ * they change every frame and say nothing a state badge does not. */
+const SPINNER = /^[\u2800-\u28FF\u25D0-\u25D3\u25D4-\u25D7\u2722-\u273D\u2731\u00B7\u2219\u22C5\u25CF\u25CB\u25C9\u23FA]+\s*/u;
+
+export function stripSpinner(title) {
+  return str(title).replace(SPINNER, "").trim();
 }
 
 /** One pane from the API (or the stream) in the shape the page uses. */
 export function normalise(p) {
-  const host = p.host ?? p.key?.host ?? "";
-  const tmux = p.tmux ?? p.key?.tmux ?? "";
-  const pane = p.pane ?? p.key?.pane ?? "";
-  const id = String(p.id ?? `${host}/${tmux}/${pane}`);
   const state = p.state && STATES[p.state] ? p.state : null;
+  const lk = p.last_known && typeof p.last_known === "object" ? p.last_known : null;
   return {
-    id,
-    host: String(host),
-    tmux: String(tmux),
-    pane: String(pane),
-    session: p.session ?? "",
-    window: p.window ?? "",
+    id: String(p.id),
+    host: str(p.host),
+    collector: p.collector ?? null,
+    tmux: str(p.tmux),
+    pane: str(p.pane),
+    session: str(p.session),
+    window: str(p.window),
     agent: p.agent ?? null,
     state,
     kind: state === "blocked" ? (p.kind ?? null) : null,
     msg: p.msg ?? null,
-    title: p.title ?? null,
+    title: stripSpinner(p.title) || null,
     progress: typeof p.progress === "number" ? p.progress : null,
     source: p.source ?? null,
-    since: num(p.since ?? p.state_since),
     observable: p.observable !== false,
+    process: p.process ?? null,
+    since: time(p.since),
+    lastSeen: time(p.last_seen),
+    reachable: p.reachable !== false,
     stale: Boolean(p.stale),
-    reachable: p.reachable !== false && p.host_reachable !== false,
-    lastSeen: num(p.last_seen ?? p.updated ?? p.updated_at ?? p.t),
     records: Array.isArray(p.records) ? p.records : [],
-    gone: Boolean(p.gone),
+    lastKnown: lk && lk.state && STATES[lk.state]
+      ? { state: lk.state, kind: lk.kind ?? null, agent: lk.agent ?? null, msg: lk.msg ?? null, at: time(lk.at) }
+      : null,
   };
 }
 
@@ -59,17 +73,15 @@ export class Model extends EventTarget {
   constructor() {
     super();
     this.panes = new Map();
-    this.hosts = new Map(); // host -> {reachable, error, since}
   }
 
   /** Replace everything (a snapshot). Returns nothing: listeners redraw. */
-  reset(panes, hosts) {
+  reset(panes) {
     this.panes.clear();
     for (const raw of panes) {
       const p = normalise(raw);
       this.panes.set(p.id, p);
     }
-    if (hosts) this.setHosts(hosts, false);
     this.dispatchEvent(new CustomEvent("reset"));
   }
 
@@ -77,11 +89,7 @@ export class Model extends EventTarget {
   upsert(raw) {
     const p = normalise(raw);
     const prev = this.panes.get(p.id) || null;
-    if (p.gone) {
-      this.panes.delete(p.id);
-    } else {
-      this.panes.set(p.id, p);
-    }
+    this.panes.set(p.id, p);
     this.dispatchEvent(new CustomEvent("change", { detail: { pane: p, prev } }));
   }
 
@@ -91,22 +99,17 @@ export class Model extends EventTarget {
     this.dispatchEvent(new CustomEvent("change", { detail: { pane: null, prev } }));
   }
 
-  setHosts(hosts, notify = true) {
-    const list = Array.isArray(hosts) ? hosts : Object.entries(hosts).map(([host, v]) => ({ host, ...v }));
-    for (const h of list) {
-      if (!h || h.host === undefined) continue;
-      this.hosts.set(String(h.host), { reachable: h.reachable !== false, error: h.error ?? null, since: num(h.since ?? h.t) });
-    }
-    if (notify) this.dispatchEvent(new CustomEvent("hosts"));
-  }
-
+  /** Blocked/error/done counts and the longest wait (the earliest `since` of a blocked pane). */
   counts() {
-    let blocked = 0, done = 0;
+    let blocked = 0, error = 0, done = 0, waitSince = null;
     for (const p of this.panes.values()) {
-      if (p.state === "blocked") blocked++;
+      if (p.state === "blocked") {
+        blocked++;
+        if (p.since !== null && (waitSince === null || p.since < waitSince)) waitSince = p.since;
+      } else if (p.state === "error") error++;
       else if (p.state === "done") done++;
     }
-    return { blocked, done };
+    return { blocked, error, done, waitSince };
   }
 }
 
@@ -129,6 +132,40 @@ export function formatDuration(seconds) {
   const h = Math.floor(m / 60);
   if (h < 24) return `${h}h ${String(m % 60).padStart(2, "0")}m`;
   return `${Math.floor(h / 24)}d ${h % 24}h`;
+}
+
+/** "3 min", "45 s", "2 h 05 min": the wait in words for "waiting since 4:57 PM (3 min)". */
+export function formatWait(seconds) {
+  if (!Number.isFinite(seconds)) return "";
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min`;
+  return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, "0")} min`;
+}
+
+/** Wall-clock time in the viewer's locale, "4:57 PM" (or "16:57"). */
+export function clockTime(at) {
+  return new Date(at * 1000).toLocaleTimeString([], { hour: "numeric", minute: "2-digit" });
+}
+
+/** The shell command that attaches a terminal to this pane (`tmux attach -t
+ * session:window.pane`, through `ssh host -t` unless the pane is on `localHost`), with
+ * `-L`/`-S` when the collector watches a named tmux socket. Every part is quoted for a
+ * POSIX shell: session and host names are untrusted text. */
+export function attachCommand(p, localHost) {
+  const index = /^(\d+)(?::|$)/.exec(p.window || "");
+  const target = `${p.session}:${index ? index[1] + "." : ""}${p.pane}`;
+  const sock = !p.tmux || p.tmux === "default" ? [] : p.tmux.startsWith("/") ? ["-S", p.tmux] : ["-L", p.tmux];
+  const tmux = ["tmux", ...sock, "attach", "-t", target].map(shq).join(" ");
+  if (localHost && p.host === localHost) return tmux;
+  return `ssh ${shq(p.host)} -t ${shq(tmux)}`;
+}
+
+/** POSIX shell quoting: bare when safe, otherwise in single quotes. */
+export function shq(s) {
+  s = String(s);
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, "'\\''")}'`;
 }
 
 /** The server's clock may differ from ours; the stream tells us by how much. */

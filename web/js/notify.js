@@ -1,7 +1,7 @@
-// Desktop notifications from the page. When a pane goes blocked or done and nobody is
-// looking at it (this tab hidden or unfocused, its card scrolled away, or another
-// pane's page open), one tab -- the leader, elected with the Web Locks API -- beeps and
-// shows a Notification tagged with the pane id, so each pane has at most one on
+// Desktop notifications from the page. When a pane goes blocked, error or done and
+// nobody is looking at it (this tab hidden or unfocused, its card scrolled away, or
+// another pane's page open), one tab -- the leader, elected with the Web Locks API --
+// beeps (blocked/error, when the sound switch is on) and shows a Notification tagged with the pane id, so each pane has at most one on
 // screen and a newer one replaces it. Tabs tell each other what they are watching over
 // a BroadcastChannel, and tell the server over POST /api/watch so it only sends Web
 // Push when no tab of this viewer is watching. No debounce here: the classifier
@@ -16,7 +16,20 @@ const TAB = Math.random().toString(36).slice(2) + Date.now().toString(36);
 const PEER_TTL_MS = 12000;
 const HEARTBEAT_MS = 5000;
 const SERVER_HEARTBEAT_MS = 20000;
-const NOTIFY_STATES = new Set(["blocked", "done"]);
+const NOTIFY_STATES = new Set(["blocked", "error", "done"]);
+// The beep is for a pane that now needs you: waiting on a question, or failed.
+const SOUND_STATES = new Set(["blocked", "error"]);
+const SOUND_KEY = "paneboard.sound";
+
+/** The sound switch, remembered in this browser; off until someone turns it on. */
+export const sound = {
+  get on() {
+    try { return localStorage.getItem(SOUND_KEY) === "on"; } catch { return false; }
+  },
+  set(on) {
+    try { localStorage.setItem(SOUND_KEY, on ? "on" : "off"); } catch { /* private mode */ }
+  },
+};
 
 export class Notifier {
   constructor(model, { isPaneOnScreen, currentPane, getQuiet }) {
@@ -112,6 +125,7 @@ export class Notifier {
     if (!this.leader) return;
     if (this.someoneWatches(pane.id)) return;
     if (quietReason(this.getQuiet(), pane)) return;
+    if (sound.on && SOUND_STATES.has(pane.state)) this.beep();
     this.show(pane);
   }
 
@@ -123,7 +137,6 @@ export class Notifier {
     const body = [clean(pane.msg, 300), `${clean(pane.host, 80)} · ${clean(pane.session, 80)}:${clean(pane.window, 40)}`]
       .filter(Boolean).join("\n");
     const opts = { body, tag: pane.id, renotify: true, icon: "/icons/icon-192.png", data: { pane: pane.id } };
-    this.beep();
     try {
       const n = new Notification(title, opts);
       n.onclick = () => {

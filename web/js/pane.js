@@ -3,8 +3,9 @@
 // P7501-8) and mute/snooze buttons.
 
 import { get, post } from "./api.js";
+import { copyText } from "./board.js";
 import { clean, setText } from "./sanitize.js";
-import { clock, formatDuration, stateInfo } from "./model.js";
+import { attachCommand, clock, clockTime, formatDuration, formatWait, stateInfo } from "./model.js";
 
 const SNOOZES = [["15 min", 15], ["1 hour", 60], ["8 hours", 480], ["until lifted", null]];
 
@@ -41,8 +42,9 @@ function when(at) {
 }
 
 export class PaneView {
-  constructor(model, root, { onBack, onQuietChanged, status }) {
+  constructor(model, root, { onBack, onQuietChanged, status, localHost = () => "" }) {
     this.model = model;
+    this.localHost = localHost;
     this.root = root;
     this.onBack = onBack;
     this.onQuietChanged = onQuietChanged;
@@ -102,11 +104,34 @@ export class PaneView {
     root.append(h);
     const meta = el("p", "muted");
     meta.textContent = `${clean(p.host)} · ${clean(p.session)}:${clean(p.window)} ${clean(p.pane)}` +
-      (p.since ? ` · ${info.word} for ${formatDuration(clock.now() - p.since)}` : "") +
-      (p.observable ? "" : " · not observable") + (p.stale ? " · last known" : "");
+      (p.since && p.state !== "blocked" ? ` · ${info.word} for ${formatDuration(clock.now() - p.since)}` : "") +
+      (p.observable ? "" : ` · not observable (${clean(p.process, 80) || "?"} in front)`) +
+      (p.stale ? " · last known" : "") +
+      (p.collector ? ` · from collector ${clean(p.collector, 80)}` : "");
     root.append(meta);
-    if (p.msg) root.append(el("p", "msg", p.msg));
-    if (p.title) root.append(el("p", "muted", `title: ${clean(p.title)}`));
+    if (p.state === "blocked" && p.since) {
+      root.append(el("p", "wait", `waiting since ${clockTime(p.since)} (${formatWait(clock.now() - p.since)})`));
+    }
+    if (p.msg) root.append(el("p", p.state === "blocked" ? "msg question" : "msg", p.msg));
+    const lk = !p.state && !p.observable ? p.lastKnown : null;
+    if (lk) {
+      const what = `${lk.agent ? `${clean(lk.agent, 80)} ` : ""}${stateInfo(lk.state).word}${lk.kind ? ` (${lk.kind})` : ""}`;
+      const ago = lk.at ? `, ${formatWait(clock.now() - lk.at)} ago` : "";
+      root.append(el("p", "last-known", `last known: ${what}${ago}${lk.msg ? ` — ${clean(lk.msg, 300)}` : ""}`));
+    }
+    if (p.title) {
+      const tl = el("p", "title-line");
+      tl.append(el("span", "label", "title"), document.createTextNode(" "), el("span", "title-text", p.title));
+      root.append(tl);
+    }
+    const cmd = attachCommand(p, this.localHost());
+    const attach = el("p", "attach");
+    const code = el("code", "attach-cmd", cmd);
+    const copy = el("button", "copy-attach", "Copy");
+    copy.type = "button";
+    copy.addEventListener("click", () => copyText(cmd, copy));
+    attach.append(el("span", "label", "attach"), document.createTextNode(" "), code, document.createTextNode(" "), copy);
+    root.append(attach);
 
     const actions = el("div", "actions");
     const seen = el("button", "seen", "Seen (done → idle)");
@@ -184,7 +209,11 @@ export class PaneView {
       const st = el("td", "state-badge");
       const i = stateInfo(r.state);
       setText(st, `${i.icon} ${i.word}${r.kind ? ` (${r.kind})` : ""}`);
-      tr.append(st, el("td", "", formatDuration(r.duration) + (r.current ? " (now)" : "")), el("td", "", r.agent ?? ""), el("td", "msg", r.msg ?? ""));
+      // The msg is clamped inside a div: a cell itself must stay display: table-cell, or
+      // the row's cells drift out of their columns.
+      const msg = el("td", "t-msg");
+      if (r.msg) msg.append(el("div", "clamp", r.msg));
+      tr.append(st, el("td", "", formatDuration(r.duration) + (r.current ? " (now)" : "")), el("td", "", r.agent ?? ""), msg);
       t.append(tr);
     }
     root.append(t);

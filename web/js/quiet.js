@@ -32,3 +32,9 @@ export function quietReason(q, pane, nowSec = Date.now() / 1000) {
   if (inQuietHours(q.quiet_hours)) return "quiet hours";
   return "";
 }
+
+/** The mute (pane, host or agent) that covers this pane now, or "": the card's marker. */
+export function muteReason(q, pane, nowSec = Date.now() / 1000) {
+  const r = quietReason(q ? { mutes: q.mutes } : null, pane, nowSec);
+  return r.startsWith("muted") ? r : "";
+}

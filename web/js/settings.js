@@ -8,9 +8,10 @@ import { askPermission } from "./notify.js";
 import { currentSubscription, subscribe, unsubscribe } from "./push.js";
 
 export class Settings {
-  constructor({ onStatus }) {
+  constructor({ onStatus, onLoaded = () => {} }) {
     this.quiet = null;
     this.status = onStatus;
+    this.onLoaded = onLoaded;
     const $ = (id) => document.getElementById(id);
     this.el = {
       panel: $("settings"), toggle: $("settings-btn"), enable: $("enable-notify"),
@@ -19,6 +20,10 @@ export class Settings {
       qhClear: $("qh-clear"), mutes: $("mutes"), out: $("settings-status"),
     };
     const e = this.el;
+    // A browser without the Notification API (most phones' browsers, outside an
+    // installed app) cannot show desktop notifications: do not offer them.
+    e.enable.hidden = !("Notification" in window);
+    e.sub.hidden = !("PushManager" in window);
     e.toggle.addEventListener("click", () => {
       e.panel.hidden = !e.panel.hidden;
       e.toggle.setAttribute("aria-expanded", String(!e.panel.hidden));
@@ -60,7 +65,7 @@ export class Settings {
 
   async refreshPush() {
     const sub = await currentSubscription().catch(() => null);
-    this.el.sub.hidden = !!sub;
+    this.el.sub.hidden = !!sub || !("PushManager" in window);
     this.el.unsub.hidden = !sub;
   }
 
@@ -71,6 +76,7 @@ export class Settings {
       return;
     }
     const q = this.quiet;
+    this.onLoaded(q);
     this.el.dnd.checked = !!q.dnd;
     this.el.qhStart.value = q.quiet_hours?.start || "";
     this.el.qhEnd.value = q.quiet_hours?.end || "";

@@ -2,7 +2,7 @@
 
     paneboard agent [--config FILE] (--server URL --token T | --stdout)
                     [--local] [--tmux-socket NAME] [--ssh [USER@]HOST[:PORT] ...]
-                    [--identity FILE] [--known-hosts FILE]
+                    [--identity FILE] [--known-hosts FILE] [--wait-for-tmux] [-v]
 
 Flags add to what the config file lists: `--local` (or no host at all) watches this
 machine; each `--ssh` adds a host, using `--identity`/`--known-hosts`/`--tmux-socket`.
@@ -30,12 +30,26 @@ _Parser = functools.partial(OneLineParser, help_hint=False)
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
-        prog="paneboard agent", description="Watch tmux panes (locally or over SSH) and classify them."
+        prog="paneboard agent",
+        description="Watch the panes of tmux on this machine and on hosts reached over SSH, work out "
+        "what the program in each is doing (working, waiting for an answer, done, ...), and print "
+        "every change or send it to a paneboard server. With no host given it watches this machine.",
     )
-    p.add_argument("--config", metavar="FILE", help="TOML file listing hosts (see docs/collector.md)")
-    out = p.add_argument_group("output (one of)")
-    out.add_argument("--stdout", action="store_true", help="print one JSON line per change of a pane")
-    out.add_argument("--server", metavar="URL", help="send to a paneboard server (with --token)")
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a TOML file listing the hosts to watch and other settings (see docs/collector.md); "
+        "hosts given as options are added to it",
+    )
+    out = p.add_argument_group("where the changes go (one of)")
+    out.add_argument(
+        "--stdout", action="store_true", help="print one JSON line each time a pane's state changes"
+    )
+    out.add_argument(
+        "--server",
+        metavar="URL",
+        help="send them to the paneboard server at URL, e.g. http://board:8000 (needs --token)",
+    )
     out.add_argument(
         "--token",
         metavar="T",
@@ -43,18 +57,42 @@ def build_parser() -> argparse.ArgumentParser:
         help="the collector token for --server (default: $PANEBOARD_TOKEN, which keeps it "
         "out of the process list)",
     )
-    p.add_argument("--local", action="store_true", help="watch tmux on this machine")
-    p.add_argument("--tmux-socket", metavar="NAME", help="tmux socket name (tmux -L NAME) for --local/--ssh")
+    p.add_argument(
+        "--local", action="store_true", help="watch tmux on this machine (the default when no host is given)"
+    )
+    p.add_argument(
+        "--tmux-socket",
+        metavar="NAME",
+        help="watch the tmux server started as `tmux -L NAME` instead of the default one "
+        "(for --local and every --ssh)",
+    )
     p.add_argument(
         "--ssh",
         metavar="[USER@]HOST[:PORT]",
         action="append",
         default=[],
-        help="watch tmux on HOST (repeatable)",
+        help="watch tmux on this SSH host; repeat for more hosts (IPv6 as [::1]:2222)",
     )
-    p.add_argument("--identity", metavar="FILE", action="append", default=[], help="SSH client key for --ssh")
-    p.add_argument("--known-hosts", metavar="FILE", help="known_hosts for --ssh (default ~/.ssh/known_hosts)")
-    p.add_argument("-v", "--verbose", action="store_true", help="log what the collector does")
+    p.add_argument(
+        "--identity",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="the private key to log in with over SSH (repeatable); only these keys are offered",
+    )
+    p.add_argument(
+        "--known-hosts",
+        metavar="FILE",
+        help="the trusted SSH host keys (default ~/.ssh/known_hosts); a host not in it is refused",
+    )
+    p.add_argument(
+        "--wait-for-tmux",
+        action="store_true",
+        help="if no tmux server runs yet on a watched socket, wait for one (default: exit with the reason)",
+    )
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="also log what it attaches to and each step it takes"
+    )
     return p
 
 
@@ -81,8 +119,8 @@ def hosts_from_args(args: argparse.Namespace, config: Config) -> list[HostConfig
 
 def make_targets(hosts: Sequence[HostConfig]) -> list:
     from paneboard_agent.collector import TmuxTarget
-    from paneboard_agent.transport_local import LocalTransport
-    from paneboard_agent.transport_ssh import SSHTarget, SSHTransport
+    from paneboard_agent.transport.local import LocalTransport
+    from paneboard_agent.transport.ssh import SSHTarget, SSHTransport
 
     targets = []
     ssh: dict[tuple, SSHTransport] = {}  # one transport (connection pool) per host and login
@@ -132,7 +170,12 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
         return rules
 
     rules = read_rules()
-    options = Options(poll_interval=config.poll_interval, transports=config.transports, rules=rules)
+    options = Options(
+        poll_interval=config.poll_interval,
+        transports=config.transports,
+        rules=rules,
+        wait_for_tmux=args.wait_for_tmux,
+    )
     uplink = None
     if args.stdout:
         from paneboard_agent.stdout_sink import StdoutSink
@@ -165,14 +208,38 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
 
     with contextlib.suppress(NotImplementedError, RuntimeError):
         loop.add_signal_handler(signal.SIGHUP, reload)
+    watching = asyncio.create_task(collector.run(), name="collector")
+    waits: set[asyncio.Future] = {watching}
+    if uplink is not None:  # a refused token ends the uplink: then nothing is worth watching for
+        waits.add(asyncio.ensure_future(uplink.failed.wait()))
+    fatal: str | None = None
     try:
-        return await collector.run()
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        if watching.done():
+            return watching.result()
+        fatal = uplink.fatal if uplink is not None else None
+        return 1
     except asyncio.CancelledError:
         return 0
     finally:
+        for w in waits:
+            w.cancel()
+        await _stopped(watching)
         if uplink is not None:
             with contextlib.suppress(Exception):
                 await uplink.close()
+        if fatal is not None:  # last, so that it is the last line a person reads
+            print(f"paneboard agent: {fatal}; exiting", file=sys.stderr)
+
+
+async def _stopped(task: asyncio.Task) -> None:
+    """Cancel `task` and wait for it; cancel again if a cancellation was lost (Python 3.11's
+    `wait_for` can swallow one that arrives as its inner await completes)."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=1.0)
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        task.result()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -183,11 +250,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.server and not args.token:
         print("paneboard agent: --server needs --token (or $PANEBOARD_TOKEN)", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="paneboard agent: %(message)s",
-        stream=sys.stderr,
-    )
+    if args.server:
+        from .uplink import ingest_url
+
+        try:
+            ingest_url(args.server)  # checked before anything starts: a bad URL is one line
+        except ValueError as exc:
+            print(f"paneboard agent: {exc}", file=sys.stderr)
+            return 2
+    # One line per connection made, lost and regained, always; -v adds the details.
+    logging.basicConfig(level=logging.WARNING, format="paneboard agent: %(message)s", stream=sys.stderr)
+    for name in ("paneboard", "paneboard_agent"):
+        logging.getLogger(name).setLevel(logging.DEBUG if args.verbose else logging.INFO)
     logging.getLogger("asyncssh").setLevel(logging.WARNING if args.verbose else logging.CRITICAL)
     try:
         config = load_config(args.config) if args.config else Config()

@@ -27,28 +27,46 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="paneboard emit",
         description=(
-            "Write an OSC 7501 report and/or a THINKTERM_AGENT contract to the controlling terminal "
-            "(or $PANEBOARD_TTY). STATE is idle, working, done, blocked, error or clear."
+            "Tell paneboard what your script or program is doing: writes a status report to the "
+            "terminal it runs in, where the collector reads it. For scripts and agent hooks, e.g. "
+            '`paneboard emit blocked --kind question --msg "Deploy to prod?"` before asking. '
+            "Prints nothing on stdout; exit status 0 written, 2 bad arguments, 1 no terminal."
         ),
     )
-    p.add_argument("state", metavar="STATE")
-    p.add_argument("--kind", help="with blocked: permission, question or auth")
-    p.add_argument("--msg", help="one line of text, at most 2048 bytes")
-    p.add_argument("--title", help="one line of text, at most 192 bytes")
-    p.add_argument("--id", help="child record path, e.g. task_1/a (default: the root record)")
-    p.add_argument("--app", help="the program reporting, e.g. claude-code")
-    p.add_argument("--progress", help="with working/blocked: 0-100")
-    p.add_argument("--protocol", default="osc7501", choices=PROTOCOLS, help="default: osc7501")
-    p.add_argument("--agent", help="THINKTERM_AGENT agent id (default: --app)")
     p.add_argument(
-        "--session", default=os.environ.get("PANEBOARD_SESSION"), help="THINKTERM_AGENT session id"
+        "state",
+        metavar="STATE",
+        help="idle, working, done, blocked or error; clear removes what was reported before",
+    )
+    p.add_argument("--kind", help="with blocked, what it waits for: permission, question or auth")
+    p.add_argument("--msg", help="the text to show, e.g. the question asked (one line, at most 2048 bytes)")
+    p.add_argument("--title", help="a short title (one line, at most 192 bytes)")
+    p.add_argument("--id", help="report on one part of the work, e.g. task_1/a, instead of the whole program")
+    p.add_argument("--app", help="the name of the program reporting, e.g. claude-code (shown as the agent)")
+    p.add_argument("--progress", help="how far along, 0 to 100 (with working or blocked)")
+    p.add_argument(
+        "--protocol",
+        default="osc7501",
+        choices=PROTOCOLS,
+        help="which kind of report to write: osc7501 (the default), thinkterm (a THINKTERM_AGENT "
+        "variable, read by ThinkTerm-style terminals) or both",
+    )
+    p.add_argument("--agent", help="with thinkterm: the agent's name (default: --app)")
+    p.add_argument(
+        "--session",
+        default=os.environ.get("PANEBOARD_SESSION"),
+        help="with thinkterm: an id for the agent's session (default: $PANEBOARD_SESSION)",
     )
     p.add_argument(
         "--ended",
         action="store_true",
-        help="THINKTERM_AGENT: the session is over (ended=1); with clear, sent as idle;ended=1",
+        help="with thinkterm: the agent's session is over",
     )
-    p.add_argument("--tty", help="write here instead of /dev/tty or $PANEBOARD_TTY")
+    p.add_argument(
+        "--tty",
+        help="write to this terminal or file instead (default: $PANEBOARD_TTY, else the terminal "
+        "the command runs in)",
+    )
     p.add_argument(
         "--hook-json",
         metavar="JSON",

@@ -169,15 +169,37 @@ def _matches_transport(name: str, args: str | None, transports: Sequence[str]) -
     return False
 
 
+def is_reporter(args: str | None) -> bool:
+    """Is this command line `paneboard emit` (however started: entry point, `-m`, `uv run`)?"""
+    words = (args or "").split()[:8]
+    for i, word in enumerate(words[:-1]):
+        if os.path.basename(word) == "paneboard" and words[i + 1] == "emit":
+            return True
+        if (
+            word == "-m"
+            and words[i + 1] in ("paneboard", "paneboard.cli")
+            and words[i + 2 : i + 3] == ["emit"]
+        ):
+            return True
+    return False
+
+
 def observe(
     pane: PaneInfo,
     procs: dict[int, ProcInfo] | None,
     transports: Sequence[str] = DEFAULT_TRANSPORTS,
     shells: frozenset[str] = DEFAULT_SHELLS,
+    previous: Observation | None = None,
 ) -> Observation:
     """Judge a pane's foreground process from tmux's name and the tty's process group.
 
     `procs` None means `ps` could not be run at all: then only tmux's name is known.
+    `previous` is the last observation: a foreground `paneboard emit` (typed at the
+    prompt, it leads its own process group for a moment) reports for whoever ran it,
+    so what was in front before it stays in front. Its report is filed under that
+    process and survives emit's exit (RI-2: a report written by the foreground
+    process or its parent chain applies); taken for a program of its own, its
+    `blocked` would end the moment emit returned (P7501-8).
     """
     if pane.dead:
         return Observation(None, None, True)
@@ -200,6 +222,16 @@ def observe(
         return Observation(None, fg_pid, True)
     if procs is not None and fg_pid is None:
         return Observation(name, None, False)  # tmux names something, but no tty group: unknown
+    if is_reporter(fg_args):
+        return previous if previous is not None else Observation(None, pane.pane_pid, True)
+    # tmux named the pane before `ps` ran: a short-lived leader (emit itself) may have
+    # exited in between. `ps` is the later word: a shell leader is a shell in front,
+    # and a leader gone before its arguments were read tells nothing new.
+    leader = (fg_args or "").split(maxsplit=1)
+    if leader and os.path.basename(leader[0]).lstrip("-") in shells:
+        return Observation(None, fg_pid, True)
+    if procs is not None and fg_pid is not None and fg_pid not in procs and previous is not None:
+        return previous
     if fg_args and (name in INTERPRETERS or name.startswith("python3.")):
         # `node /x/claude/cli.js`: the classifier unwraps interpreters to their script (RI-1)
         return Observation(fg_args[:MAX_ARGS], fg_pid, True)

@@ -43,12 +43,15 @@ from paneboard_agent.relay_scan import OutputScanner
 USAGE = "usage: paneboard run [--wrap] [--] CMD [ARGS...]"
 HELP = f"""{USAGE}
 
-Run CMD on a pseudo-terminal of its own, relaying every byte between it and this
-terminal, and answer the OSC 7501 probe so CMD reports its state inside tmux.
+Run CMD (e.g. `paneboard run claude`) so that it can report its state from inside
+tmux. Programs such as Claude Code first ask the terminal whether it understands
+status reports, and tmux never answers, so they stay silent; paneboard run gives
+CMD a terminal of its own, answers that question, and passes everything else
+through unchanged in both directions.
 
 options:
-  --wrap      also send CMD's OSC 7501 and THINKTERM_AGENT reports to the outer
-              terminal inside tmux's passthrough envelope (needs allow-passthrough on)
+  --wrap      also pass CMD's status reports on to the terminal outside tmux
+              (needs tmux's allow-passthrough option on)
   -h, --help  show this help
 
 Exit status: CMD's own, 128+N if signal N killed it, 127 if CMD was not found,

@@ -9,8 +9,10 @@ stdout printer (`paneboard agent --stdout`) and the server uplink
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, make_dataclass
 from typing import Any, Protocol
+
+from paneboard_protocol import pane as pane_def
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,54 +27,58 @@ class PaneKey:
         return f"{self.host}/{self.tmux}/{self.pane}"
 
 
-@dataclass(frozen=True, slots=True)
-class PaneUpdate:
+class _UpdateMethods:
     """One pane's classification as the collector currently sees it.
 
-    The first block is the design's `--stdout` contract; `evidence` is the classifier's
-    JSON-serialisable evidence snapshot, from which the server re-derives the
-    classification as its clock moves (TA-12/TA-13 staleness) with the same shared code.
+    Its fields are the `update` fields of `paneboard_protocol.pane.FIELDS`, the design's
+    `--stdout` contract first; `evidence` is the classifier's JSON-serialisable evidence
+    snapshot, from which the server re-derives the classification as its clock moves
+    (TA-12/TA-13 staleness) with the same shared code.
     """
 
-    key: PaneKey
-    session: str
-    window: str
-    agent: str | None
-    state: str | None
-    kind: str | None
-    msg: str | None
-    source: str | None
-    observable: bool
-    t: float
-    title: str | None = None
-    progress: int | None = None
-    since: float | None = None
-    process: str | None = None
-    records: tuple[dict[str, Any], ...] = ()
-    evidence: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ()
 
     def stdout_json(self) -> dict[str, Any]:
         """The object `paneboard agent --stdout` prints, exactly the design's keys."""
+        u: Any = self
         return {
-            "host": self.key.host,
-            "session": self.session,
-            "window": self.window,
-            "pane": self.key.pane,
-            "agent": self.agent,
-            "state": self.state,
-            "kind": self.kind,
-            "msg": self.msg,
-            "source": self.source,
-            "observable": self.observable,
-            "t": self.t,
+            "host": u.key.host,
+            "session": u.session,
+            "window": u.window,
+            "pane": u.key.pane,
+            "agent": u.agent,
+            "state": u.state,
+            "kind": u.kind,
+            "msg": u.msg,
+            "source": u.source,
+            "observable": u.observable,
+            "t": u.t,
         }
 
     def wire_json(self) -> dict[str, Any]:
         """Everything, for the server uplink."""
-        out = asdict(self)
-        out["key"] = asdict(self.key)
-        out["records"] = list(self.records)
+        out = asdict(self)  # type: ignore[call-overload]  # a dataclass, made below
+        out["key"] = asdict(self.key)  # type: ignore[attr-defined]
+        out["records"] = list(self.records)  # type: ignore[attr-defined]
         return out
+
+
+def _update_field(f: pane_def.Field) -> tuple[str, Any] | tuple[str, Any, Any]:
+    if f.required:
+        return (f.name, Any)
+    if f.type == "json":
+        return (f.name, Any, field(default_factory=dict))
+    return (f.name, Any, field(default=f.default))
+
+
+PaneUpdate = make_dataclass(
+    "PaneUpdate",
+    [("key", PaneKey)] + [_update_field(f) for f in pane_def.FIELDS if f.update],
+    bases=(_UpdateMethods,),
+    frozen=True,
+    slots=True,
+)
+PaneUpdate.__module__ = __name__
 
 
 class Sink(Protocol):

@@ -10,6 +10,9 @@ What it guarantees (protocol in docs/wire.md):
   track, or saw a gap).
 - Reconnects back off exponentially with jitter so a fleet of collectors does not
   stampede a restarted server.
+- What the server refuses (a `refused` message before it closes the socket) is never
+  sent again: the refused pane update stays out of every later message until the pane
+  changes, a refused host's panes stay out for good; one log line says so.
 The `websockets` library is the only dependency; the agent distribution stays light.
 """
 
@@ -20,22 +23,23 @@ import contextlib
 import json
 import logging
 import random
+import re
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import websockets
+from paneboard_protocol import wire
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
 from .sink import PaneKey, PaneUpdate, SnapshotSource
 
 log = logging.getLogger("paneboard.uplink")
 
-PROTOCOL = 1
+PROTOCOL = wire.PROTOCOL
 VERSION = "0.1.0"
 
 
@@ -53,6 +57,32 @@ def ingest_url(url: str) -> str:
 
 class UplinkError(Exception):
     pass
+
+
+#: WebSocket close codes in words (RFC 6455 and the server's own, docs/wire.md)
+CLOSE_REASONS = {
+    1000: "closed normally",
+    1001: "the server is going away (shutting down)",
+    1006: "the connection broke",
+    1007: "the server could not read a message",
+    1008: "the server refused the conversation",
+    1009: "a message was too large for the server",
+    1011: "the server hit an error",
+    1012: "the server is restarting",
+    1013: "the server is overloaded; try again later",
+    4401: "the token was refused",
+    4409: "another collector connected with the same token",
+}
+#: close codes that no retry can cure: the collector exits with the reason
+FATAL_CLOSE = frozenset({4401})
+#: HTTP statuses of a refused WebSocket handshake that mean the same
+FATAL_STATUS = frozenset({401, 403})
+
+
+def close_text(code: int, reason: str) -> str:
+    """`1012 (the server is restarting)` plus the server's own reason, if it gave one."""
+    words = CLOSE_REASONS.get(code, "no reason known for this code")
+    return f"{code} ({words})" + (f": {reason}" if reason else "")
 
 
 class UplinkSink:
@@ -87,28 +117,38 @@ class UplinkSink:
         self.acked = 0
         self.connected = asyncio.Event()
         self.last_error: str | None = None
+        #: why the uplink gave up for good (a refused token); `failed` is set then
+        self.fatal: str | None = None
+        self.failed = asyncio.Event()
+        self._ever_connected = False
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._need_snapshot = True
         self._bg: set[asyncio.Future[Any]] = set()
+        # What the server refused: pane key -> the refused update's fingerprint, and hosts
+        # another collector owns. Bounded by the pane and host counts.
+        self.quarantine: dict[str, str] = {}
+        self.refused_hosts: set[str] = set()
+        self._refused: dict[str, Any] | None = None
 
     # --- Sink ---------------------------------------------------------------------------
     def attach(self, source: SnapshotSource) -> None:
         self.source = source
 
     async def pane_changed(self, update: PaneUpdate) -> None:
-        op = {"op": "pane", "update": update.wire_json()}
+        op = wire.pane_op(update.wire_json())
         self.view[str(update.key)] = op
         self._put(f"p:{update.key}", op)
 
     async def pane_gone(self, key: PaneKey, t: float) -> None:
         self.view.pop(str(key), None)
-        self._put(f"p:{key}", {"op": "gone", "key": asdict(key), "t": t})
+        self.quarantine.pop(str(key), None)
+        self._put(f"p:{key}", wire.gone_op(wire.Key(host=key.host, tmux=key.tmux, pane=key.pane), t))
 
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
         self.hosts[host] = (reachable, error)
-        self._put(f"h:{host}", {"op": "host", "host": host, "reachable": reachable, "error": error, "t": t})
+        self._put(f"h:{host}", wire.host_op(host, reachable, error, t))
 
     def _put(self, key: str, op: dict[str, Any]) -> None:
         self.pending.pop(key, None)
@@ -160,18 +200,33 @@ class UplinkSink:
                 raise
             except ConnectionClosed as exc:
                 rcvd = exc.rcvd
-                why = f"{rcvd.code} {rcvd.reason}" if rcvd is not None else "connection lost"
-                self._note(f"server closed the uplink: {why}")
+                why = close_text(rcvd.code, rcvd.reason) if rcvd is not None else "connection lost"
+                if rcvd is not None and rcvd.code in FATAL_CLOSE:
+                    self._give_up(f"server closed the uplink: {why}")
+                    return
+                refused, self._refused = self._refused, None
+                if rcvd is not None and rcvd.code in (1007, 1009, 4403) and refused is not None:
+                    # Drop exactly what was refused; the rest goes again, in a snapshot.
+                    self._drop_refused(refused)
+                    self.last_error = f"server refused: {why}"
+                    self.inflight.clear()
+                    self._need_snapshot = True
+                else:
+                    self._note(f"server closed the uplink: {why}")
                 if rcvd is not None and rcvd.code == 4401:
                     delay = self.backoff[1]
-                if rcvd is not None and rcvd.code in (1007, 1009):
+                if rcvd is not None and rcvd.code in (1007, 1009, 4403) and refused is None:
                     # The server will refuse the same bytes again: resending them would loop.
                     # Start over from a fresh snapshot (what the panes show now), slowly.
                     self.inflight.clear()
                     self._need_snapshot = True
                     delay = self.backoff[1]
             except InvalidStatus as exc:
-                self._note(f"server refused the uplink: HTTP {exc.response.status_code}")
+                status = exc.response.status_code
+                if status in FATAL_STATUS:
+                    self._give_up(f"server refused the uplink: HTTP {status} (the token was refused)")
+                    return
+                self._note(f"server refused the uplink: HTTP {status}")
             except InvalidURI as exc:
                 self._note(f"bad server URL: {exc}")
                 delay = self.backoff[1]
@@ -186,24 +241,30 @@ class UplinkSink:
 
     def _note(self, msg: str) -> None:
         if msg != self.last_error:
-            log.warning("%s", msg)
+            log.warning("%s; retrying", msg)
         self.last_error = msg
+
+    def _give_up(self, msg: str) -> None:
+        """A refusal no retry cures: stop, and let the caller exit with the reason."""
+        self.fatal = msg
+        self.last_error = msg
+        self.failed.set()
+
+    def _connected_note(self) -> None:
+        """One line when the uplink is up: the line after "cannot reach server" says it is over."""
+        log.info("connected to the server %s%s", self.url, " again" if self._ever_connected else "")
+        self._ever_connected = True
+        self.last_error = None
 
     async def _session(self, ws: Any) -> None:
         await ws.send(
-            json.dumps(
-                {
-                    "type": "hello",
-                    "protocol": PROTOCOL,
-                    "version": VERSION,
-                    "stream": self.stream,
-                    "hosts": sorted(self.hosts),
-                }
-            )
+            wire.encode(wire.hello(self.stream, VERSION, sorted(set(self.hosts) - self.refused_hosts)))
         )
-        welcome = json.loads(await asyncio.wait_for(ws.recv(), 10))
-        if welcome.get("type") != "welcome":
-            raise UplinkError(f"expected welcome, got {welcome.get('type')!r}")
+        raw = await asyncio.wait_for(ws.recv(), 10)
+        welcome = wire.parse_server(raw)
+        if welcome is None or welcome.get("type") != "welcome":
+            got = welcome.get("type") if welcome is not None else _type_of(raw)
+            raise UplinkError(f"expected welcome, got {got!r}")
         acked = welcome.get("acked")
         if isinstance(acked, int):
             self._ack(acked)
@@ -216,8 +277,9 @@ class UplinkSink:
             await self._send_snapshot(ws)
         else:
             for msg in self.inflight.values():
-                await ws.send(json.dumps(msg))
+                await ws.send(wire.encode(msg))
         self.connected.set()
+        self._connected_note()
         reader = asyncio.create_task(self._reader(ws))
         try:
             while True:
@@ -240,9 +302,8 @@ class UplinkSink:
 
     async def _reader(self, ws: Any) -> None:
         async for raw in ws:
-            try:
-                msg = json.loads(raw)
-            except ValueError:
+            msg = wire.parse_server(raw)
+            if msg is None:
                 continue
             kind = msg.get("type")
             if kind == "ack" and isinstance(msg.get("seq"), int):
@@ -250,11 +311,45 @@ class UplinkSink:
                 self.last_error = None
                 self._wake.set()
             elif kind == "resync":
-                log.info("server asked for a snapshot: %s", msg.get("reason"))
+                log.debug("server asked for a snapshot: %s", msg.get("reason"))
                 self._need_snapshot = True
                 self._wake.set()
             elif kind == "seen":
                 self._seen(msg)
+            elif kind == "refused":
+                self._refused = msg  # acted on when the close that follows arrives
+
+    def _drop_refused(self, info: dict[str, Any]) -> None:
+        """Quarantine what the server refused (`seq`, and `at` such as `panes.3.msg`)."""
+        host = info.get("host")
+        if isinstance(host, str):
+            self.refused_hosts.add(host)
+        msg = self.inflight.get(info["seq"]) if isinstance(info.get("seq"), int) else None
+        items: list[Any] = []
+        if msg is not None:
+            at = re.match(r"(panes|ops)\.(\d+)", str(info.get("at") or ""))
+            whole = msg.get("panes") if msg.get("type") == "snapshot" else msg.get("ops")
+            whole = whole if isinstance(whole, list) else []
+            if at is not None and int(at.group(2)) < len(whole):
+                items = [whole[int(at.group(2))]]
+            elif host is None:
+                items = whole  # no part named: the whole message is dropped
+        for item in items:
+            update = item.get("update") if "op" in item else item
+            if isinstance(update, dict) and isinstance(update.get("key"), dict):
+                k = update["key"]
+                self.quarantine[f"{k.get('host')}/{k.get('tmux')}/{k.get('pane')}"] = _fingerprint(update)
+        what = (
+            f"host {host!r}" if host is not None else f"{len(items)} pane update(s) of seq {info.get('seq')}"
+        )
+        log.warning("server refused %s: %s; not sending it again", what, info.get("reason"))
+
+    def _held_back(self, update: dict[str, Any]) -> bool:
+        k = update.get("key") or {}
+        if k.get("host") in self.refused_hosts:
+            return True
+        fp = self.quarantine.get(f"{k.get('host')}/{k.get('tmux')}/{k.get('pane')}")
+        return fp is not None and fp == _fingerprint(update)
 
     def _ack(self, seq: int) -> None:
         self.acked = max(self.acked, seq)
@@ -284,27 +379,46 @@ class UplinkSink:
         if self.source is not None:
             updates, hosts = self.source.snapshot()
             panes = [u.wire_json() for u in updates]
-            host_map = {h: {"reachable": r, "error": e} for h, (r, e) in hosts.items()}
+            host_map = {h: wire.host_state(r, e) for h, (r, e) in hosts.items()}
         else:
             panes = [op["update"] for op in self.view.values()]
-            host_map = {h: {"reachable": r, "error": e} for h, (r, e) in self.hosts.items()}
+            host_map = {h: wire.host_state(r, e) for h, (r, e) in self.hosts.items()}
+        panes = [p for p in panes if not self._held_back(p)]
+        for h in self.refused_hosts:
+            host_map.pop(h, None)
         for p in panes:
-            host_map.setdefault(p["key"]["host"], {"reachable": True, "error": None})
+            host_map.setdefault(p["key"]["host"], wire.host_state(True, None))
         self.seq += 1
-        msg = {"type": "snapshot", "seq": self.seq, "t": self.clock(), "hosts": host_map, "panes": panes}
+        msg = wire.snapshot(self.seq, self.clock(), host_map, panes)
         # The snapshot supersedes everything before it, sent or not.
         self.pending.clear()
         self.inflight.clear()
         self.inflight[self.seq] = msg
         self._need_snapshot = False
-        await ws.send(json.dumps(msg))
+        await ws.send(wire.encode(msg))
 
     async def _send_delta(self, ws: Any) -> None:
         ops = []
         while self.pending and len(ops) < self.ops_per_message:
             _, op = self.pending.popitem(last=False)
+            if op["op"] == "pane" and self._held_back(op["update"]):
+                continue
+            if op.get("host", (op.get("key") or {}).get("host")) in self.refused_hosts:
+                continue
             ops.append(op)
+        if not ops:
+            return
         self.seq += 1
-        msg = {"type": "delta", "seq": self.seq, "ops": ops}
+        msg = wire.delta(self.seq, ops)
         self.inflight[self.seq] = msg
-        await ws.send(json.dumps(msg))
+        await ws.send(wire.encode(msg))
+
+
+def _type_of(raw: str | bytes) -> object:
+    """The `type` of a frame that is not a server message, for the error (not JSON: ValueError)."""
+    msg = json.loads(raw)
+    return msg.get("type") if isinstance(msg, dict) else None
+
+
+def _fingerprint(update: dict[str, Any]) -> str:
+    return json.dumps(update, sort_keys=True, default=str)

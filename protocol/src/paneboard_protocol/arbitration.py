@@ -44,11 +44,13 @@ Readings where the spec leaves a choice (documented in docs/classifier.md):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from paneboard_protocol import contract as contract_mod
 from paneboard_protocol.evidence import EVIDENCE_VERSION, EvidenceError, check_evidence
+from paneboard_protocol.pane import CLASSIFICATION_FIELDS
 from paneboard_protocol.records import ROLLUP_RANK, display_text, effective_app, public_record
 from paneboard_protocol.records import alias as _alias
 
@@ -61,6 +63,7 @@ __all__ = [
     "classify_evidence",
     "contract_identity",
     "display_text",
+    "display_title",
     "empty_evidence",
     "evidence_deadline",
     "evidence_mark_seen",
@@ -95,6 +98,36 @@ def title_has_spinner(title: str | None) -> bool:
     return bool(stripped) and is_spinner(stripped[0])
 
 
+_ASTERISKS = frozenset("✢✳✶✻✽✺✱✲✴✵✷✸✹❋·*")
+"""Asterisk-like glyphs Claude Code cycles through (and leaves, ✳, while it waits)."""
+
+_ATTENTION = ("[ ! ] ", "[ . ] ")
+"""Codex's blinking "action required" marker: one frame each."""
+
+
+@functools.lru_cache(maxsize=1024)
+def display_title(title: str | None) -> str | None:
+    """The emitted title as a person reads it: spinner frames (braille, half circles,
+    asterisks, Codex's blinking `[ ! ]`) off its front, then display-safe (P7501-19).
+
+    The raw title still feeds the rules (a spinner means working); this is what the
+    classification passes on, so a pane animating its title does not change — and is
+    not re-sent — on every frame."""
+    if not title:
+        return None
+    text = title
+    while True:
+        text = text.lstrip()
+        if text and (is_spinner(text[0]) or text[0] in _ASTERISKS):
+            text = text[1:]
+            continue
+        marker = next((m for m in _ATTENTION if text.startswith(m)), None)
+        if marker is None:
+            break
+        text = text[len(marker) :]
+    return display_text(text.rstrip())
+
+
 @dataclass(frozen=True, slots=True)
 class Classification:
     """One pane's classification at an instant (what the collector reports and the server shows)."""
@@ -111,18 +144,10 @@ class Classification:
     records: tuple[dict[str, Any], ...] = field(default=())
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "state": self.state,
-            "kind": self.kind,
-            "msg": self.msg,
-            "title": self.title,
-            "progress": self.progress,
-            "source": self.source,
-            "since": self.since,
-            "observable": self.observable,
-            "records": [dict(r) for r in self.records],
-        }
+        """The classification fields of `pane.FIELDS`, records copied."""
+        out = {k: getattr(self, k) for k in CLASSIFICATION_FIELDS}
+        out["records"] = [dict(r) for r in self.records]
+        return out
 
 
 def empty_evidence() -> dict[str, Any]:
@@ -279,7 +304,7 @@ def _decide(evidence: dict[str, Any], now: float, facts: RecordFacts) -> dict[st
         "state": None,
         "kind": None,
         "msg": None,
-        "title": display_text(native.get("title")),
+        "title": display_title(native.get("title")),
         "progress": _native_progress(native),
         "source": None,
     }
@@ -316,12 +341,18 @@ def _decide(evidence: dict[str, Any], now: float, facts: RecordFacts) -> dict[st
         res = screen["result"]
         out["state"] = res["state"]
         out["kind"] = res.get("kind") if res["state"] == "blocked" else None
+        # The prompt's text the rule read off the screen (already one bounded line; the
+        # evidence may come from elsewhere, so it is made display-safe here like any msg).
+        out["msg"] = display_text(res.get("msg")) if res["state"] == "blocked" else None
         out["source"] = "native" if res.get("native") else "screen"
         return out
     c = evidence.get("contract")
     if has_contract and c.get("state") and contract_mod.is_fresh(c, now) and c["agent"] == agent:
         out["state"] = c["state"]
         out["source"] = "protocol"
+        if c["state"] == "blocked" and screen and screen.get("question"):
+            # A contract says blocked but carries no text: the question on its screen.
+            out["msg"] = display_text(screen["question"])
         return out
     if agent not in (evidence.get("manifests") or []):
         state = _native_state(native)

@@ -52,6 +52,7 @@ from paneboard_protocol.events import (
 from paneboard_protocol.evidence import EvidenceError
 from paneboard_protocol.records import RecordStore
 from paneboard_protocol.rules import Manifest, RuleSet
+from paneboard_protocol.rules.question import screen_question
 
 __all__ = [
     "DEFAULT_TRANSPORTS",
@@ -152,6 +153,8 @@ class PaneClassifier:
         self._title: str | None = None
         self._progress: dict[str, Any] | None = None
         self._screen_text: str | None = None
+        self._question_of: str | None = None  # the screen `_question` was read from
+        self._question: str | None = None
         self._debounce = Debouncer()
         self._screen_agent: str | None = None
         self._basis: tuple[str | None, str | None] | None = None
@@ -279,11 +282,15 @@ class PaneClassifier:
     @property
     def wants_screen(self) -> bool:
         """Should the collector capture this pane's screen? Only when a manifest applies
-        and no live OSC 7501 record makes the screen irrelevant (RI-2)."""
+        and no live OSC 7501 record makes the screen irrelevant (RI-2) — or when a
+        THINKTERM_AGENT contract says blocked, to read its question off the screen."""
         last = self._last
-        if last is None or self._manifest(last.agent) is None:
+        if last is None or self._store.has_gen(self._gen):
             return False
-        return not self._store.has_gen(self._gen)
+        if self._manifest(last.agent) is None:
+            # A contract's `blocked` has no text; the question is on the screen.
+            return last.state == "blocked" and last.source == "protocol"
+        return True
 
     def evidence(self) -> dict[str, Any]:
         """Everything arbitration needs, as plain JSON types (fresh copies: safe to keep).
@@ -328,7 +335,7 @@ class PaneClassifier:
             "observable": self._observable,
             "contract": self._contract,
             "records": None,
-            "screen": None
+            "screen": self._contract_screen()
             if self._screen_agent is None
             else {"agent": self._screen_agent, "result": None if reading is None else dict(reading)},
             "native": {
@@ -342,6 +349,16 @@ class PaneClassifier:
         }
 
     # ------------------------------------------------------------ internals
+
+    def _contract_screen(self) -> dict[str, Any] | None:
+        """The screen's question for a pane no manifest reads (used only while its
+        contract says blocked), computed once per captured screen."""
+        text = self._screen_text
+        if text is None or self._contract is None or self._contract.get("state") != "blocked":
+            return None
+        if self._question_of is not text:
+            self._question_of, self._question = text, screen_question(text)
+        return None if self._question is None else {"agent": None, "result": None, "question": self._question}
 
     def _identify(self, ident: str | None) -> str | None:
         if ident is None or ident in self._transports or self._rules is None:
@@ -369,6 +386,11 @@ class PaneClassifier:
         if ended and self._observable and self._proc_name is not None:
             # TA-15 / RI-6: a live process beats its own farewell.
             return
+        before = None if self._contract is None else self._contract.get("state")
+        if self._screen_agent is None and state != before:
+            # No manifest reads this screen, and what it showed belongs to the old state:
+            # a new `blocked` must not carry the last one's question.
+            self._screen_text = None
         self._contract = {
             "agent": agent,
             "state": state,

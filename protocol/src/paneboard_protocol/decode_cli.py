@@ -33,16 +33,23 @@ _Parser = OneLineParser
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
-        description="Print one JSON object per status sequence (OSC 7501, THINKTERM_AGENT, "
-        "OSC 1337 SetUserVar, OSC 9;4, OSC 0/1/2, OSC 133, RIS) found in raw terminal output.",
+        description="Read raw terminal output (a `tmux pipe-pane` or `script` recording) and print "
+        "every status report found in it as one JSON line: OSC 7501 reports, THINKTERM_AGENT "
+        "variables (OSC 1337 SetUserVar), progress (OSC 9;4), window titles (OSC 0/1/2), "
+        "prompt marks (OSC 133) and terminal resets.",
     )
     p.add_argument(
-        "file", nargs="?", default="-", metavar="FILE", help="raw output to read; '-' or nothing: stdin"
+        "file",
+        nargs="?",
+        default="-",
+        metavar="FILE",
+        help="the recording to read ('-' or nothing: standard input)",
     )
     p.add_argument(
         "--all",
         action="store_true",
-        help='also print {"type": "rejected", ...} for every report the rules discard, with the reason',
+        help="also print the reports that are ignored (malformed or not allowed), each as "
+        '{"type": "rejected", ...} with the reason',
     )
     return p
 

@@ -2,7 +2,7 @@
 
 This is the writing side of the decoder: `paneboard emit`, the Python `report()` API,
 the relay's probe reply and the tests all build their bytes here, so whatever
-paneboard writes is something a strict reader (section 1a of protocols.md) accepts.
+paneboard writes is something a strict reader (P7501-15 to P7501-20, docs/spec.md) accepts.
 The rule is "refuse rather than truncate": a value over a limit raises `ValueError`
 with a message a person can act on, because a reader would reject the whole report
 (P7501-15, P7501-19, P7501-20) and a silently shortened message would lie.

@@ -92,8 +92,8 @@ _CONTRACT = frozenset({"agent", "state", "session", "ts", "ended", "received", "
 _RECORD = frozenset(
     {"id", "state", "kind", "app", "msg", "title", "progress", "updated", "seq", "gen", "agent"}
 )
-_SCREEN = frozenset({"agent", "result"})
-_RESULT = frozenset({"state", "kind", "rule", "manifest", "native"})
+_SCREEN = frozenset({"agent", "result", "question"})
+_RESULT = frozenset({"state", "kind", "rule", "manifest", "native", "msg"})
 _NATIVE = frozenset({"title", "progress"})
 _PROGRESS = frozenset({"state", "percent"})
 _TOP = frozenset(
@@ -203,6 +203,7 @@ def check_evidence(evidence: Any) -> dict[str, Any]:
     if s is not None:
         _dict(s, "screen", _SCREEN)
         _str(s.get("agent"), "screen.agent")
+        _str(s.get("question"), "screen.question", MAX_TEXT)
         res = s.get("result")
         if res is not None:
             _dict(res, "screen.result", _RESULT)
@@ -211,6 +212,7 @@ def check_evidence(evidence: Any) -> dict[str, Any]:
             _str(res.get("rule"), "screen.result.rule")
             _str(res.get("manifest"), "screen.result.manifest")
             _bool(res.get("native"), "screen.result.native")
+            _str(res.get("msg"), "screen.result.msg", MAX_TEXT)
     n = _dict(ev.get("native"), "native", _NATIVE)
     _str(n.get("title"), "native.title", MAX_TEXT)
     prog = n.get("progress")

@@ -32,7 +32,6 @@ user's look or a process change.
 from __future__ import annotations
 
 import functools
-import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from operator import attrgetter
 from typing import Any
 
 from paneboard_protocol.events import StatusReport
+from paneboard_protocol.text import sanitize_text
 
 MAX_RECORDS = 256
 """P7501-21: up to 256 records per pane (the spec's floor is 64)."""
@@ -57,17 +57,15 @@ ROLLUP_RANK = {s: i for i, s in enumerate(ROLLUP_ORDER)}
 """A state's place in ROLLUP_ORDER (lower speaks first); any other state ranks last."""
 _BUCKETS: tuple[str | None, ...] = (*ROLLUP_ORDER, None)  # None: any other state, ranked last
 
-_INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc", "Co", "Cs"})
-
 
 @functools.lru_cache(maxsize=4096)
 def display_text(text: str | None) -> str | None:
     """P7501-19: report text is untrusted — strip bidi, invisible formatting and control
-    characters before it is shown (and so before it reaches the classification)."""
+    characters before it is shown (and so before it reaches the classification). The
+    cleaning is `sanitize_text`, the same function the server applies on ingest."""
     if text is None:
         return None
-    cleaned = "".join(ch for ch in text if unicodedata.category(ch) not in _INVISIBLE_CATEGORIES)
-    return cleaned or None
+    return sanitize_text(text) or None
 
 
 def alias(aliases: dict[str, str], app: str | None) -> str | None:

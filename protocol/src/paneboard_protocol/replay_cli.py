@@ -49,25 +49,35 @@ _Parser = OneLineParser
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
-        description="Drive the pane classifier from a recorded trace and print the classification "
-        "each time it changes, as JSON lines {t, agent, state, kind, source, msg}.",
-    )
-    p.add_argument("trace", nargs="?", metavar="TRACE.jsonl", help="the trace to replay ('-': stdin)")
-    p.add_argument(
-        "--raw", metavar="FILE", help="replay a plain `tmux pipe-pane` capture, all at one time stamp"
+        description="Play a recorded pane back through the classifier and print what it concludes "
+        "each time that changes: one JSON line with t, agent, state, kind, source and msg. Use it to "
+        "see why a pane was shown as it was, or to try screen rules on a recording.",
     )
     p.add_argument(
-        "--process", metavar="NAME", help="with --raw: the pane's foreground process (e.g. claude)"
+        "trace",
+        nargs="?",
+        metavar="TRACE.jsonl",
+        help="the recording to play: a trace file of JSON lines ('-': stdin)",
+    )
+    p.add_argument(
+        "--raw",
+        metavar="FILE",
+        help="play raw terminal output instead (e.g. from `tmux pipe-pane`), all at one moment",
+    )
+    p.add_argument(
+        "--process", metavar="NAME", help="with --raw: the program that was running in the pane (e.g. claude)"
     )
     p.add_argument(
         "--explain",
         action="store_true",
-        help='add "rule": the manifest/rule behind a screen or native state (for rule authors)',
+        help='also name the screen rule that decided each state ("rule": manifest and rule id), '
+        "for people writing rules",
     )
     p.add_argument(
         "--rules",
         metavar="DIR",
-        help="user rules directory (TA-17); default $PANEBOARD_RULES or ~/.config/paneboard/rules",
+        help="a directory of your own screen-rule files, used beside the bundled ones "
+        "(default: $PANEBOARD_RULES or ~/.config/paneboard/rules)",
     )
     return p
 

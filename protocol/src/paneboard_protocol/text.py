@@ -4,8 +4,10 @@ Programs put free text in `msg`, `title` and user variables. Before a person see
 bidi controls (which can reorder what is displayed, "Trojan Source") and invisible
 formatting characters (which can hide or disguise text) are removed, and control
 characters and line/paragraph separators are turned into nothing or a space, so one
-report is one harmless line. The decoder keeps text exactly as sent; the server and the
-dashboard call this right before display.
+report is one harmless line. The decoder keeps text exactly as sent; the classifier
+(`records.display_text`, so the collector) and the server's ingest validation
+(`paneboard_server.wire`) both clean text with this one function, so what the collector
+shows and what the server stores, serves and notifies about cannot differ.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def _replace(match: re.Match[str]) -> str:
         return " "
     if ch in ("\t", "\n", "\r"):
         return " "
-    if category == "Cc":
+    if category in ("Cc", "Cs", "Co"):
         return ""
     if category == "Cf" and ch not in _KEEP_FORMAT:
         return ""
@@ -38,9 +40,11 @@ def sanitize_text(text: str) -> str:
     """Return `text` without bidi controls, invisible format characters and controls.
 
     Tabs, newlines and Unicode line/paragraph separators become spaces (the result is
-    one line); other C0/C1 controls and format characters (category Cf: bidi embeddings,
-    overrides and isolates, zero-width space, word joiner, BOM, soft hyphen, tag
-    characters, ...) are removed. ZWJ/ZWNJ are kept because scripts need them.
+    one line); other C0/C1 controls (NUL too, which PostgreSQL cannot store), lone
+    surrogates (no backend can encode them), private-use characters and format characters
+    (category Cf: bidi embeddings, overrides and isolates, zero-width space, word joiner,
+    BOM, soft hyphen, tag characters, ...) are removed. ZWJ/ZWNJ are kept because scripts
+    need them.
     """
     if text.isascii() and text.isprintable():
         return text

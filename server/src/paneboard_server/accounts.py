@@ -1,20 +1,26 @@
 """Tokens, viewers and browser sessions in the store: what the CLI and auth use.
 
 Everything here is a small awaitable over one engine; nothing is cached, so a token
-revoked with `paneboard token revoke` stops working on the next request.
+revoked with `paneboard token revoke` stops working on the next request. argon2 runs
+in a worker thread (it takes tens of milliseconds of CPU by design, and on the event
+loop it would stall every other request while it runs).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import schema as s
 from .secrets_ import hash_password, new_secret, new_token, token_hash, verify_password
+
+log = logging.getLogger("paneboard.accounts")
 
 
 class AccountError(Exception):
@@ -22,6 +28,13 @@ class AccountError(Exception):
 
 
 NAME_MAX = 128
+PASSWORD_MIN = 8
+PASSWORD_MAX = 1024
+
+LAST_USED_EVERY = 60.0
+"""A token's `last_used` is written at most this often (seconds): often enough for
+`paneboard token list` to tell a live collector from a dead one, rarely enough that
+every API request with a viewer token does not turn into a database write."""
 
 
 def _check_name(name: str) -> str:
@@ -49,6 +62,7 @@ class Principal:
     id: int
     readonly: bool
     csrf: str | None = None  # set for cookie sessions: the double-submit value
+    session_hash: str | None = None  # set for cookie sessions: which stored session it is
 
 
 async def create_token(engine: AsyncEngine, name: str, kind: str) -> str:
@@ -116,22 +130,72 @@ async def lookup_token(engine: AsyncEngine, token: str, kind: str) -> Principal 
         ).first()
     if row is None:
         return None
+    if row.last_used is None or time.time() - row.last_used >= LAST_USED_EVERY:
+        try:
+            await note_use(engine, row.id)
+        except Exception as exc:  # bookkeeping: never the reason a valid token is refused
+            log.warning("could not record use of token %s: %s", row.id, exc)
     return Principal(
         "collector" if kind == "collector" else "viewer-token", row.name, row.id, readonly=kind == "viewer"
     )
 
 
-async def add_viewer(engine: AsyncEngine, name: str, password: str) -> None:
+async def note_use(engine: AsyncEngine, token_id: int, every: float = LAST_USED_EVERY) -> bool:
+    """Record that a token is in use now, unless that was recorded less than `every` ago.
+
+    The condition is in the UPDATE itself, so several server processes sharing the
+    store write it once between them. Returns whether it was written.
+    """
+    now = time.time()
+    async with engine.begin() as conn:
+        result = await conn.execute(
+            update(s.tokens)
+            .where(
+                s.tokens.c.id == token_id,
+                or_(s.tokens.c.last_used.is_(None), s.tokens.c.last_used <= now - every),
+            )
+            .values(last_used=now)
+        )
+    return bool(result.rowcount)
+
+
+async def note_use_while_connected(
+    engine: AsyncEngine, token_id: int, every: float = LAST_USED_EVERY
+) -> None:
+    """Keep a connected collector's token marked as used, once per `every`, until cancelled.
+
+    A collector authenticates once per connection and may stay connected for weeks;
+    without this its token would read "last used" at the moment it connected. A failed
+    write is logged and retried next time: it must never end the connection.
+    """
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await note_use(engine, token_id, every)
+        except Exception as exc:  # the store is briefly away: the next round catches up
+            log.warning("could not record use of token %s: %s", token_id, exc)
+
+
+def check_viewer(name: str, password: str | None = None) -> None:
+    """Raise AccountError unless `name` (and `password`, when given) would be accepted."""
     _check_name(name)
-    if len(password) < 8:
-        raise AccountError("password too short (at least 8 characters)")
-    if len(password) > 1024:
-        raise AccountError("password too long (at most 1024 characters)")
+    if password is None:
+        return
+    if len(password) < PASSWORD_MIN:
+        raise AccountError(f"password too short (at least {PASSWORD_MIN} characters)")
+    if len(password) > PASSWORD_MAX:
+        raise AccountError(f"password too long (at most {PASSWORD_MAX} characters)")
+
+
+async def add_viewer(engine: AsyncEngine, name: str, password: str) -> None:
+    check_viewer(name, password)
     try:
         async with engine.begin() as conn:
             await conn.execute(
                 insert(s.viewers).values(
-                    name=name, password_hash=hash_password(password), created_at=time.time()
+                    name=name,
+                    password_hash=await asyncio.to_thread(hash_password, password),
+                    created_at=time.time(),
                 )
             )
     except IntegrityError as exc:
@@ -163,7 +227,7 @@ async def check_login(engine: AsyncEngine, name: str, password: str) -> int | No
                 select(s.viewers.c.id, s.viewers.c.password_hash).where(s.viewers.c.name == name)
             )
         ).first()
-    ok = verify_password(row.password_hash if row else None, password)
+    ok = await asyncio.to_thread(verify_password, row.password_hash if row else None, password)
     return row.id if (ok and row) else None
 
 
@@ -210,9 +274,13 @@ async def session_principal(engine: AsyncEngine, sid: str) -> Principal | None:
     if row is None:
         return None
     if row.viewer_id is not None and row.vname is not None:
-        return Principal("viewer", row.vname, row.viewer_id, readonly=row.readonly, csrf=row.csrf)
+        return Principal(
+            "viewer", row.vname, row.viewer_id, readonly=row.readonly, csrf=row.csrf, session_hash=row.id_hash
+        )
     if row.token_id is not None and row.tname is not None and row.revoked_at is None:
-        return Principal("viewer-token", row.tname, row.token_id, readonly=True, csrf=row.csrf)
+        return Principal(
+            "viewer-token", row.tname, row.token_id, readonly=True, csrf=row.csrf, session_hash=row.id_hash
+        )
     return None
 
 

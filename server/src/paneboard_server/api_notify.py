@@ -20,6 +20,7 @@ from .notify import store
 from .notify.events import StateChange
 from .notify.quiet import QuietHours, parse_hhmm
 from .notify.service import NotifyService
+from .notify.targets import check_endpoint
 from .notify.webpush import Subscription
 from .web_auth import require_viewer, require_writer
 
@@ -99,7 +100,8 @@ def make_router() -> APIRouter:
     async def push_subscribe(body: SubscriptionBody, who: Writer, svc: Svc) -> Response:
         try:
             sub = Subscription.from_json(body.model_dump())
-        except ValueError as e:
+            await check_endpoint(sub.endpoint, svc.settings.push_allow_local)
+        except ValueError as e:  # TargetRefused included
             raise HTTPException(422, str(e)) from e
         await store.add_subscription(svc.engine, _account(who), sub)
         return Response(status_code=204)

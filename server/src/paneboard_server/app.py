@@ -2,15 +2,15 @@
 
 `create_app(cfg, url)` builds it; the lifespan opens the database, refuses an
 unmigrated schema, loads the pane mirror and starts the writer, the staleness timer,
-retention and (on PostgreSQL) the cross-process fan-out. `run_server` runs it under
-uvicorn with the WebSocket message limit from the configuration.
+retention and (on PostgreSQL) the cross-process fan-out. `serve.run_server` runs it
+under uvicorn.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -21,9 +21,10 @@ from urllib.parse import urlencode
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from paneboard_protocol import wire as pwire
+from paneboard_protocol.pane import HISTORY_FIELDS
 from pydantic import BaseModel, Field
 from sqlalchemy import select
-from sse_starlette import EventSourceResponse
 from starlette.staticfiles import StaticFiles
 
 from . import __version__, accounts
@@ -33,14 +34,20 @@ from .api_notify import make_router, start_notify, stop_notify
 from .config import Config
 from .core import Core, Seen
 from .database import create_engine, is_sqlite
-from .hub import sse_frame
+from .hub import END, sse_frame
 from .ingest import IngestRegistry, handle
 from .limits import Guard
 from .metrics import metrics_text
 from .migrate import check_schema
+from .pages import bad_token_page
+from .revocation import Revocation, collector_holders
+from .snapshots import SnapshotCache
+from .streams import QuietEventSource
+from .throttle import LoginThrottle
 from .web_auth import CSRF_COOKIE, SESSION_COOKIE, origin_ok, require_viewer, require_writer
 
 log = logging.getLogger("paneboard.server")
+_HOSTNAME = socket.gethostname()
 
 
 def web_dir() -> Path | None:
@@ -71,11 +78,16 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         app.state.core = core
         app.state.registry = registry
         core.start()
+        revocation = Revocation(engine, cfg.limits.revocation_check)
+        revocation.extra.append(lambda: collector_holders(registry))
+        app.state.revocation = revocation
+        app.state.snapshots = SnapshotCache(core)
         await start_notify(app, core, engine, cfg.notify, clock)
         tasks: list[asyncio.Task[Any]] = []
         from .retention import retention_loop
 
         tasks.append(asyncio.create_task(retention_loop(core), name="paneboard-retention"))
+        tasks.append(asyncio.create_task(revocation.run(), name="paneboard-revocation"))
         if not is_sqlite(url):
             from .fanout import Fanout
 
@@ -101,6 +113,11 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         description="Which coding agent in which tmux pane is working, done, or waiting on you.",
     )
     app.state.cfg = cfg
+    lim = cfg.limits
+    app.state.login_throttle = LoginThrottle(
+        lim.login_account_failures, lim.login_address_failures, lim.login_max_backoff
+    )
+    app.state.login_slots = asyncio.Semaphore(lim.login_concurrency)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -154,7 +171,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         q = q.order_by(s.history.c.id.desc()).limit(limit)
         async with core.engine.connect() as conn:
             rows = (await conn.execute(q)).all()
-        keys = ("id", "t", "agent", "state", "kind", "msg", "source", "prev_state", "reason")
+        keys = ("id", "t", *HISTORY_FIELDS, "prev_state", "reason")
         # (Row.t is SQLAlchemy's tuple accessor, so columns are read through the mapping.)
         return {
             "pane_id": pane_id,
@@ -184,8 +201,8 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
 
     @app.get("/api/stream", summary="Server-Sent Events: a snapshot, then changes")
     async def stream(
-        request: Request, _: Viewer, last_event_id: Annotated[int | None, Query(ge=0)] = None
-    ) -> EventSourceResponse:
+        request: Request, who: Viewer, last_event_id: Annotated[int | None, Query(ge=0)] = None
+    ) -> QuietEventSource:
         core = core_of(request)
         header = request.headers.get("last-event-id")
         resume = last_event_id
@@ -195,8 +212,16 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             except ValueError:
                 resume = None
         sub = core.hub.subscribe()
+        revocation: Revocation = request.app.state.revocation
+
+        def end(_why: str) -> None:
+            core.hub.unsubscribe(sub)
+            sub.end()
+
+        holder = revocation.hold(who, end, "live stream")
         start = core.rev
-        if resume is not None and 0 < resume <= start:
+        # Panes evicted from memory since `resume` cannot be listed as gone: full snapshot.
+        if resume is not None and 0 < resume <= start and resume >= core.evicted_rev:
             changed = [p for p in core.panes.values() if p.rev > resume]
             first = sse_frame(
                 "change",
@@ -209,7 +234,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
                 start,
             )
         else:
-            first = sse_frame("snapshot", {"rev": start, "panes": core.live_panes()}, start)
+            first = b"".join(request.app.state.snapshots.frames())
 
         async def gen() -> AsyncIterator[bytes]:
             try:
@@ -218,15 +243,19 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
                     if sub.dropped and sub.queue.empty():
                         yield sse_frame("reset", {"reason": "client too slow: reconnect and resume"})
                         return
-                    _rev, frame = await sub.queue.get()
-                    yield frame
+                    item = await sub.queue.get()
+                    if item is END:
+                        yield sse_frame("revoked", {"reason": "credentials revoked: log in again"})
+                        return
+                    yield item[1]
             finally:
                 core.hub.unsubscribe(sub)
+                revocation.release(holder)
 
-        return EventSourceResponse(
+        return QuietEventSource(
             gen(),
             ping=cfg.limits.sse_ping,
-            send_timeout=30,
+            send_timeout=cfg.limits.sse_send_timeout,
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
@@ -238,6 +267,9 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
                 await conn.execute(select(1))
         except Exception as exc:
             return JSONResponse({"ok": False, "error": type(exc).__name__}, 503)
+        if core.writer_error is not None:  # reads work but writes fail (disk full, ...)
+            since, why = core.writer_error
+            return JSONResponse({"ok": False, "error": f"writer: {why}", "since": since}, 503)
         return JSONResponse(
             {
                 "ok": True,
@@ -270,9 +302,23 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         if not origin_ok(request):
             raise HTTPException(403, "cross-origin request refused")
         core = core_of(request)
-        vid = await accounts.check_login(core.engine, body.name, body.password)
+        throttle: LoginThrottle = request.app.state.login_throttle
+        address = request.client.host if request.client else "?"
+        wait = throttle.retry_after(body.name, address, time.monotonic())
+        if wait:
+            raise HTTPException(
+                429, f"too many wrong passwords: try again in {wait} s", headers={"Retry-After": str(wait)}
+            )
+        async with request.app.state.login_slots:
+            vid = await accounts.check_login(core.engine, body.name, body.password)
         if vid is None:
+            delay = throttle.failed(body.name, address, time.monotonic())
+            if delay:
+                log.warning(
+                    "login: wrong password for %r from %s; back-off %.0f s", body.name[:64], address, delay
+                )
             raise HTTPException(401, "wrong name or password")
+        throttle.succeeded(body.name, address)
         sid, csrf = await accounts.open_session(
             core.engine,
             viewer_id=vid,
@@ -295,18 +341,16 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
 
     @app.get("/api/me", summary="Who this session is")
     async def me(p: Viewer) -> dict[str, Any]:
-        return {"name": p.name, "kind": p.kind, "readonly": p.readonly, "csrf": p.csrf}
+        # `host`: this server's host name, so the page can offer a plain `tmux attach`
+        # (no ssh) for panes a collector on this machine reports.
+        return {"name": p.name, "kind": p.kind, "readonly": p.readonly, "csrf": p.csrf, "host": _HOSTNAME}
 
     @app.get("/login", include_in_schema=False)
     async def login_page() -> Response:
         d = web_dir()
-        if d is not None and (d / "login.html").is_file():
-            return HTMLResponse((d / "login.html").read_text(encoding="utf-8"))
-        return HTMLResponse(_LOGIN_HTML)
-
-    @app.get("/login.js", include_in_schema=False)
-    async def login_js() -> Response:
-        return Response(_LOGIN_JS, media_type="text/javascript")
+        if d is None or not (d / "login.html").is_file():
+            return HTMLResponse(_NO_WEB, status_code=404)
+        return HTMLResponse((d / "login.html").read_text(encoding="utf-8"))
 
     @app.get("/", include_in_schema=False)
     async def index(request: Request, token: str | None = None) -> Response:
@@ -314,7 +358,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         if token is not None:
             p = await accounts.lookup_token(core.engine, token, "viewer")
             if p is None:
-                return JSONResponse({"detail": "unknown or revoked viewer token"}, 401)
+                return bad_token_page()  # a person with a stale link: a page, not JSON
             sid, csrf = await accounts.open_session(
                 core.engine,
                 viewer_id=None,
@@ -332,10 +376,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             return RedirectResponse("/login", 303)
         d = web_dir()
         if d is None:
-            return HTMLResponse(
-                "<!doctype html><title>paneboard</title><p>The dashboard files are not "
-                "installed; the API is at <a href=/docs>/docs</a>.</p>"
-            )
+            return HTMLResponse(_NO_WEB)
         return HTMLResponse(
             (d / "index.html").read_text(encoding="utf-8"), headers={"Cache-Control": "no-store"}
         )
@@ -357,7 +398,7 @@ async def forward_seen(app: Any, pane_id: int) -> None:
         return
     cid, key = target
     send = core.seen_routes.get(cid)
-    msg = {"type": "seen", "key": key.model_dump(), "t": core.clock()}
+    msg = pwire.seen(key.model_dump(), core.clock())
     if send is not None:
         send(msg)
         return
@@ -366,58 +407,8 @@ async def forward_seen(app: Any, pane_id: int) -> None:
         await fan.notify_seen(pane_id)
 
 
-_LOGIN_HTML = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1">
-<title>paneboard — log in</title></head>
-<body><main><h1>paneboard</h1>
-<form id="login"><label>Name <input name="name" autocomplete="username" required></label>
-<label>Password <input name="password" type="password" autocomplete="current-password" required></label>
-<button type="submit">Log in</button><p id="error" role="alert"></p></form></main>
-<script type="module" src="/login.js"></script></body></html>
-"""
-
-_LOGIN_JS = """const form = document.getElementById('login');
-form.addEventListener('submit', async (ev) => {
-  ev.preventDefault();
-  const data = Object.fromEntries(new FormData(form));
-  const r = await fetch('/api/login', {method: 'POST', headers: {'Content-Type': 'application/json'},
-                                       body: JSON.stringify(data)});
-  if (r.ok) { location.href = '/'; return; }
-  const text = r.status === 401 ? 'Wrong name or password.' : 'Login failed.';
-  document.getElementById('error').textContent = text;
-});
-"""
-
-
-def run_server(cfg: Config, url: str, host: str, port: int) -> int:
-    import uvicorn
-
-    from .database import create_engine as _ce
-
-    async def precheck() -> None:
-        engine = _ce(url)
-        try:
-            await check_schema(engine)
-        finally:
-            await engine.dispose()
-
-    asyncio.run(precheck())
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    app = create_app(cfg, url)
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        ws_max_size=cfg.limits.max_message_bytes,
-        ws_ping_interval=20,
-        ws_ping_timeout=120,
-        log_level="info",
-        lifespan="on",
-        proxy_headers=False,
-        server_header=False,
-    )
-    server = uvicorn.Server(config)
-    with contextlib.suppress(KeyboardInterrupt):
-        server.run()
-    return 0 if server.started else 1
+# The one page served when the dashboard's files (web/, with login.html) are missing.
+_NO_WEB = (
+    "<!doctype html><title>paneboard</title><p>The dashboard files are not "
+    "installed; the API is at <a href=/docs>/docs</a>.</p>"
+)

@@ -19,7 +19,7 @@ from typing import Any
 
 from paneboard_protocol.cli_args import OneLineParser
 
-from .database import DatabaseError, create_engine, redact, resolve_url
+from .database import DatabaseError, create_engine, redact, require_existing, resolve_url
 
 
 def _err(cmd: str, msg: str) -> int:
@@ -33,13 +33,17 @@ _Parser = functools.partial(OneLineParser, help_hint=False)
 def _db_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--db",
-        help="database URL or SQLite file (default: $PANEBOARD_DB or ~/.local/share/paneboard/paneboard.db)",
+        metavar="URL|FILE",
+        help="where the data is kept: a SQLite file, sqlite:///FILE or postgresql://USER@HOST/NAME "
+        "(default: $PANEBOARD_DB, else ~/.local/share/paneboard/paneboard.db)",
     )
 
 
 async def _with_engine(url: str, fn: Callable[[Any], Awaitable[Any]], check: bool = True) -> Any:
+    """Run `fn(engine)` on an existing store (a missing SQLite file is refused, never created)."""
     from .migrate import check_schema
 
+    require_existing(url)
     engine = create_engine(url)
     try:
         if check:
@@ -63,8 +67,18 @@ def _run(cmd: str, coro_fn: Callable[[], Awaitable[int]]) -> int:
 
 
 def db_main(argv: list[str]) -> int:
-    p = _Parser(prog="paneboard db", description="Upgrade the database schema or show its revision.")
-    p.add_argument("action", choices=["upgrade", "current"])
+    p = _Parser(
+        prog="paneboard db",
+        description="Create or upgrade the database paneboard keeps its data in, or show which "
+        "version of the layout it has.",
+    )
+    p.add_argument(
+        "action",
+        choices=["upgrade", "current"],
+        help="upgrade: create the tables (and a SQLite file with its directory) if missing and bring "
+        "them up to date, safe to repeat; current: show the version and whether it is up to date "
+        "(creates nothing)",
+    )
     _db_arg(p)
     args = p.parse_args(argv)
     try:
@@ -96,16 +110,36 @@ def db_main(argv: list[str]) -> int:
 def token_main(argv: list[str]) -> int:
     from . import accounts
 
-    p = _Parser(prog="paneboard token", description="Collector and read-only viewer tokens.")
-    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    c = sub.add_parser("create", help="create a token and print it (alone, on stdout)")
-    c.add_argument("name")
-    c.add_argument("--viewer", action="store_true", help="a read-only viewer token (scripts, wall screens)")
+    p = _Parser(
+        prog="paneboard token",
+        description="Tokens let programs in without a password. A collector token lets `paneboard agent` "
+        "send its panes to this server; a viewer token opens the dashboard and API read-only (wall "
+        "screens, scripts). Only a hash of each token is stored.",
+    )
+    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
+    c = sub.add_parser(
+        "create",
+        help="make a new token and print it on stdout (the only time it is shown)",
+        description="Make a new token and print it, alone, on stdout; it cannot be shown again.",
+    )
+    c.add_argument("name", metavar="NAME", help="a name you choose for it, e.g. the collector's host")
+    c.add_argument(
+        "--viewer", action="store_true", help="a read-only viewer token instead of a collector token"
+    )
     _db_arg(c)
-    ls = sub.add_parser("list", help="list tokens (never their values)")
+    ls = sub.add_parser(
+        "list",
+        help="show every token's name, kind, state and when it was last used (never its value)",
+        description="Show every token's name, kind, state and when it was last used (never its value).",
+    )
     _db_arg(ls)
-    r = sub.add_parser("revoke", help="revoke a token by name")
-    r.add_argument("name")
+    r = sub.add_parser(
+        "revoke",
+        help="stop a token from working",
+        description="Stop a token from working: every new connection or request with it is refused "
+        "(a collector that is connected stays so until it reconnects).",
+    )
+    r.add_argument("name", metavar="NAME", help="the token's name (both kinds, unless one is given)")
     g = r.add_mutually_exclusive_group()
     g.add_argument("--viewer", action="store_true", help="only the viewer token of that name")
     g.add_argument("--collector", action="store_true", help="only the collector token of that name")
@@ -142,31 +176,54 @@ def token_main(argv: list[str]) -> int:
     return _run("token", go)
 
 
-def _read_password() -> str:
-    if not sys.stdin.isatty():
-        line = sys.stdin.readline()
-        return line.rstrip("\r\n")
-    first = getpass.getpass("password: ")
-    second = getpass.getpass("again: ")
-    if first != second:
-        from .accounts import AccountError
+def _read_password(name: str) -> str:
+    """The new login's password: typed twice at a terminal (after saying so), else one stdin line."""
+    from .accounts import PASSWORD_MAX, PASSWORD_MIN, AccountError, check_viewer
 
-        raise AccountError("the passwords differ")
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\r\n")
+    print(
+        f"Choose a password for dashboard login {name!r}: {PASSWORD_MIN} to {PASSWORD_MAX} characters. "
+        "You will type it twice; nothing shows as you type.",
+        file=sys.stderr,
+    )
+    first = getpass.getpass("password: ")
+    check_viewer(name, first)  # too short: say so now, not after the second time
+    second = getpass.getpass("the same password again: ")
+    if first != second:
+        raise AccountError("the two passwords differ; nothing was added")
     return first
 
 
 def user_main(argv: list[str]) -> int:
     from . import accounts
 
-    p = _Parser(prog="paneboard user", description="Dashboard viewer accounts.")
-    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    a = sub.add_parser("add", help="add a viewer (password from stdin when it is not a terminal)")
-    a.add_argument("name")
+    p = _Parser(
+        prog="paneboard user",
+        description="Dashboard logins: a name and a password for signing in to the dashboard in a browser.",
+    )
+    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
+    a = sub.add_parser(
+        "add",
+        help=f"add a login; asks for its password twice (at least {accounts.PASSWORD_MIN} characters)",
+        description=f"Add a dashboard login. At a terminal it asks for the password twice (at least "
+        f"{accounts.PASSWORD_MIN} characters); otherwise it reads the password as one line from stdin, "
+        "e.g. `printf '%s\\n' \"$PW\" | paneboard user add ana`.",
+    )
+    a.add_argument("name", metavar="NAME", help="the name to sign in with")
     _db_arg(a)
-    ls = sub.add_parser("list")
+    ls = sub.add_parser(
+        "list",
+        help="show every login and when it was added",
+        description="Show every login and when it was added.",
+    )
     _db_arg(ls)
-    r = sub.add_parser("remove")
-    r.add_argument("name")
+    r = sub.add_parser(
+        "remove",
+        help="remove a login and sign it out everywhere",
+        description="Remove a login and end its browser sessions.",
+    )
+    r.add_argument("name", metavar="NAME", help="the login to remove")
     _db_arg(r)
     args = p.parse_args(argv)
     try:
@@ -176,29 +233,64 @@ def user_main(argv: list[str]) -> int:
 
     async def go() -> int:
         if args.action == "add":
-            password = _read_password()
-            await _with_engine(url, lambda e: accounts.add_viewer(e, args.name, password))
-            print(f"added viewer {args.name!r}", file=sys.stderr)
+            accounts.check_viewer(args.name)
+
+            async def add(engine: Any) -> None:
+                # The store is checked before the password is asked for, not after it was typed twice.
+                await accounts.add_viewer(engine, args.name, _read_password(args.name))
+
+            await _with_engine(url, add)
+            print(
+                f"added dashboard login {args.name!r}: sign in on the dashboard's login page "
+                "with this name and password",
+                file=sys.stderr,
+            )
             return 0
         if args.action == "list":
             for name, created in await _with_engine(url, accounts.list_viewers):
                 print(f"{name}\tcreated {time.strftime('%Y-%m-%d %H:%M', time.localtime(created))}")
             return 0
         if not await _with_engine(url, lambda e: accounts.remove_viewer(e, args.name)):
-            return _err("user", f"no viewer named {args.name!r}")
-        print(f"removed viewer {args.name!r}", file=sys.stderr)
+            return _err("user", f"no dashboard login named {args.name!r}")
+        print(f"removed dashboard login {args.name!r}", file=sys.stderr)
         return 0
 
     return _run("user", go)
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is out of range (1-65535)")
+    return port
+
+
 def serve_main(argv: list[str]) -> int:
-    p = _Parser(prog="paneboard serve", description="Run the server (API, live stream, dashboard).")
-    p.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port (default 8765)")
+    p = _Parser(
+        prog="paneboard serve",
+        description="Run the paneboard server: the dashboard, its API and live stream, and the endpoint "
+        "collectors (`paneboard agent --server URL`) send their panes to. Ctrl-C stops it.",
+    )
+    p.add_argument(
+        "--host",
+        metavar="ADDRESS",
+        help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: every interface)",
+    )
+    p.add_argument("--port", type=_port, metavar="PORT", help="TCP port to listen on, 1-65535 (default 8765)")
     _db_arg(p)
-    p.add_argument("--config", help="TOML configuration file")
-    p.add_argument("--migrate", action="store_true", help="upgrade the database schema first")
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="settings file in TOML (default: $PANEBOARD_CONFIG; see docs/operations.md)",
+    )
+    p.add_argument(
+        "--migrate",
+        action="store_true",
+        help="create or upgrade the database before starting (what `paneboard db upgrade` does)",
+    )
     args = p.parse_args(argv)
     from .config import ConfigError, load_config
 
@@ -217,9 +309,15 @@ def serve_main(argv: list[str]) -> int:
 
         try:
             upgrade(url)
+        except DatabaseError as exc:
+            return _err("serve", str(exc))
         except Exception as exc:
             return _err("serve", f"migration failed: {type(exc).__name__}: {str(exc).splitlines()[0]}")
-    from .app import run_server
+    try:
+        require_existing(url)
+    except DatabaseError as exc:
+        return _err("serve", str(exc))
+    from .serve import run_server
 
     try:
         return run_server(cfg, url, host, port)

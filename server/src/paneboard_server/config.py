@@ -2,7 +2,7 @@
 
 Unknown keys are errors (a typo must not silently do nothing) and every error names
 the key, e.g. `config.toml: retention.max_age_days: Input should be greater than 0`.
-Other engineers' sections (`[notify]`, apprise URLs, ...) are kept as free-form tables.
+`[notify]` is kept as a free-form table here and validated by `notify.service.NotifySettings`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class _Strict(BaseModel):
 
 class ServerSection(_Strict):
     host: str = "127.0.0.1"
-    port: int = Field(8765, ge=0, le=65535)
+    port: int = Field(8765, ge=1, le=65535)
     db: str | None = None
     # Seconds a collector may be away before its hosts are shown unreachable.
     grace_period: float = Field(30.0, ge=0)
@@ -49,6 +49,31 @@ class LimitsSection(_Strict):
     max_panes_per_message: int = Field(5000, gt=0)
     sse_queue: int = Field(512, gt=0)
     sse_ping: float = Field(15.0, gt=0)
+    # Seconds a collector has after its WebSocket opens to send its hello.
+    hello_timeout: float = Field(5.0, gt=0)
+    # Live panes one collector may have; a message that would exceed it is refused.
+    max_live_panes_per_collector: int = Field(10000, gt=0)
+    # Gone panes kept in memory per collector (the oldest beyond it stay in the database only).
+    gone_in_memory: int = Field(1000, ge=0)
+    # Seconds one send to an SSE client may block (it is not reading) before it is dropped.
+    sse_send_timeout: float = Field(30.0, gt=0)
+    # Before authentication (see conn_limits.py): seconds to send the request line and
+    # headers, their largest size, seconds an idle keep-alive connection is kept, open
+    # connections per client address, open connections (and tasks) in all (503 beyond).
+    header_timeout: float = Field(10.0, gt=0)
+    max_header_bytes: int = Field(64 << 10, gt=1024)
+    keep_alive_timeout: float = Field(5.0, gt=0)
+    max_connections_per_address: int = Field(256, gt=0)
+    max_connections: int = Field(10000, gt=0)
+    # Wrong passwords allowed per account / per client address before back-off starts,
+    # and the longest back-off (seconds); see throttle.py.
+    login_account_failures: int = Field(5, gt=0)
+    login_address_failures: int = Field(20, gt=0)
+    login_max_backoff: float = Field(300.0, gt=0)
+    # Seconds between checks that open streams' and collectors' credentials still exist.
+    revocation_check: float = Field(0.5, gt=0)
+    # Password checks running at once (each is one worker thread of argon2).
+    login_concurrency: int = Field(4, gt=0)
 
 
 class Config(_Strict):
@@ -56,7 +81,6 @@ class Config(_Strict):
     retention: RetentionSection = RetentionSection()
     limits: LimitsSection = LimitsSection()
     notify: dict[str, Any] = {}
-    web: dict[str, Any] = {}
 
 
 def load_config(path: str | Path | None) -> Config:

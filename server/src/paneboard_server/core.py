@@ -16,10 +16,12 @@ import logging
 import os
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from paneboard_protocol.pane import HISTORY_FIELDS, ROW_FIELDS, UPDATE_FIELDS
 from sqlalchemy import bindparam, delete, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -43,6 +45,37 @@ MAX_PENDING = 2000
 NOTIFY_CHANNEL = "paneboard_change"
 SEEN_CHANNEL = "paneboard_seen"
 DISCONNECTED = "collector disconnected"
+
+
+class Unstorable(Exception):
+    """An operation the database refused for its data (not for the database's health):
+    retrying it cannot help, so its sender is told to drop it."""
+
+
+class Refused(Exception):
+    """An operation refused by a rule (host ownership, pane cap), before it changed anything."""
+
+    def __init__(self, text: str, host: str | None = None) -> None:
+        super().__init__(text)
+        self.host = host
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """True when `exc` (or what it wraps) is about the values sent, not the database:
+    a Python-side conversion error or an SQLSTATE class 22 ("data exception")."""
+    stack: list[BaseException | None] = [exc]
+    seen: set[int] = set()
+    while stack:
+        e = stack.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OverflowError | UnicodeError | ValueError | TypeError):
+            return True
+        if str(getattr(e, "sqlstate", "") or "").startswith("22"):
+            return True
+        stack += [getattr(e, "orig", None), e.__cause__, e.__context__]
+    return False
 
 
 @dataclass
@@ -139,7 +172,10 @@ class Tx:
         # One executemany and one SELECT: INSERT ... RETURNING with guaranteed order may fall
         # back to a statement per row on SQLite, and every statement is a round trip to the
         # driver's thread through a busy event loop.
-        await self.conn.execute(insert(s.panes), rows)
+        # A key may have a row already: a gone pane evicted from memory (`gone_in_memory`)
+        # that comes back keeps its id and history.
+        ins = (pg_insert if self.core.is_pg else sqlite_insert)(s.panes).on_conflict_do_nothing()
+        await self.conn.execute(ins, rows)
         hosts = sorted({h for h, _, _ in missing})
         found = (
             await self.conn.execute(
@@ -154,6 +190,7 @@ class Tx:
             p = Pane(ids[key], h, tm, pn, last_seen=self.now, gone_at=self.now)
             self.panes[p.id] = p
             self.new_keys[key] = p.id
+            self.records_dirty.add(p.id)  # an evicted pane's old records must not linger
 
     async def pane(self, host: Host, tmux: str, pane: str) -> Pane:
         p = self.find_pane(host.id, tmux, pane)
@@ -162,6 +199,32 @@ class Tx:
             p = self.find_pane(host.id, tmux, pane)
             assert p is not None
         return p
+
+    async def owner(self, name: str) -> int | None:
+        """The collector that owns host `name`: known in memory, created in this batch, or
+        (another process on the same PostgreSQL) in the database."""
+        owner = self.core.host_owner.get(name)
+        if owner is not None:
+            return owner
+        for h in self.hosts.values():
+            if h.name == name:
+                return h.collector_id
+        row = (
+            await self.conn.execute(
+                select(s.hosts.c.collector_id).where(s.hosts.c.name == name).order_by(s.hosts.c.id).limit(1)
+            )
+        ).first()
+        return None if row is None else int(row[0])
+
+    def live_count(self, collector_id: int) -> int:
+        n = self.core.live_count(collector_id)
+        for p in self.panes.values():
+            base = self.core.panes.get(p.id)
+            h = self.hosts.get(p.host_id) or self.core.hosts.get(p.host_id)
+            if h is None or h.collector_id != collector_id:
+                continue
+            n += (p.gone_at is None) - (base is not None and base.gone_at is None)
+        return n
 
     # --- changes -------------------------------------------------------------------
     def touch(self, p: Pane, reason: str, prev_state: str | None) -> None:
@@ -172,21 +235,23 @@ class Tx:
         """Set a pane's classification; a change of (agent, state, kind) is history."""
         prev = p.triple()
         was_gone = p.gone_at is not None
+        before = {"agent": p.agent, "state": p.state, "kind": p.kind, "msg": p.msg, "since": p.since}
         for k, v in fields.items():
             if k != "since":
                 setattr(p, k, v)
         p.gone_at = None
+        if p.state is not None or p.observable:
+            p.last_known = None  # it says what it is now: nothing to remember
         if p.triple() != prev or was_gone:
             p.since = fields.get("since") or self.now
+            if p.state is None and not p.observable and before["state"] is not None and not was_gone:
+                # It lost its state where it cannot be seen (behind ssh): keep what it was.
+                p.last_known = {**before, "at": self.now}
             self.history.append(
                 {
                     "pane_id": p.id,
                     "t": self.now,
-                    "agent": p.agent,
-                    "state": p.state,
-                    "kind": p.kind,
-                    "msg": p.msg,
-                    "source": p.source,
+                    **{k: getattr(p, k) for k in HISTORY_FIELDS},
                     "prev_state": None if was_gone else prev[1],
                     "reason": reason,
                 }
@@ -204,11 +269,8 @@ class Tx:
             {
                 "pane_id": p.id,
                 "t": self.now,
+                **dict.fromkeys(HISTORY_FIELDS),
                 "agent": p.agent,
-                "state": None,
-                "kind": None,
-                "msg": None,
-                "source": None,
                 "prev_state": prev,
                 "reason": "gone",
             }
@@ -230,23 +292,13 @@ class Tx:
         self.host_dirty.add(h.id)
 
 
+#: What a collector's update sets on a pane (records are compared and kept apart).
+_APPLIED = tuple(k for k in UPDATE_FIELDS if k in ROW_FIELDS)
+
+
 def apply_update(tx: Tx, p: Pane, u: PaneIn, reason: str = "report") -> None:
     """A collector's view of a pane, re-derived with the server's clock when possible."""
-    fields: dict[str, Any] = {
-        "agent": u.agent,
-        "state": u.state,
-        "kind": u.kind,
-        "msg": u.msg,
-        "title": u.title,
-        "progress": u.progress,
-        "source": u.source,
-        "observable": u.observable,
-        "since": u.since,
-        "session": u.session,
-        "window": u.window,
-        "process": u.process,
-        "evidence": u.evidence,
-    }
+    fields: dict[str, Any] = {k: getattr(u, k) for k in _APPLIED}
     # Only a THINKTERM_AGENT contract makes the verdict depend on the clock (TA-12/TA-13);
     # without one the server's classification is the collector's, so skip the work.
     server = reclassify.classify(u.evidence, tx.now) if u.evidence.get("contract") else None
@@ -284,7 +336,25 @@ class Core:
         self.collector_names: dict[int, str] = {}
         # tmux sessions already in the tmux_sessions table: (host id, tmux server, name).
         self.sessions: set[tuple[int, str, str]] = set()
-        self.stats = {"reports": 0, "batches": 0, "commits_failed": 0, "stale_changes": 0}
+        self.stats = {
+            "reports": 0,
+            "batches": 0,
+            "commits_failed": 0,
+            "stale_changes": 0,
+            "batches_retried": 0,
+            "refused_invalid": 0,
+            "refused_unstorable": 0,
+            "refused_host": 0,
+            "refused_cap": 0,
+        }
+        # Set while the writer cannot commit (cleared by the next commit): /healthz shows it.
+        self.writer_error: tuple[float, str] | None = None
+        # Gone panes kept in memory per collector, oldest first; beyond
+        # `limits.gone_in_memory` they leave memory (not the database).
+        self.gone_order: dict[int, OrderedDict[int, None]] = {}
+        self.evicted_rev = 0  # the highest rev of a pane evicted from memory (SSE resume)
+        # Host name -> the collector that owns it (the first to announce it).
+        self.host_owner: dict[str, int] = {}
         self._tasks: list[asyncio.Task[Any]] = []
         self.collector_rows: set[int] | None = None  # token ids that have a collectors row
         self._room = asyncio.Event()
@@ -307,10 +377,14 @@ class Core:
             recs: dict[int, list[dict[str, Any]]] = {}
             for r in (await conn.execute(select(s.pane_records))).all():
                 recs.setdefault(r.pane_id, []).append(dict(r.data or {}))
-            for r in (await conn.execute(select(s.panes))).all():
+            rows = (await conn.execute(select(s.panes))).all()
+            for r in sorted(rows, key=lambda r: (r.gone_at is not None, r.gone_at or 0)):
                 p = _pane_from_row(r)
                 p.records = recs.get(p.id, [])
                 self._put_pane(p)
+            for p in self.panes.values():
+                if p.state is None and not p.observable and p.gone_at is None:
+                    p.last_known = await _last_known(conn, p.id)
             for r in (await conn.execute(select(s.tmux_sessions))).all():
                 self.sessions.add((r.host_id, r.tmux, r.name))
             for r in (await conn.execute(select(s.tokens.c.id, s.tokens.c.name))).all():
@@ -356,13 +430,56 @@ class Core:
     def _put_host(self, h: Host) -> None:
         self.hosts[h.id] = h
         self.host_ids[(h.collector_id, h.name)] = h.id
+        owner = self.host_owner.get(h.name)
+        if owner is None or (owner != h.collector_id and self._first_host(h.name) == h.id):
+            self.host_owner[h.name] = h.collector_id
+
+    def _first_host(self, name: str) -> int:
+        return min(h.id for h in self.hosts.values() if h.name == name)
+
+    def collector_name(self, collector_id: int) -> str | None:
+        return self.collector_names.get(collector_id)
+
+    def live_count(self, collector_id: int) -> int:
+        """Live panes of a collector (for its cap); counted, as caps are checked rarely."""
+        return sum(
+            1
+            for p in self.panes.values()
+            if p.gone_at is None
+            and (h := self.hosts.get(p.host_id)) is not None
+            and h.collector_id == collector_id
+        )
+
+    def _track_gone(self, p: Pane) -> None:
+        """Keep at most `limits.gone_in_memory` gone panes per collector in memory: the
+        oldest leave memory (their rows and history stay in the database until retention
+        removes them; a key that comes back finds its row again)."""
+        h = self.hosts.get(p.host_id)
+        if h is None:
+            return
+        order = self.gone_order.setdefault(h.collector_id, OrderedDict())
+        if p.gone_at is None:
+            order.pop(p.id, None)
+            return
+        order[p.id] = None
+        order.move_to_end(p.id)
+        cap = self.cfg.limits.gone_in_memory
+        while len(order) > cap:
+            pid, _ = order.popitem(last=False)
+            old = self.panes.pop(pid, None)
+            if old is not None:
+                self.pane_ids.pop((old.host_id, old.tmux, old.pane), None)
+                self.evicted_rev = max(self.evicted_rev, old.rev)
+            self.deadlines.forget(pid)
 
     def _put_pane(self, p: Pane) -> None:
         self.panes[p.id] = p
         self.pane_ids[(p.host_id, p.tmux, p.pane)] = p.id
+        self._track_gone(p)
 
     def api(self, p: Pane) -> dict[str, Any]:
-        return p.api(self.hosts.get(p.host_id))
+        h = self.hosts.get(p.host_id)
+        return p.api(h, self.collector_names.get(h.collector_id) if h is not None else None)
 
     def live_panes(self) -> list[dict[str, Any]]:
         return [self.api(p) for p in sorted(self.panes.values(), key=lambda p: p.id) if p.gone_at is None]
@@ -385,18 +502,50 @@ class Core:
                     break
             self._room.set()
             try:
-                await self._apply(batch)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self.collector_rows = None  # re-read after a failed batch
-                self.stats["commits_failed"] += 1
-                log.error("could not commit %d operations: %s: %s", len(batch), type(exc).__name__, exc)
-                for op in batch:
-                    op.failed(exc)
+                await self._write(batch)
             finally:
                 for _ in batch:
                     self.queue.task_done()
+
+    async def _write(self, batch: list[Op]) -> None:
+        """Commit a batch; if it fails, commit its operations one by one, so one bad
+        operation fails alone and never another collector's."""
+        batch = [op for op in batch if op.wanted()]
+        if not batch:
+            return
+        try:
+            await self._apply(batch)
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.collector_rows = None  # re-read after a failed batch
+            if len(batch) == 1:
+                self._failed(batch[0], exc)
+                return
+            self.stats["batches_retried"] += 1
+            log.warning("a batch of %d operations failed (%s); retrying them one by one", len(batch), exc)
+        for op in batch:
+            if not op.wanted():  # its connection failed on an earlier operation of this batch
+                continue
+            try:
+                await self._apply([op])
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.collector_rows = None
+                self._failed(op, exc)
+
+    def _failed(self, op: Op, exc: BaseException) -> None:
+        if is_data_error(exc):
+            self.stats["refused_unstorable"] += 1
+            log.warning("refused an operation the database cannot store: %s: %s", type(exc).__name__, exc)
+            op.failed(Unstorable(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"))
+            return
+        self.stats["commits_failed"] += 1
+        self.writer_error = (self.clock(), f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+        log.error("could not commit: %s: %s", type(exc).__name__, exc)
+        op.failed(exc)
 
     async def _apply(self, batch: list[Op]) -> None:
         now = self.clock()
@@ -405,6 +554,7 @@ class Core:
             for op in batch:
                 await op.apply(tx)
             await self._flush(tx)
+        self.writer_error = None
         self._commit(tx)
         self.stats["batches"] += 1
 
@@ -583,30 +733,34 @@ def _chunks(items: list[str], limit: int) -> list[list[str]]:
     return out
 
 
+async def _last_known(conn: Any, pane_id: int) -> dict[str, Any] | None:
+    """The last classified state in a pane's history and when it ended (on start-up)."""
+    h = s.history.c
+    row = (
+        await conn.execute(
+            select(h.id, h.t, h.agent, h.state, h.kind, h.msg)
+            .where(h.pane_id == pane_id, h.state.is_not(None))
+            .order_by(h.id.desc())
+            .limit(1)
+        )
+    ).first()
+    if row is None:
+        return None
+    m = row._mapping
+    end = (
+        await conn.execute(select(h.t).where(h.pane_id == pane_id, h.id > m["id"]).order_by(h.id).limit(1))
+    ).scalar()
+    keys = ("agent", "state", "kind", "msg")
+    return {**{k: m[k] for k in keys}, "since": m["t"], "at": end if end is not None else m["t"]}
+
+
 def _pane_from_row(r: Any) -> Pane:
-    return Pane(
-        r.id,
-        r.host_id,
-        r.tmux,
-        r.pane,
-        r.session,
-        r.window,
-        r.agent,
-        r.state,
-        r.kind,
-        r.msg,
-        r.title,
-        r.progress,
-        r.source,
-        bool(r.observable),
-        r.process,
-        r.since,
-        r.last_seen,
-        dict(r.evidence or {}),
-        [],
-        r.rev or 0,
-        r.gone_at,
-    )
+    m = r._mapping
+    p = Pane(r.id, r.host_id, r.tmux, r.pane, **{k: m[k] for k in ROW_FIELDS})
+    p.observable = bool(p.observable)
+    p.evidence = dict(p.evidence or {})
+    p.rev = p.rev or 0
+    return p
 
 
 # --- operations ------------------------------------------------------------------------
@@ -620,6 +774,11 @@ class Op:
 
     async def run(self, tx: Tx) -> None:
         await self.apply(tx)
+
+    def wanted(self) -> bool:
+        """False once the operation's sender has failed: it must not be applied then
+        (a later seq committed after a lost one would be acknowledged for both)."""
+        return True
 
     def failed(self, exc: BaseException) -> None:
         if self.on_fail is not None:
@@ -644,9 +803,47 @@ class Ingest(_Hooked):
     panes: list[PaneIn] = field(default_factory=list)
     gone: list[tuple[Key, float]] = field(default_factory=list)
     host_ops: list[tuple[str, bool, str | None]] = field(default_factory=list)
+    alive: Callable[[], bool] = lambda: True
+
+    def wanted(self) -> bool:
+        return self.alive()
+
+    def names(self) -> set[str]:
+        out = {u.key.host for u in self.panes} | {name for name, _, _ in self.host_ops}
+        return out | set(self.snapshot_hosts or ())
+
+    async def check(self, tx: Tx) -> None:
+        """Refuse, before changing anything, a claim to another collector's host and a
+        message that would take the collector over its cap of live panes."""
+        cid = self.collector_id
+        for name in sorted(self.names()):
+            owner = await tx.owner(name)
+            if owner is not None and owner != cid:
+                tx.core.stats["refused_host"] += 1
+                who = tx.core.collector_name(owner) or f"#{owner}"
+                raise Refused(f"host {name!r} belongs to collector {who!r}", name)
+        cap = tx.core.cfg.limits.max_live_panes_per_collector
+        if len(self.panes) > cap:
+            tx.core.stats["refused_cap"] += 1
+            raise Refused(f"{len(self.panes)} panes, limit {cap} live panes per collector")
+        if self.snapshot_hosts is None and self.panes:
+            new = 0
+            for u in self.panes:
+                hid = tx.core.host_ids.get((cid, u.key.host))
+                if hid is None or tx.find_pane(hid, u.key.tmux, u.key.pane) is None:
+                    new += 1
+            live = tx.live_count(cid) if new else 0
+            if new and live + new > cap:
+                tx.core.stats["refused_cap"] += 1
+                raise Refused(f"{live + new} live panes, limit {cap} per collector")
 
     async def apply(self, tx: Tx) -> None:
         cid = self.collector_id
+        try:
+            await self.check(tx)
+        except Refused as exc:
+            self.failed(exc)  # nothing was changed: the rest of the batch goes on
+            return
         if self.snapshot_hosts is not None:
             for name, h in self.snapshot_hosts.items():
                 host = await tx.host(cid, name)
@@ -826,11 +1023,18 @@ class Purge(_Hooked):
 
     async def apply(self, tx: Tx) -> None:
         self.hook(tx)
+        self.removed.clear()  # a batch retried one by one applies this twice
         ids = [
             p.id
             for p in tx.core.panes.values()
             if p.gone_at is not None and p.gone_at < self.before and p.id not in tx.changed
         ][:1000]
+        if len(ids) < 1000:  # and those already evicted from memory (`gone_in_memory`)
+            old = await tx.conn.execute(
+                select(s.panes.c.id).where(s.panes.c.gone_at < self.before).limit(1000 + len(ids))
+            )
+            ids += [i for (i,) in old.all() if i not in tx.core.panes and i not in tx.changed]
+            ids = ids[:1000]
         if not ids:
             return
         await tx.conn.execute(delete(s.history).where(s.history.c.pane_id.in_(ids)))
@@ -843,6 +1047,9 @@ class Purge(_Hooked):
                 p = tx.core.panes.pop(pid, None)
                 if p is not None:
                     tx.core.pane_ids.pop((p.host_id, p.tmux, p.pane), None)
+                    h = tx.core.hosts.get(p.host_id)
+                    if h is not None:
+                        tx.core.gone_order.get(h.collector_id, {}).pop(pid, None)
                 tx.core.deadlines.forget(pid)
 
         tx.after.append(forget)

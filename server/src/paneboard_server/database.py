@@ -21,6 +21,28 @@ class DatabaseError(Exception):
     """A database problem a person can act on (bad URL, unmigrated schema, ...)."""
 
 
+def describe(exc: BaseException) -> str:
+    """One line for a driver or SQLAlchemy error: the database's own words, no
+    SQLAlchemy banner, no background link."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return first or type(exc).__name__
+
+
+def _make_parent(path: Path) -> None:
+    """Create the SQLite file's directory; a path through a regular file is one clear error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = (
+            "a part of it is a file, not a directory"
+            if isinstance(exc, (FileExistsError, NotADirectoryError))
+            else exc.strerror
+        )
+        raise DatabaseError(f"cannot create the directory for database {path}: {why}") from exc
+
+
 def default_sqlite_path() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "paneboard" / "paneboard.db"
@@ -30,17 +52,16 @@ def resolve_url(url: str | None) -> str:
     """Turn `--db`, `PANEBOARD_DB` or the default into an async SQLAlchemy URL.
 
     Accepts plain `postgresql://` and `sqlite:///` URLs (what people type) as well as
-    explicit drivers, and a bare file path for SQLite.
+    explicit drivers, and a bare file path for SQLite. Touches nothing on disk: only
+    `create_sqlite_dir` (for `db upgrade`) may create directories, and
+    `require_existing` refuses a SQLite file that is not there, because SQLite would
+    otherwise create an empty one on first connect.
     """
     raw = url or os.environ.get("PANEBOARD_DB") or ""
     if not raw:
-        path = default_sqlite_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return f"sqlite+aiosqlite:///{path}"
+        return f"sqlite+aiosqlite:///{default_sqlite_path()}"
     if "://" not in raw:
-        path = Path(raw).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return f"sqlite+aiosqlite:///{path.resolve()}"
+        return f"sqlite+aiosqlite:///{Path(raw).expanduser().resolve()}"
     try:
         parsed = make_url(raw)
     except Exception as exc:
@@ -48,15 +69,59 @@ def resolve_url(url: str | None) -> str:
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            parsed = parsed.set(database=str(Path(parsed.database).expanduser()))
         return parsed.set(drivername="sqlite+aiosqlite").render_as_string(hide_password=False)
     if backend in {"postgresql", "postgres"}:
         return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
     raise DatabaseError(f"unsupported database {backend!r} (use sqlite:///FILE or postgresql://...)")
 
 
+def probe_sqlite(database: str | None) -> None:
+    """Open a SQLite file synchronously and read its header: DatabaseError in one line if
+    it is not a database or cannot be opened. (Done before aiosqlite touches it: a failed
+    aiosqlite connect can leave its worker thread to print a traceback at exit.)"""
+    import sqlite3
+
+    if not database or database == ":memory:":
+        return
+    try:
+        conn = sqlite3.connect(database, timeout=30)
+        try:
+            conn.execute("PRAGMA schema_version").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise DatabaseError(f"cannot open database {database}: {describe(exc)}") from exc
+
+
 def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file a SQLite URL names; None for PostgreSQL and in-memory databases."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    if parsed.query.get("mode") == "memory":
+        return None
+    return Path(parsed.database)
+
+
+def require_existing(url: str) -> None:
+    """Raise DatabaseError, naming what to run, if a SQLite URL names a file that does not exist."""
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        raise DatabaseError(
+            f"no database at {path}: create it with `paneboard db upgrade` (or serve with --migrate)"
+        )
+
+
+def create_sqlite_dir(url: str) -> None:
+    """Create the directory of a SQLite file: what `db upgrade` does for a new store."""
+    path = sqlite_file(url)
+    if path is not None:
+        _make_parent(path)
 
 
 def redact(url: str) -> str:

@@ -15,6 +15,7 @@ import logging
 from typing import Any
 
 import asyncpg
+from paneboard_protocol import wire as pwire
 from sqlalchemy.engine import make_url
 
 from .core import NOTIFY_CHANNEL, SEEN_CHANNEL, Core, Refresh
@@ -55,7 +56,7 @@ class Fanout:
         cid, key = target
         send = self.core.seen_routes.get(cid)
         if send is not None:
-            send({"type": "seen", "key": key.model_dump(), "t": self.core.clock()})
+            send(pwire.seen(key.model_dump(), self.core.clock()))
 
     async def notify_seen(self, pane_id: int) -> None:
         if self.conn is not None:

@@ -21,6 +21,9 @@ def sse_frame(event: str, data: Any, id_: int | None = None) -> bytes:
     return f"{head}event: {event}\ndata: {body}\n\n".encode()
 
 
+END: tuple[int, bytes] = (-1, b"")  # queued by `Subscriber.end`: the stream must stop
+
+
 @dataclass(eq=False)
 class Subscriber:
     maxsize: int
@@ -30,6 +33,14 @@ class Subscriber:
 
     def __post_init__(self) -> None:
         self.queue = asyncio.Queue(self.maxsize)
+
+    def end(self) -> None:
+        """Stop this stream now (its credential was revoked): whatever is queued is
+        dropped and the reader gets the end marker, a negative rev, next."""
+        self.dropped = True
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.queue.put_nowait(END)
 
     def offer(self, item: tuple[int, bytes]) -> bool:
         if self.dropped:

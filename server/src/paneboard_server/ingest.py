@@ -4,6 +4,10 @@ The handler validates each message whole, turns it into one writer operation, an
 acknowledges a sequence number only after the writer has committed it, so an ack is
 a promise that the change survives a restart. Duplicates after a resend are
 re-acknowledged and ignored; a gap makes the server ask for a snapshot.
+
+A message refused (invalid, not storable, a claim to another collector's host, over a
+cap) closes this connection alone, after a `refused` message naming its `seq` and the
+offending field, so the collector can drop that part instead of resending it forever.
 """
 
 from __future__ import annotations
@@ -14,18 +18,20 @@ import json
 import logging
 from typing import Any
 
+from paneboard_protocol import wire as pwire
 from sqlalchemy import select
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from . import __version__
 from . import schema as s
-from .accounts import lookup_token
-from .core import Core, HostsDown, HostsUp, Ingest
+from .accounts import lookup_token, note_use_while_connected
+from .core import Core, HostsDown, HostsUp, Ingest, Refused, Unstorable
 from .wire import PROTOCOL, Delta, Hello, Snapshot, WireError, parse, reason
 
 log = logging.getLogger("paneboard.ingest")
 
 CLOSE_UNAUTHORIZED = 4401
+CLOSE_FORBIDDEN = 4403  # a claim to another collector's host, or over a cap
 CLOSE_REPLACED = 4409
 CLOSE_INVALID = 1007
 CLOSE_POLICY = 1008
@@ -45,6 +51,8 @@ class Connection:
         self.ack_sent = -1
         self.ack_event = asyncio.Event()
         self.closing: tuple[int, str] | None = None
+        self.last_words: dict[str, Any] | None = None  # sent just before the close
+        self.failed = False  # an operation of this connection was refused or lost
 
     def send(self, msg: dict[str, Any]) -> None:
         try:
@@ -69,20 +77,42 @@ class Connection:
             with contextlib.suppress(asyncio.QueueFull):
                 self.outbox.put_nowait(None)
 
+    def refuse(
+        self, code: int, why: str, seq: int | None, at: str | None = None, host: str | None = None
+    ) -> None:
+        """Close with `why`, first telling the collector what exactly was refused."""
+        self.failed = True
+        if self.closing is None:
+            self.last_words = pwire.refused(seq, at, host, why)
+            log.warning("collector %s: refused seq %s: %s", self.name, seq, why)
+        self.close(code, reason(why))
+
     async def sender(self) -> None:
+        try:
+            await self._send_loop()
+        finally:
+            if self.last_words is not None:
+                with contextlib.suppress(Exception):
+                    await self.ws.send_text(json.dumps(self.last_words))
+
+    async def _send_loop(self) -> None:
         while True:
             get = asyncio.ensure_future(self.outbox.get())
             ack = asyncio.ensure_future(self.ack_event.wait())
-            done, _ = await asyncio.wait({get, ack}, return_when=asyncio.FIRST_COMPLETED)
-            for f in (get, ack):
-                if f not in done:
-                    f.cancel()
+            try:
+                done, _ = await asyncio.wait({get, ack}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                # Never leave them pending: a pending task that is garbage-collected logs
+                # "Task was destroyed but it is pending" (once per collector disconnect).
+                for f in (get, ack):
+                    if not f.done():
+                        f.cancel()
             if self.closing is not None:
                 return
             if self.acked > self.ack_sent:
                 self.ack_event.clear()
                 self.ack_sent = self.acked
-                await self.ws.send_text(json.dumps({"type": "ack", "seq": self.acked}))
+                await self.ws.send_text(pwire.encode(pwire.ack(self.acked)))
             elif ack in done:
                 self.ack_event.clear()
             if get in done:
@@ -152,6 +182,14 @@ async def _receive_text(ws: WebSocket) -> str:
         raise WireError("invalid message: not UTF-8") from None
 
 
+def _refused_at(exc: WireError) -> str | None:
+    """`snapshot.panes.3.msg` -> `panes.3.msg`: the path inside the message."""
+    at = exc.at
+    if at and at.split(".", 1)[0] in ("hello", "snapshot", "delta"):
+        at = at.split(".", 1)[1] if "." in at else None
+    return at
+
+
 async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
     limits = core.cfg.limits
     await ws.accept()
@@ -163,9 +201,15 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
     core.collector_names[cid] = principal.name
     conn = Connection(ws, cid, principal.name)
     sender: asyncio.Task[None] | None = None
+    in_use = asyncio.create_task(note_use_while_connected(core.engine, cid))  # `token list`'s "last used"
+    receiving: asyncio.Future[str] | None = None
     try:
         try:
-            hello = parse(await _receive_text(ws), limits.max_message_bytes, limits.max_panes_per_message)
+            first = await asyncio.wait_for(_receive_text(ws), limits.hello_timeout)
+            hello = parse(first, limits.max_message_bytes, limits.max_panes_per_message)
+        except TimeoutError:
+            await ws.close(CLOSE_POLICY, f"no hello within {limits.hello_timeout:g} s")
+            return
         except WireError as exc:
             await ws.close(CLOSE_INVALID, reason(str(exc)))
             return
@@ -183,40 +227,48 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
         registry.attach(conn)
         core.submit(HostsUp(cid))
         conn.acked = conn.ack_sent = last
-        await ws.send_text(
-            json.dumps(
-                {
-                    "type": "welcome",
-                    "protocol": PROTOCOL,
-                    "server": __version__,
-                    "acked": last if known else None,
-                    "snapshot": need_snapshot,
-                }
-            )
-        )
+        await ws.send_text(pwire.encode(pwire.welcome(__version__, last if known else None, need_snapshot)))
         sender = asyncio.create_task(conn.sender())
         log.info("collector %s connected (stream %s, acked %s)", principal.name, hello.stream, last)
+        for name in hello.hosts:
+            owner = core.host_owner.get(name)
+            if owner is not None and owner != cid:
+                core.stats["refused_host"] += 1
+                who = core.collector_name(owner) or f"#{owner}"
+                conn.refuse(CLOSE_FORBIDDEN, f"host {name!r} belongs to collector {who!r}", None, host=name)
+                break
 
-        def on_fail(_exc: BaseException) -> None:
-            conn.close(CLOSE_SERVER_ERROR, "server could not store the update; reconnect and resend")
+        def failer(seq: int) -> Any:
+            def on_fail(exc: BaseException) -> None:
+                if isinstance(exc, Refused):
+                    conn.refuse(CLOSE_FORBIDDEN, f"refused seq {seq}: {exc}", seq, host=exc.host)
+                elif isinstance(exc, Unstorable):
+                    conn.refuse(CLOSE_INVALID, f"refused seq {seq}: cannot be stored: {exc}", seq)
+                else:
+                    conn.failed = True
+                    conn.close(CLOSE_SERVER_ERROR, "server could not store the update; reconnect and resend")
+
+            return on_fail
+
+        def alive() -> bool:
+            return not conn.failed
 
         receiving = asyncio.ensure_future(_receive_text(ws))
         while True:
             done, _ = await asyncio.wait({receiving, sender}, return_when=asyncio.FIRST_COMPLETED)
             if sender in done:
-                receiving.cancel()
                 break
             try:
                 text = receiving.result()
                 msg = parse(text, limits.max_message_bytes, limits.max_panes_per_message)
             except WireError as exc:
                 code = CLOSE_TOO_BIG if "too large" in str(exc) else CLOSE_INVALID
-                conn.close(code, reason(str(exc)))
+                core.stats["refused_invalid"] += 1
+                conn.refuse(code, str(exc), exc.seq, _refused_at(exc))
                 break
             receiving = asyncio.ensure_future(_receive_text(ws))
             if isinstance(msg, Hello):
                 conn.close(CLOSE_POLICY, "hello sent twice")
-                receiving.cancel()
                 break
             if isinstance(msg, Snapshot):
                 if msg.seq <= last:
@@ -234,7 +286,8 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                         snapshot_hosts=dict(msg.hosts),
                         panes=list(msg.panes),
                         on_commit=lambda seq=seq: conn.ack(seq),
-                        on_fail=on_fail,
+                        on_fail=failer(seq),
+                        alive=alive,
                     )
                 )
                 continue
@@ -246,7 +299,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                 continue
             if msg.seq != last + 1:
                 need_snapshot = True
-                conn.send({"type": "resync", "reason": f"gap: expected seq {last + 1}, got {msg.seq}"})
+                conn.send(pwire.resync(f"gap: expected seq {last + 1}, got {msg.seq}"))
                 continue
             last = msg.seq
             seq = msg.seq
@@ -256,7 +309,8 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                 seq,
                 hello.version,
                 on_commit=lambda seq=seq: conn.ack(seq),
-                on_fail=on_fail,
+                on_fail=failer(seq),
+                alive=alive,
             )
             for o in msg.ops:
                 if o.op == "pane":
@@ -268,10 +322,15 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
             await core.submit_ingest(op)
         if conn.closing is not None:
             with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(sender), 2)  # the `refused` message first
+            with contextlib.suppress(Exception):
                 await ws.close(*conn.closing)
     except WebSocketDisconnect:
         pass
     finally:
+        in_use.cancel()
+        if receiving is not None and not receiving.done():
+            receiving.cancel()
         if sender is not None:
             sender.cancel()
             with contextlib.suppress(BaseException):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from paneboard_protocol.pane import STATES
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
@@ -18,7 +19,7 @@ class _Live:
         core = self.core
         states = Counter(p.state or "none" for p in core.panes.values() if p.gone_at is None)
         g = GaugeMetricFamily("paneboard_panes", "Live panes by state", labels=["state"])
-        for st in ("working", "blocked", "idle", "done", "error", "none"):
+        for st in (*STATES, "none"):
             g.add_metric([st], states.get(st, 0))
         yield g
         yield GaugeMetricFamily(
@@ -48,6 +49,19 @@ class _Live:
             "paneboard_stale_changes",
             "State changes made by staleness expiry",
             value=core.stats["stale_changes"],
+        )
+        refused = CounterMetricFamily(
+            "paneboard_ingest_refused",
+            "Collector messages refused: invalid, unstorable, another collector's host, over a cap",
+            labels=["reason"],
+        )
+        for reason in ("invalid", "unstorable", "host", "cap"):
+            refused.add_metric([reason], core.stats[f"refused_{reason}"])
+        yield refused
+        yield CounterMetricFamily(
+            "paneboard_batches_retried",
+            "Writer batches that failed and were retried operation by operation",
+            value=core.stats["batches_retried"],
         )
         yield CounterMetricFamily(
             "paneboard_sse_dropped", "Live-stream clients dropped for being slow", value=core.hub.dropped

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .database import DatabaseError, redact
+from .database import DatabaseError, create_sqlite_dir, describe, probe_sqlite, redact
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -64,18 +64,32 @@ def known_revisions() -> set[str]:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Run the migrations (synchronously; Alembic's env.py runs its own event loop)."""
+    """Run the migrations (synchronously; Alembic's env.py runs its own event loop).
+
+    The one place a new SQLite store's directory is created: upgrading is how a
+    store comes into being.
+    """
     from alembic import command
 
+    create_sqlite_dir(url)
     command.upgrade(alembic_config(url), revision)
 
 
 async def current_revision(engine: AsyncEngine) -> str | None:
-    async with engine.connect() as conn:
-        try:
-            rows = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
-        except DBAPIError:
-            return None
+    """The stored revision (None: no schema yet); DatabaseError, in one line, when the
+    database cannot be opened or read (corrupt file, no such database or role, ...)."""
+    if engine.url.get_backend_name() == "sqlite":
+        probe_sqlite(engine.url.database)
+    try:
+        async with engine.connect() as conn:
+            try:
+                rows = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
+            except DBAPIError as exc:
+                if "no such table" in str(exc) or "does not exist" in str(exc):
+                    return None  # a database with no schema yet
+                raise
+    except Exception as exc:
+        raise DatabaseError(f"cannot open database {redact(str(engine.url))}: {describe(exc)}") from exc
     return rows[0][0] if rows else None
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from paneboard_protocol.pane import CLASSIFICATION_FIELDS, RECLASSIFY_FIELDS
+
 try:  # the classifier lands on its own branch; the server works without it meanwhile
     from paneboard_protocol.classifier import classify_evidence, evidence_deadline
 except ImportError:  # pragma: no cover - exercised only before the classifier merge
@@ -22,7 +24,7 @@ try:
 except ImportError:
     evidence_mark_seen = None  # type: ignore[assignment]
 
-FIELDS = ("agent", "state", "kind", "msg", "title", "progress", "source", "observable")
+FIELDS = RECLASSIFY_FIELDS
 
 
 def available() -> bool:
@@ -38,7 +40,7 @@ def classify(evidence: dict[str, Any] | None, now: float) -> dict[str, Any] | No
     except Exception:  # evidence from a newer/older collector the classifier cannot read
         return None
     data = c.to_json() if hasattr(c, "to_json") else dict(c)
-    return {k: data.get(k) for k in (*FIELDS, "since", "records") if k in data}
+    return {k: data.get(k) for k in CLASSIFICATION_FIELDS if k in data}
 
 
 def deadline(evidence: dict[str, Any] | None, now: float) -> float | None:

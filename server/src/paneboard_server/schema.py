@@ -11,6 +11,9 @@ notification log, quiet rules) live here too so there is one migration chain.
 
 from __future__ import annotations
 
+from typing import Any
+
+from paneboard_protocol.pane import BY_NAME, HISTORY_FIELDS, ROW_FIELDS
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -28,6 +31,25 @@ from sqlalchemy import (
 )
 
 metadata = MetaData()
+
+
+def pane_columns(names: tuple[str, ...]) -> list[Column]:  # type: ignore[type-arg]
+    """The columns of these `paneboard_protocol.pane` fields (the migrations are held to them)."""
+    out: list[Column] = []  # type: ignore[type-arg]
+    for name in names:
+        f = BY_NAME[name]
+        if f.type == "str":
+            typ: Any = String(f.sql_len) if f.sql_len else Text
+        elif f.type == "int":
+            typ = BigInteger if f.sql_big else Integer
+        else:
+            typ = {"float": Float, "bool": Boolean, "json": JSON}[f.type]
+        if f.nullable:
+            out.append(Column(name, typ))
+        else:
+            out.append(Column(name, typ, nullable=False, default=f.default))
+    return out
+
 
 # Bearer tokens, collector ("collector") or read-only viewer ("viewer"): only a hash is stored.
 tokens = Table(
@@ -91,22 +113,7 @@ panes = Table(
     Column("host_id", Integer, ForeignKey("hosts.id", ondelete="CASCADE"), nullable=False),
     Column("tmux", String(255), nullable=False),
     Column("pane", String(64), nullable=False),
-    Column("session", Text),
-    Column("window", Text),
-    Column("agent", Text),
-    Column("state", String(16)),
-    Column("kind", String(32)),
-    Column("msg", Text),
-    Column("title", Text),
-    Column("progress", Integer),
-    Column("source", String(16)),
-    Column("observable", Boolean, nullable=False, default=True),
-    Column("process", Text),
-    Column("since", Float),
-    Column("last_seen", Float),
-    Column("evidence", JSON),
-    Column("rev", BigInteger, nullable=False, default=0),
-    Column("gone_at", Float),
+    *pane_columns(ROW_FIELDS),
     UniqueConstraint("host_id", "tmux", "pane", name="uq_panes_key"),
     Index("ix_panes_rev", "rev"),
 )
@@ -132,11 +139,7 @@ history = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("pane_id", Integer, ForeignKey("panes.id", ondelete="CASCADE"), nullable=False),
     Column("t", Float, nullable=False),
-    Column("agent", Text),
-    Column("state", String(16)),
-    Column("kind", String(32)),
-    Column("msg", Text),
-    Column("source", String(16)),
+    *pane_columns(HISTORY_FIELDS),
     Column("prev_state", String(16)),
     Column("reason", String(32), nullable=False),
     Index("ix_history_pane", "pane_id", "id"),

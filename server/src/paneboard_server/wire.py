@@ -7,17 +7,106 @@ offending field. docs/wire.md is the prose description of the same protocol.
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from paneboard_protocol import pane as pane_def
+from paneboard_protocol import wire as pwire
+from paneboard_protocol.text import sanitize_text
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    create_model,
+)
 
-PROTOCOL = 1
+PROTOCOL = pwire.PROTOCOL
 
-Name = Annotated[str, Field(min_length=1, max_length=255)]
-ShortText = Annotated[str, Field(max_length=255)]
-LongText = Annotated[str, Field(max_length=4096)]
-Time = Annotated[float, Field(ge=0, le=1e11)]
-STATES = Literal["working", "blocked", "idle", "done", "error"]
+# --- what every backend can store ---------------------------------------------------------
+# A message that passes validation must not fail at the database, or it fails the write
+# batch it shares with other collectors' messages. BIGINT is signed 64-bit (SQLite's
+# INTEGER too); PostgreSQL refuses NUL in text and NaN/Infinity in JSON; no backend can
+# encode a lone surrogate as UTF-8.
+MAX_INT = 2**63 - 1
+MIN_INT = -(2**63)
+MAX_JSON_DEPTH = 16  # nesting of the free-form parts (evidence, records)
+
+
+def _storable_str(v: str) -> str:
+    if "\x00" in v:
+        raise ValueError("NUL character not allowed")
+    if not v.isascii() and any("\ud800" <= ch <= "\udfff" for ch in v):
+        raise ValueError("lone surrogate not allowed")
+    return v
+
+
+def storable_json(v: Any, depth: int = 0) -> Any:
+    """Refuse what a JSON column cannot hold on every backend (free-form evidence)."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH}")
+    if isinstance(v, str):
+        return _storable_str(v)
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, int):
+        if not MIN_INT <= v <= MAX_INT:
+            raise ValueError("integer outside the signed 64-bit range")
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ValueError("NaN and Infinity not allowed")
+        return v
+    if isinstance(v, list):
+        for x in v:
+            storable_json(x, depth + 1)
+        return v
+    if isinstance(v, dict):
+        for k, x in v.items():
+            _storable_str(k)
+            storable_json(x, depth + 1)
+        return v
+    raise ValueError(f"unexpected {type(v).__name__}")
+
+
+def clean_json(v: Any, depth: int = 0) -> Any:
+    """Display data (records): every string, keys too, cleaned by `sanitize_text`."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH}")
+    if isinstance(v, str):
+        return sanitize_text(v)
+    if isinstance(v, list):
+        return [clean_json(x, depth + 1) for x in v]
+    if isinstance(v, dict):
+        return {sanitize_text(k): clean_json(x, depth + 1) for k, x in v.items()}
+    return storable_json(v, depth)
+
+
+def _clean_name(v: str) -> str:
+    """An identity (host, tmux server, pane id, stream) is refused, not cleaned: cleaning
+    could merge two names. It must be text the display cleaner leaves as it is."""
+    _storable_str(v)
+    if sanitize_text(v) != v:
+        raise ValueError("control, format or line-break characters not allowed")
+    return v
+
+
+def _clean_record(v: dict[str, Any]) -> dict[str, Any]:
+    return clean_json(v, 1)
+
+
+Name = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_clean_name)]
+# Free text shown to people: cleaned once, here, by the function the collector uses.
+ShortText = Annotated[str, Field(max_length=255), AfterValidator(sanitize_text)]
+LongText = Annotated[str, Field(max_length=4096), AfterValidator(sanitize_text)]
+Time = Annotated[float, Field(ge=0, le=1e11, allow_inf_nan=False)]
+Seq = Annotated[int, Field(ge=0, le=MAX_INT)]
+Evidence = Annotated[dict[str, Any], AfterValidator(storable_json)]
+Record = Annotated[dict[str, Any], AfterValidator(_clean_record)]
+STATES = Literal[pane_def.STATES]  # type: ignore[valid-type]
 
 
 class _Msg(BaseModel):
@@ -27,28 +116,43 @@ class _Msg(BaseModel):
 class Key(_Msg):
     host: Name
     tmux: Name
-    pane: Annotated[str, Field(min_length=1, max_length=64)]
+    pane: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_name)]
 
 
-class PaneIn(_Msg):
-    """`PaneUpdate.wire_json()` as the collector sends it."""
+def _pane_in_field(f: pane_def.Field) -> tuple[Any, Any]:
+    """A pane field's pydantic type and default, with its limits from the definition."""
+    typ: Any
+    if f.choices is not None:
+        typ = Literal[f.choices]  # type: ignore[valid-type]  # Literal of a runtime tuple
+    elif f.type == "list":  # records: display data, every string cleaned
+        typ = Annotated[list[Record], Field(max_length=f.max_len)]
+    elif f.type == "json":  # evidence: free-form, refused if a backend cannot store it
+        typ = Evidence
+    elif f.type == "str":  # free text shown to people: cleaned once, here
+        typ = Annotated[str, Field(max_length=f.max_len), AfterValidator(sanitize_text)]
+    elif f.type == "float":
+        typ = Annotated[float, Field(ge=f.lo, le=f.hi, allow_inf_nan=False)]
+    elif f.type == "int":
+        lo = MIN_INT if f.lo is None else f.lo
+        hi = MAX_INT if f.hi is None else f.hi
+        typ = Annotated[int, Field(ge=lo, le=hi)]
+    else:
+        typ = {"bool": bool}[f.type]
+    if f.default is None and not f.nullable:
+        return (typ, ...)  # no default and never null: the collector must send it
+    if f.default is None:
+        typ = typ | None
+    default = list(f.default) if isinstance(f.default, tuple) else f.default
+    return (typ, default)
 
-    key: Key
-    session: LongText = ""
-    window: LongText = ""
-    agent: ShortText | None = None
-    state: STATES | None = None
-    kind: Annotated[str, Field(max_length=32)] | None = None
-    msg: LongText | None = None
-    source: Literal["protocol", "screen", "native"] | None = None
-    observable: bool = True
-    t: Time
-    title: LongText | None = None
-    progress: Annotated[int, Field(ge=0, le=100)] | None = None
-    since: Time | None = None
-    process: LongText | None = None
-    records: Annotated[list[dict[str, Any]], Field(max_length=64)] = []
-    evidence: dict[str, Any] = {}
+
+#: `PaneUpdate.wire_json()` as the collector sends it, derived from `pane.FIELDS`.
+PaneIn = create_model(  # type: ignore[call-overload]
+    "PaneIn",
+    __base__=_Msg,
+    key=(Key, ...),
+    **{f.name: _pane_in_field(f) for f in pane_def.FIELDS if f.update},
+)
 
 
 class HostIn(_Msg):
@@ -58,9 +162,9 @@ class HostIn(_Msg):
 
 class Hello(_Msg):
     type: Literal["hello"]
-    protocol: int = PROTOCOL
-    version: Annotated[str, Field(max_length=64)] = ""
-    stream: Annotated[str, Field(min_length=1, max_length=64)]
+    protocol: Annotated[int, Field(ge=0, le=MAX_INT)] = PROTOCOL
+    version: Annotated[str, Field(max_length=64), AfterValidator(sanitize_text)] = ""
+    stream: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_name)]
     hosts: Annotated[list[Name], Field(max_length=1000)] = []
 
 
@@ -88,7 +192,7 @@ Op = Annotated[PaneOp | GoneOp | HostOp, Field(discriminator="op")]
 
 class Snapshot(_Msg):
     type: Literal["snapshot"]
-    seq: Annotated[int, Field(ge=0)]
+    seq: Seq
     t: Time
     hosts: Annotated[dict[Name, HostIn], Field(max_length=1000)] = {}
     panes: list[PaneIn] = []
@@ -96,7 +200,7 @@ class Snapshot(_Msg):
 
 class Delta(_Msg):
     type: Literal["delta"]
-    seq: Annotated[int, Field(ge=0)]
+    seq: Seq
     ops: Annotated[list[Op], Field(min_length=1)]
 
 
@@ -105,7 +209,25 @@ _client = TypeAdapter(ClientMsg)
 
 
 class WireError(Exception):
-    """A message the server will not apply; `str()` is the close reason."""
+    """A message the server will not apply; `str()` is the close reason.
+
+    `seq` (when the message had a usable one) and `at` (the offending field's path, e.g.
+    `panes.3.msg`) go to the collector in a `refused` message, so its uplink can drop
+    that part instead of sending it again on every reconnect."""
+
+    def __init__(self, text: str, seq: int | None = None, at: str | None = None) -> None:
+        super().__init__(text)
+        self.seq = seq
+        self.at = at
+
+
+def _seq_of(text: str | bytes) -> int | None:
+    """The `seq` of a message that failed validation, if it has a valid one."""
+    try:
+        seq = json.loads(text).get("seq")
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq <= MAX_INT else None
 
 
 def parse(text: str | bytes, max_bytes: int, max_panes: int) -> Hello | Snapshot | Delta:
@@ -116,10 +238,10 @@ def parse(text: str | bytes, max_bytes: int, max_panes: int) -> Hello | Snapshot
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "message"
-        raise WireError(f"invalid message: {loc}: {err['msg']}") from None
+        raise WireError(f"invalid message: {loc}: {err['msg']}", _seq_of(text), loc) from None
     n = len(msg.panes) if isinstance(msg, Snapshot) else len(msg.ops) if isinstance(msg, Delta) else 0
     if n > max_panes:
-        raise WireError(f"message carries {n} panes, limit {max_panes}")
+        raise WireError(f"message carries {n} panes, limit {max_panes}", getattr(msg, "seq", None))
     return msg
 
 

@@ -6,9 +6,13 @@ with its own `Apprise` object (they are not shared across threads)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 # apprise is imported where it is used: it loads its plugins on import, and the server
 # should not pay that at start-up when no channel is configured.
+
+
+log = logging.getLogger("paneboard.notify")
 
 
 def _send_sync(url: str, title: str, body: str, notify_type: str) -> bool:
@@ -26,12 +30,26 @@ def notify_type_for(state: str | None) -> str:
 
 
 async def send(url: str, title: str, body: str, state: str | None = None) -> bool:
-    """True when Apprise reports the message delivered."""
-    return await asyncio.to_thread(_send_sync, url, title, body, notify_type_for(state))
+    """True when Apprise reports the message delivered; False (one log line) if it raised."""
+    try:
+        return await asyncio.to_thread(_send_sync, url, title, body, notify_type_for(state))
+    except Exception as exc:
+        scheme = url.split("://", 1)[0][:32]  # the rest of an Apprise URL carries secrets
+        log.warning("apprise %s:// failed: %s: %s", scheme, type(exc).__name__, str(exc)[:200])
+        return False
 
 
 def valid_url(url: str) -> bool:
     """Does Apprise know this URL's scheme? (Checked when the config loads.)"""
+    import logging
+
     import apprise
 
-    return apprise.Apprise().add(url)
+    # Apprise logs its own warning for an unknown URL; the caller's error says it in one line.
+    lg = logging.getLogger("apprise")
+    was = lg.disabled
+    lg.disabled = True
+    try:
+        return bool(apprise.Apprise().add(url))
+    finally:
+        lg.disabled = was

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-NOTIFY_STATES = frozenset({"blocked", "done"})
+# An error needs a person as much as a question does: it notifies like blocked and done.
+NOTIFY_STATES = frozenset({"blocked", "done", "error"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +26,7 @@ class StateChange:
 
     @property
     def notable(self) -> bool:
-        """Only a change *into* blocked or done is worth interrupting someone for."""
+        """Only a change *into* blocked, error or done is worth interrupting someone for."""
         return self.state in NOTIFY_STATES and self.state != self.prev_state
 
     def title(self) -> str:

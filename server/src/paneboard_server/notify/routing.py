@@ -3,7 +3,7 @@
 ```toml
 [[notify.channels]]
 url = "ntfy://ntfy.sh/my-topic"     # any Apprise URL
-states = ["blocked"]                # default: ["blocked", "done"]
+states = ["blocked"]                # default: ["blocked", "done", "error"]
 hosts = ["build-*"]                 # shell-style globs; default: every host
 agents = ["claude", "codex"]        # default: every agent ("" matches no agent)
 name = "team ntfy"                  # optional, for logs and the test button's answer
@@ -75,6 +75,13 @@ def parse_channels(notify: Mapping[str, Any]) -> list[Channel]:
         url = entry.get("url")
         if not isinstance(url, str) or "://" not in url:
             raise ConfigError(f"{where}: url must be an Apprise URL like ntfy://host/topic")
+        from .apprise_send import valid_url
+
+        if not valid_url(url):
+            scheme = url.split("://", 1)[0][:32]
+            raise ConfigError(
+                f"{where}: url scheme {scheme!r} is not one Apprise knows, or the URL is malformed"
+            )
         states = _str_list(entry, "states", where)
         if states is not None:
             bad = [s for s in states if s not in {"blocked", "done", "error", "working", "idle"}]

@@ -2,7 +2,7 @@
 
 The server calls `NotifyService.pane_changed(change)` for every history row it
 writes (never blocking: changes go on a bounded queue, a worker sends). For a change
-into blocked or done:
+into blocked, error or done:
 - Apprise channels that want it (routing), unless DND or a mute covers it, each
   rate-limited and de-duplicated per pane+state;
 - Web Push to every subscription whose viewer has no tab watching (tabs report via
@@ -20,10 +20,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import apprise_send, store, webpush
+from . import apprise_send, store, targets, webpush
 from .events import StateChange
 from .limits import Limiter
 from .quiet import shared_quiet, viewer_quiet
@@ -50,6 +51,10 @@ class NotifySettings:
     burst: float = 10.0
     dedupe_seconds: float = 300.0
     watch_ttl: float = 45.0
+    # Plain http and loopback/private/link-local push endpoints (tests, a LAN push service).
+    push_allow_local: bool = False
+    # Consecutive failed sends after which a subscription is deleted.
+    push_max_failures: int = 5
 
     @classmethod
     def from_config(cls, notify: Mapping[str, Any]) -> tuple[NotifySettings, list[Channel]]:
@@ -61,6 +66,11 @@ class NotifySettings:
         for name, f in cls.__dataclass_fields__.items():
             if name in notify:
                 v = notify[name]
+                if f.type == "bool":
+                    if not isinstance(v, bool):
+                        raise ConfigError(f"notify.{name}: must be true or false")
+                    kw[name] = v
+                    continue
                 want = str if f.type == "str" else (int if f.type == "int" else float)
                 if isinstance(v, bool) or not isinstance(v, (str,) if want is str else (int, float)):
                     raise ConfigError(f"notify.{name}: must be a {want.__name__}")
@@ -95,6 +105,7 @@ class NotifyService:
         self._queue: asyncio.Queue[tuple[StateChange, frozenset[str]]] = asyncio.Queue(QUEUE_MAX)
         self._worker: asyncio.Task[None] | None = None
         self._http: aiohttp.ClientSession | None = None
+        self._failures: dict[str, int] = {}  # endpoint -> consecutive failed sends
 
     async def start(self) -> None:
         self.keys = await store.vapid_keys(self.engine, self.settings.subject)
@@ -135,8 +146,8 @@ class NotifyService:
             change, watchers = await self._queue.get()
             try:
                 await self.handle(change, watchers)
-            except Exception:  # one bad change must not stop the notifier
-                log.exception("notifying about pane %s failed", change.pane_id)
+            except Exception as exc:  # one bad change must not stop the notifier; one line, no traceback
+                log.warning("notifying about pane %s failed: %s", change.pane_id, _one_line(exc))
             finally:
                 self._queue.task_done()
 
@@ -184,31 +195,57 @@ class NotifyService:
         if self._http is None:  # made on the first push: aiohttp is heavy to import
             import aiohttp
 
-            self._http = aiohttp.ClientSession()
+            resolver = None if self.settings.push_allow_local else targets.safe_resolver()
+            self._http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=resolver))
 
         async def one(sub: webpush.Subscription) -> bool:
+            detail = ""
             async with sem:
-                outcome, status = await webpush.send(
-                    sub,
-                    data,
-                    keys,
-                    subject=self.settings.subject,
-                    topic=webpush.topic_for(change.pane_id) if change else None,
-                    urgency=webpush.urgency_for(change.state if change else None),
-                    ttl=self.settings.push_ttl,
-                    session=self._http,
-                )
+                try:
+                    await targets.check_endpoint(sub.endpoint, self.settings.push_allow_local)
+                    outcome, status = await webpush.send(
+                        sub,
+                        data,
+                        keys,
+                        subject=self.settings.subject,
+                        topic=webpush.topic_for(change.pane_id) if change else None,
+                        urgency=webpush.urgency_for(change.state if change else None),
+                        ttl=self.settings.push_ttl,
+                        session=self._http,
+                    )
+                except Exception as exc:  # a refused target, a bad stored key, ...: a failure
+                    outcome, status, detail = "failed", None, _one_line(exc)
             state = change.state if change else "test"
             if outcome == "gone":
+                self._failures.pop(sub.endpoint, None)
                 await store.remove_subscription(self.engine, sub.endpoint)
             elif outcome == "sent":
+                self._failures.pop(sub.endpoint, None)
                 await store.mark_push_ok(self.engine, sub.endpoint)
+            else:
+                await self._failed(sub, status, detail)
             ok = outcome == "sent"
-            await store.log(self.engine, pane_db_id, "webpush", state, ok, f"{outcome} {status}")
+            await store.log(
+                self.engine, pane_db_id, "webpush", state, ok, f"{outcome} {status} {detail}"[:200]
+            )
             return outcome == "sent"
 
         results = await asyncio.gather(*(one(s) for s in subs))
         return sum(results)
+
+    async def _failed(self, sub: webpush.Subscription, status: int | None, detail: str) -> None:
+        """Count a failed send (one log line); delete the subscription after too many in a row."""
+        n = self._failures.get(sub.endpoint, 0) + 1
+        self._failures[sub.endpoint] = n
+        host = urlsplit(sub.endpoint).hostname or "?"  # the path is the subscription's secret
+        why = detail or f"status {status}"
+        limit = self.settings.push_max_failures
+        if n >= limit:
+            self._failures.pop(sub.endpoint, None)
+            await store.remove_subscription(self.engine, sub.endpoint)
+            log.warning("web push to %s failed (%s); removed after %d failures in a row", host, why, n)
+        else:
+            log.warning("web push to %s failed (%s); failure %d of %d", host, why, n, limit)
 
     async def test(self, viewer_id: int | None) -> dict[str, int]:
         """The settings panel's test button: every channel, and this viewer's pushes."""
@@ -223,6 +260,11 @@ class NotifyService:
         data = '{"title": "paneboard test", "body": "Push notifications work on this device."}'
         pushed = await self._push_all(subs, data, None, None)
         return {"sent": sent, "failed": failed, "push": pushed}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
 def _db_id(pane_id: str) -> int | None:

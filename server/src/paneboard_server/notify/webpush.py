@@ -1,7 +1,7 @@
 """Sending one Web Push message (RFC 8030/8291/8292) with pywebpush.
 
 Headers that matter: TTL (how long the push service keeps it for an offline phone),
-Urgency (blocked is `high` so Android delivers it in Doze; done is `normal`), and
+Urgency (blocked and error are `high` so Android delivers them in Doze; done is `normal`), and
 Topic, derived from the pane id, so a newer push for a pane replaces an older one
 still waiting at the push service. 404/410 from the push service mean the
 subscription is gone for good: the caller deletes it.
@@ -12,9 +12,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
+
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from .events import StateChange
 from .vapid import VapidKeys
@@ -27,6 +30,13 @@ DEFAULT_TTL = 3600
 MAX_PAYLOAD = 3000  # below the 4 kB push-service limit after encryption overhead
 
 
+_B64URL = re.compile(r"[A-Za-z0-9_-]+={0,2}")
+
+
+def _b64u(v: str) -> bytes:
+    return base64.urlsafe_b64decode(v.rstrip("=") + "=" * (-len(v.rstrip("=")) % 4))
+
+
 def topic_for(pane_id: str) -> str:
     """RFC 8030 Topic: at most 32 characters of the URL-safe base64 alphabet."""
     digest = hashlib.sha256(pane_id.encode()).digest()
@@ -34,7 +44,7 @@ def topic_for(pane_id: str) -> str:
 
 
 def urgency_for(state: str | None) -> str:
-    return "high" if state == "blocked" else "normal"
+    return "high" if state in ("blocked", "error") else "normal"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +70,18 @@ class Subscription:
         for name, v, lo, hi in (("p256dh", p256dh, 80, 100), ("auth", auth, 16, 32)):
             if not isinstance(v, str) or not lo <= len(v) <= hi:
                 raise ValueError(f"subscription key {name} malformed")
-            try:
-                base64.urlsafe_b64decode(v + "=" * (-len(v) % 4))
-            except ValueError as e:
-                raise ValueError(f"subscription key {name} is not base64url") from e
+            if not _B64URL.fullmatch(v):
+                raise ValueError(f"subscription key {name} is not base64url")
+        assert isinstance(p256dh, str) and isinstance(auth, str)
+        if len(_b64u(auth)) != 16:
+            raise ValueError("subscription key auth must be 16 bytes")
+        raw = _b64u(p256dh)
+        try:  # RFC 8291: an uncompressed P-256 point; a wrong one fails every later send
+            ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), raw)
+        except ValueError as e:
+            raise ValueError("subscription key p256dh is not a P-256 public key") from e
+        if len(raw) != 65:
+            raise ValueError("subscription key p256dh must be an uncompressed P-256 point")
         return cls(endpoint=endpoint, p256dh=p256dh, auth=auth)
 
     def info(self) -> dict[str, Any]:

@@ -24,15 +24,15 @@ from pathlib import Path
 
 import asyncssh
 
-from paneboard_agent.transport import (
+from paneboard_agent.transport.base import (
     STDERR_LIMIT,
     Channel,
     FatalTransportError,
     RunResult,
-    ShellRunner,
     Transport,
     TransportError,
 )
+from paneboard_agent.transport.shell import ShellRunner
 
 #: long-lived command shells per host (each holds one channel)
 RUNNERS = 2

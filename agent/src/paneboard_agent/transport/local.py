@@ -7,7 +7,7 @@ import contextlib
 import os
 from collections.abc import Sequence
 
-from paneboard_agent.transport import STDERR_LIMIT, Channel, RunResult, Transport, TransportError
+from paneboard_agent.transport.base import STDERR_LIMIT, Channel, RunResult, Transport, TransportError
 
 
 class LocalChannel(Channel):

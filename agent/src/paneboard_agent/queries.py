@@ -1,0 +1,104 @@
+"""The questions the session manager asks a tmux server: sessions, panes, processes.
+
+Each goes through a control client when one is attached (tmux answers from memory,
+no process is started) and falls back to a one-shot command otherwise. A tmux
+server that is not running is an empty answer, not an error: the watcher keeps
+polling until one starts. Only `detach_stale` changes anything, and only for
+control clients this process attached itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from paneboard_agent.control import CommandError, ControlClient
+from paneboard_agent.panes import (
+    PANE_FORMAT,
+    SESSION_FORMAT,
+    PaneInfo,
+    parse_panes,
+    parse_ps,
+    parse_sessions,
+    ps_argv,
+)
+from paneboard_agent.transport import Transport, TransportError
+
+log = logging.getLogger("paneboard.agent")
+
+#: what tmux says when there is no server (or no session) to ask
+NO_SERVER = (b"no server running", b"error connecting to", b"no sessions")
+
+
+async def list_sessions(
+    t: Transport, base: Sequence[str], control: ControlClient | None
+) -> list[tuple[str, str]] | None:
+    """(session_id, name) of every session; None when no tmux server runs."""
+    if control is not None:
+        try:
+            block = await control.command(f"list-sessions -F '{SESSION_FORMAT}'")
+            return parse_sessions(block.lines)
+        except (TransportError, CommandError):
+            pass
+    res = await t.run([*base, "list-sessions", "-F", SESSION_FORMAT])
+    if res.returncode != 0:
+        if not any(s in res.stderr for s in NO_SERVER):
+            err = res.stderr.decode(errors="replace").strip()
+            raise TransportError(f"{t.host}: tmux list-sessions failed: {err}")
+        return None
+    return parse_sessions(res.stdout.splitlines())
+
+
+async def no_server(t: Transport, base: Sequence[str]) -> str | None:
+    """Why no tmux server can be asked (tmux's own words), or None when one runs."""
+    res = await t.run([*base, "list-sessions", "-F", SESSION_FORMAT])
+    if res.returncode == 0 or not any(s in res.stderr for s in NO_SERVER):
+        return None
+    return res.stderr.decode(errors="replace").strip().splitlines()[0]
+
+
+async def list_panes(t: Transport, base: Sequence[str], control: ControlClient | None) -> list[PaneInfo]:
+    """Every pane of the server; [] when no tmux server runs."""
+    if control is not None:
+        try:
+            block = await control.command(f"list-panes -a -F '{PANE_FORMAT}'")
+            return parse_panes(block.lines)
+        except (TransportError, CommandError):
+            pass
+    res = await t.run([*base, "list-panes", "-a", "-F", PANE_FORMAT])
+    if res.returncode != 0:
+        if any(s in res.stderr for s in NO_SERVER):
+            return []
+        raise TransportError(f"{t.host}: tmux list-panes failed: {res.stderr.decode(errors='replace')}")
+    return parse_panes(res.stdout.splitlines())
+
+
+async def processes(t: Transport, pids: Collection[int]) -> dict[int, Any] | None:
+    """`ps` of these pids and of the foreground leaders they name; None: no usable `ps`."""
+    procs = await _ps_run(t, set(pids))
+    if procs is None:
+        return None
+    # a foreground leader seen for the first time: one more `ps` for its arguments
+    missing = {p.tpgid for p in procs.values() if p.tpgid > 0 and p.tpgid not in procs}
+    if missing:
+        more = await _ps_run(t, missing)
+        procs.update(more or {})
+    return procs
+
+
+async def _ps_run(t: Transport, pids: set[int]) -> dict[int, Any] | None:
+    res = await t.run(ps_argv(pids), timeout=10)
+    if res.returncode not in (0, 1) or (res.returncode == 1 and not res.stdout and res.stderr):
+        return None
+    return parse_ps(res.stdout)
+
+
+async def detach_stale(t: Transport, base: Sequence[str], ours: Collection[int]) -> None:
+    """Detach the control clients with these pids (attached by us before a lost link)."""
+    res = await t.run([*base, "list-clients", "-F", "#{client_pid}\t#{client_name}\t#{client_control_mode}"])
+    for line in res.stdout.decode(errors="replace").splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0].isdigit() and int(parts[0]) in ours and parts[2] == "1":
+            log.info("%s: detaching our stale control client %s", t.host, parts[1])
+            await t.run([*base, "detach-client", "-t", parts[1]])

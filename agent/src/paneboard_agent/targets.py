@@ -1,0 +1,40 @@
+"""What the collector is told to watch (`TmuxTarget`) and how (`Options`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from paneboard_agent.panes import DEFAULT_SHELLS, DEFAULT_TRANSPORTS
+from paneboard_agent.tracker import SETTLE
+from paneboard_agent.transport import Transport
+
+
+@dataclass(frozen=True)
+class Options:
+    poll_interval: float = 1.0
+    settle: float = SETTLE  # quiet time before a pane's screen is captured
+    pause_after: int = 5  # seconds tmux may buffer a pane for us before pausing it
+    transports: Sequence[str] = DEFAULT_TRANSPORTS
+    shells: frozenset[str] = DEFAULT_SHELLS
+    rules: Any = None  # a RuleSet for every pane's classifier
+    backoff_min: float = 1.0
+    backoff_max: float = 60.0
+    captures_at_once: int = 4  # concurrent capture-pane per host (each is a channel over SSH)
+    wait_for_tmux: bool = False  # no tmux server at start: wait for one instead of failing
+
+
+@dataclass
+class TmuxTarget:
+    """One tmux server to watch, and through which transport."""
+
+    transport: Transport
+    socket: str | None = None  # tmux -L
+    socket_path: str | None = None  # tmux -S
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+
+    @property
+    def label(self) -> str:
+        return self.socket_path or self.socket or "default"

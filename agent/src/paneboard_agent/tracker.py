@@ -1,0 +1,233 @@
+"""One pane as the collector follows it: pure, driven by `(now, input)`, no I/O.
+
+The session manager (`watcher.TmuxWatcher`) talks to tmux and owns the timers and
+tasks; everything it learns about a pane goes in here, and everything the pane needs
+done comes back out as plain values it reads after each input:
+
+* `take_update()`: the classification changed (what the sink gets), else None;
+* `take_capture()`: start one `capture-pane` now (at most one is ever in flight);
+* `settle_at` / `deadline_at`: when to call `settled(now)` / `deadline(now)`;
+* the return value of `output()`: the pane holds a report until its foreground
+  process has been looked at (see `output`).
+
+Kept apart so that the decisions (which report waits for an observation, when a
+screen is read, when the classification is re-evaluated) are tested as tables,
+without tmux and without an event loop, exactly like `PaneClassifier`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from paneboard_protocol.classifier import PaneClassifier
+from paneboard_protocol.decoder import Decoder
+from paneboard_protocol.events import AgentReport, ClearReport, StatusReport
+from paneboard_protocol.pane import CLASSIFICATION_FIELDS, SIGNATURE_FIELDS
+
+from paneboard_agent.panes import Observation, PaneInfo
+from paneboard_agent.sink import PaneKey, PaneUpdate
+
+#: What a pane update copies from the classification (records are copied as a tuple).
+_FROM_CLASSIFICATION = tuple(k for k in CLASSIFICATION_FIELDS if k != "records")
+
+#: events that are attributed to the foreground process (see PaneTracker.output)
+REPORTS = (StatusReport, ClearReport, AgentReport)
+#: an observation younger than this (seconds) is taken as current for a report
+FRESH_OBSERVATION = 0.1
+#: events held per pane while its process is looked at; more are fed unheld
+MAX_HELD = 10000
+#: quiet time (seconds) before a pane's screen is captured
+SETTLE = 0.15
+
+
+class PaneTracker:
+    """Decoder, classifier, held reports, settle and deadline times, capture requests."""
+
+    def __init__(
+        self,
+        key: PaneKey,
+        session: str,
+        rules: Any = None,
+        transports: Iterable[str] = (),
+        settle: float = SETTLE,
+    ) -> None:
+        self.key = key
+        self.session = session
+        self.settle = settle
+        self.decoder = Decoder()
+        self.classifier = PaneClassifier(rules, transports=transports)
+        self.info: PaneInfo | None = None
+        self.obs: Observation | None = None
+        self.last_update: PaneUpdate | None = None
+        self.unlisted_polls = 0
+        self.observed_at = 0.0  # wall time of the last process observation (or listing)
+        self.held: list[Any] | None = None  # events waiting for a fresh observation
+        self.settle_at: float | None = None
+        self.deadline_at: float | None = None
+        self.capturing = False
+        self._last_sig: Any = None
+        self._pending: PaneUpdate | None = None
+        self._last_output = 0.0
+        self._recapture = True
+        self._capture_wanted = False
+        self._capture_again = False
+        self._wants_screen = False  # the classifier's wants_screen, cached after each change
+
+    # --- inputs ------------------------------------------------------------------
+
+    def output(self, now: float, data: bytes) -> bool:
+        """Bytes the pane wrote. True: hold them for a fresh look at the process.
+
+        A report belongs to the process in front when it was written (RI-2, RI-5); the
+        poll lags by up to a second, so a program that reports right after starting
+        would otherwise have its report filed under the shell and dropped as soon as
+        the poll noticed the program. Held events wait for `released`, which the
+        manager calls after its next poll (started at once for every held pane).
+        """
+        hold = False
+        events = self.decoder.feed(data) if data else []
+        if events:
+            if self.held is not None and len(self.held) < MAX_HELD:
+                self.held += events
+            elif any(isinstance(e, REPORTS) for e in events) and now - self.observed_at > FRESH_OBSERVATION:
+                self.held = list(events)
+                hold = True
+            else:
+                self.classifier.feed(now, events)
+                self._evaluate(now)
+        if data and self._wants_screen:
+            self._settle(now)
+        return hold
+
+    def released(self, now: float) -> None:
+        """The poll that held events waited for has run (or none is coming)."""
+        events, self.held = self.held or [], None
+        if events:
+            self.classifier.feed(now, events)
+            self._evaluate(now)
+
+    def listed(self, now: float, info: PaneInfo, obs: Observation | None) -> None:
+        """tmux listed the pane; `obs` is its foreground process when it was looked at."""
+        before = self.info
+        self.unlisted_polls = 0
+        if obs is not None:
+            self.info = info
+            if obs != self.obs:
+                self.classifier.set_process(now, obs.name, obs.pid, obs.observable)
+                self.obs = obs
+                self._evaluate(now)
+        self.info = info
+        self.session = info.session
+        self.observed_at = now  # tmux's listing confirms the command in front
+        if self._recapture:
+            self._recapture = False
+            if self.classifier.wants_screen:
+                self._request_capture()
+        if before is None or (before.session, before.window) != (info.session, info.window):
+            self._evaluate(now)  # otherwise nothing the update carries changed
+
+    def skipped(self, now: float) -> None:
+        """Output of this pane was lost (paused, or a line too long): resync from the screen."""
+        self.decoder = Decoder()
+        if self.classifier.wants_screen:
+            self._settle(now)
+
+    def disconnected(self) -> None:
+        """The link to tmux broke: bytes were missed, timers and captures are void."""
+        self.decoder = Decoder()  # never join two halves of a sequence
+        self._recapture = True
+        self.settle_at = self.deadline_at = None
+        self.capturing = self._capture_wanted = False
+
+    def settled(self, now: float) -> None:
+        """The settle time came: capture if the pane stayed quiet, else wait on."""
+        if self.settle_at is None:
+            return
+        quiet = now - self._last_output
+        if quiet < self.settle:
+            self.settle_at = self._last_output + self.settle
+            return
+        self.settle_at = None
+        self._request_capture()
+
+    def deadline(self, now: float) -> None:
+        """The classifier's deadline came: re-evaluate with no new input."""
+        self.deadline_at = None
+        self._evaluate(now)
+
+    def captured(self, now: float, screen: str | None) -> None:
+        """A capture finished; `screen` None when tmux failed to give one."""
+        self.capturing = False
+        if screen is not None:
+            self.classifier.set_screen(now, screen)
+            self._evaluate(now)
+        if self._capture_again:
+            self._capture_again = False
+            self._settle(now)
+
+    def capture_failed(self) -> None:
+        """The capture could not be run at all (the link broke); the next request starts anew."""
+        self.capturing = False
+
+    def seen(self, now: float) -> None:
+        """The user looked at this pane: `done` becomes `idle`."""
+        self.classifier.mark_seen(now)
+        self._evaluate(now)
+
+    def set_rules(self, now: float, rules: Any) -> None:
+        """Reloaded screen rules: classify again and re-read the screen where they apply."""
+        self.classifier.set_rules(now, rules)
+        self._evaluate(now)
+        if self._wants_screen:
+            self._request_capture()
+
+    # --- outputs -----------------------------------------------------------------
+
+    def take_update(self) -> PaneUpdate | None:
+        update, self._pending = self._pending, None
+        return update
+
+    def take_capture(self) -> bool:
+        """True once per capture to start; the caller reports back with `captured`."""
+        if not self._capture_wanted:
+            return False
+        self._capture_wanted = False
+        self.capturing = True
+        return True
+
+    # --- internals ---------------------------------------------------------------
+
+    def _settle(self, now: float) -> None:
+        self._last_output = now
+        if self.settle_at is None:
+            self.settle_at = now + self.settle
+
+    def _request_capture(self) -> None:
+        if self.capturing:
+            self._capture_again = True
+        else:
+            self._capture_wanted = True
+
+    def _evaluate(self, now: float) -> None:
+        self._wants_screen = self.classifier.wants_screen
+        if self.info is None:
+            return
+        c = self.classifier
+        cls = c.classification(now)
+        obs = self.obs
+        update = PaneUpdate(
+            key=self.key,
+            session=self.info.session,
+            window=self.info.window,
+            t=now,
+            process=obs.name if obs else None,
+            records=tuple(cls.records),
+            evidence=c.evidence(),
+            **{k: getattr(cls, k) for k in _FROM_CLASSIFICATION},
+        )
+        sig = tuple(getattr(update, k) for k in SIGNATURE_FIELDS)
+        if sig != self._last_sig:
+            self._last_sig = sig
+            self.last_update = self._pending = update
+        self.deadline_at = c.next_deadline(now)

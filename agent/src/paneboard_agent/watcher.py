@@ -1,0 +1,491 @@
+"""The session manager: one tmux server, its control clients, listings and processes.
+
+One `TmuxWatcher` per tmux server (a host plus a socket). It keeps one read-only
+control client per tmux session (pane output arrives only through a client attached
+to the pane's session), re-lists panes when tmux says something changed and once a
+poll interval anyway, and observes foreground processes with one `ps` per poll for
+all panes of that server. Everything about one pane (decoder, classifier, held
+reports, when to capture, when to re-evaluate) is decided by its pure
+`tracker.PaneTracker`; the watcher carries out what the tracker asks for (timers,
+`capture-pane`, the sink through the `Pump`).
+
+What it sends to tmux: see `control.READ_COMMANDS`; the one-shot commands are
+`tmux -V`, `list-sessions`, `list-panes`, `list-clients`, `capture-pane -p`, `ps`,
+and `detach-client` for a stale control client this process itself attached earlier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from paneboard_agent import queries
+from paneboard_agent.clients import ControlClients
+from paneboard_agent.control import (
+    ControlClient,
+    Lost,
+    Notice,
+    Notification,
+    Output,
+    Pause,
+    parse_version,
+    tmux_base,
+)
+from paneboard_agent.panes import (
+    PaneInfo,
+    observe,
+    session_selected,
+)
+from paneboard_agent.pump import Pump
+from paneboard_agent.sink import PaneKey, PaneUpdate
+from paneboard_agent.targets import Options, TmuxTarget
+from paneboard_agent.tracker import PaneTracker
+from paneboard_agent.transport import FatalTransportError, TransportError
+
+log = logging.getLogger("paneboard.agent")
+
+#: notifications after which the session list may have changed
+SESSION_NOTICES = frozenset(
+    {"sessions-changed", "session-changed", "session-renamed", "client-session-changed", "client-detached"}
+)
+#: notifications after which panes or windows may have changed
+PANE_NOTICES = SESSION_NOTICES | {
+    "window-add",
+    "window-close",
+    "unlinked-window-add",
+    "unlinked-window-close",
+    "window-renamed",
+    "unlinked-window-renamed",
+    "layout-change",
+    "window-pane-changed",
+    "session-window-changed",
+}
+#: at most one poll of panes and processes per this many seconds
+POLL_SPACING = 0.05
+#: what a wake-up waits for more notifications of the same burst before polling
+BURST_PAUSE = 0.005
+
+
+@dataclass(eq=False)
+class _Pane:
+    """A tracker and the asyncio things the watcher runs for it."""
+
+    tracker: PaneTracker
+    settle_handle: asyncio.TimerHandle | None = None
+    settle_for: float | None = None
+    deadline_handle: asyncio.TimerHandle | None = None
+    deadline_for: float | None = None
+    capture_task: asyncio.Task[None] | None = None
+
+    def cancel(self) -> None:
+        for h in (self.settle_handle, self.deadline_handle):
+            if h is not None:
+                h.cancel()
+        self.settle_handle = self.deadline_handle = None
+        self.settle_for = self.deadline_for = None
+        if self.capture_task is not None and not self.capture_task.done():
+            self.capture_task.cancel()
+
+
+class NoTmuxServer(FatalTransportError):
+    """No tmux server runs on the socket to watch, and waiting for one was not asked for."""
+
+
+def _reason(host: str, exc: Exception) -> str:
+    """The error's text without a leading `host: ` (the line names the host already)."""
+    text = str(exc) or type(exc).__name__
+    return text.removeprefix(f"{host}: ")
+
+
+class TmuxWatcher:
+    """Watches one tmux server; survives losing it, gives up only on fatal errors."""
+
+    def __init__(self, target: TmuxTarget, options: Options, pump: Pump) -> None:
+        self.target = target
+        self.t = target.transport
+        self.host = target.transport.host
+        self.opt = options
+        self.pump = pump
+        self.base = tmux_base(target.socket, target.socket_path)
+        self.panes: dict[str, _Pane] = {}  # by tmux pane id
+        self.clients = ControlClients(self.t, self.base, self._on_note, self._client_closed)
+        self.reachable: tuple[bool, str | None] = (False, "not connected yet")
+        self.fatal: str | None = None
+        self.version: tuple[int, int] = (0, 0)
+        self._wake = asyncio.Event()
+        self._need_sessions = True
+        self._polls = 0
+        self._warned_old = False
+        self._capture_sem = asyncio.Semaphore(options.captures_at_once)
+        self._held: set[_Pane] = set()  # panes holding reports until the next poll
+        self._full_due = 0.0
+        # the classifier sees a name only; "docker exec"-style entries are judged here
+        self._classifier_transports = [t for t in options.transports if " " not in t]
+
+    # --- lifecycle ---------------------------------------------------------------
+
+    async def run(self) -> None:
+        attempt = 0
+        while True:
+            try:
+                await self._connected()
+            except FatalTransportError as exc:
+                self.fatal = str(exc)
+                log.error("%s", exc)
+                self._set_status(False, str(exc))
+                await self._teardown()
+                return
+            except TransportError as exc:
+                if self.reachable[0] or attempt == 0:
+                    if self._ever_connected:
+                        log.warning("%s: lost (%s); reconnecting", self.host, _reason(self.host, exc))
+                    else:
+                        log.warning("%s: cannot connect (%s); retrying", self.host, _reason(self.host, exc))
+                self._set_status(False, str(exc))
+            except asyncio.CancelledError:
+                await self._teardown()
+                raise
+            await self._teardown()
+            if self._connected_ok:
+                attempt = 0
+            delay = min(self.opt.backoff_max, self.opt.backoff_min * 2**attempt)
+            attempt += 1
+            await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+
+    _connected_ok = False
+    _ever_connected = False
+    _server_up: bool | None = None  # None: not asked yet
+
+    async def _connected(self) -> None:
+        self._connected_ok = False
+        await self.t.connect()
+        res = await self.t.run([*self.base, "-V"])
+        if res.returncode != 0:
+            raise TransportError(
+                f"{self.host}: tmux not runnable: {res.stderr.decode(errors='replace').strip()}"
+            )
+        self.version = parse_version(res.stdout.decode(errors="replace"))
+        if self.version < (3, 2) and not self._warned_old:
+            self._warned_old = True
+            log.warning(
+                "%s: tmux %d.%d lacks control-client flags (read-only, pause-after): attaching with -r only",
+                self.host,
+                *self.version,
+            )
+        await self.clients.detach_stale()
+        if not self._ever_connected:
+            await self._first_server_check()
+        again = self._ever_connected
+        self._connected_ok = self._ever_connected = True
+        log.info(
+            "%s: connected%s (tmux %d.%d, tmux server %s)",
+            self.host,
+            " again" if again else "",
+            *self.version,
+            self.target.label,
+        )
+        self._set_status(True, None)
+        self._need_sessions = True
+        while True:
+            self._wake.clear()  # before the sync: a wake-up during it means "again"
+            started = time.monotonic()
+            await self._sync()
+            if not self._wake.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.opt.poll_interval)
+            # Polls are capped at ~20/s under heavy reporting, and a burst (a new window
+            # brings several notifications) gets a moment to become one re-list; but a
+            # lone report after a quiet spell is not made to wait out the whole cap,
+            # since a held report reaches nobody until this poll has run.
+            await asyncio.sleep(max(BURST_PAUSE, POLL_SPACING - (time.monotonic() - started)))
+
+    async def _first_server_check(self) -> None:
+        """No tmux server to watch at start is a mistake to report, not to wait out
+        (a wrong socket name would otherwise watch nothing forever), unless asked to
+        wait for one. Later, a tmux server that goes away is waited for as always."""
+        missing = await queries.no_server(self.t, self.base)
+        if missing is None:
+            return
+        if not self.opt.wait_for_tmux:
+            raise NoTmuxServer(
+                f"{self.host}: no tmux server to watch ({missing}); start tmux first, "
+                "or pass --wait-for-tmux to wait for one"
+            )
+        log.info("%s: no tmux server yet (%s); waiting for one", self.host, missing)
+
+    async def _teardown(self) -> None:
+        self._release_held()  # no observation is coming: the classifier gets them as they are
+        await asyncio.gather(*(self.clients.detach(name, forget=False) for name in self.clients))
+        for pane in self.panes.values():
+            pane.cancel()
+            pane.tracker.disconnected()
+
+    def _set_status(self, reachable: bool, error: str | None) -> None:
+        if self.reachable != (reachable, error):
+            self.reachable = (reachable, error)
+            self.pump.host(self.host, reachable, time.time(), error)
+
+    # --- control clients ---------------------------------------------------------
+
+    def _client_closed(self) -> None:
+        """A control client ended (its session closed, or the link broke): re-list."""
+        self._need_sessions = True
+        self._wake.set()
+
+    async def _on_note(self, client: ControlClient, note: Notification) -> None:
+        if isinstance(note, Output):
+            pane = self.panes.get(note.pane)
+            if pane is None:
+                # output from a pane not listed yet (a window just opened): keep its bytes
+                pane = self._new_pane(note.pane, client.session)
+                self._wake.set()
+            elif pane.tracker.session != client.session:
+                return  # a window linked into two sessions: one owner decodes it
+            if not note.data:
+                return
+            if pane.tracker.output(time.time(), note.data):
+                self._held.add(pane)  # one poll, started at once, serves every held pane
+                self._wake.set()
+            self._after(pane)
+        elif isinstance(note, Pause):
+            log.info(
+                "%s: tmux paused %s (we fell %ds behind); continuing",
+                self.host,
+                note.pane,
+                self.opt.pause_after,
+            )
+            pane = self.panes.get(note.pane)
+            await client.send_nowait(f"refresh-client -A '{note.pane}:continue'")
+            if pane is not None and pane.tracker.session == client.session:
+                pane.tracker.skipped(time.time())
+                self._after(pane)
+        elif isinstance(note, Lost):
+            pane = self.panes.get(note.pane) if note.pane else None
+            if pane is not None:
+                pane.tracker.skipped(time.time())
+                self._after(pane)
+        elif isinstance(note, Notice):
+            if note.name in SESSION_NOTICES:
+                self._need_sessions = True
+            if note.name in PANE_NOTICES:
+                self._wake.set()
+
+    def _release_held(self) -> None:
+        held, self._held = self._held, set()
+        now = time.time()
+        for pane in held:
+            if self.panes.get(pane.tracker.key.pane) is pane:
+                pane.tracker.released(now)
+                self._after(pane)
+            else:
+                pane.tracker.held = None
+
+    # --- listing -----------------------------------------------------------------
+
+    def _new_pane(self, pane_id: str, session: str) -> _Pane:
+        pane = _Pane(
+            PaneTracker(
+                PaneKey(self.host, self.target.label, pane_id),
+                session,
+                self.opt.rules,
+                self._classifier_transports,
+                self.opt.settle,
+            )
+        )
+        self.panes[pane_id] = pane
+        return pane
+
+    async def _sync(self) -> None:
+        """One poll. A full poll (every poll interval, or when sessions changed) runs
+        `ps` for every pane; a light one (woken early by reports or notifications)
+        lists panes (cheap: tmux answers from memory) and runs `ps` only for panes that
+        are new, hold a report, or whose foreground command tmux now names differently:
+        many panes reporting at once cost one `ps` run on the watched host, not one each.
+        """
+        self._polls += 1
+        now_m = time.monotonic()
+        full = self._need_sessions or now_m >= self._full_due
+        if full:
+            self._full_due = now_m + self.opt.poll_interval
+        if self._need_sessions or not self.clients or self._polls % 25 == 0:
+            self._need_sessions = False
+            await self._sync_sessions()
+        infos = await self._list_panes()
+        if full:
+            look = infos
+        else:
+            look = []
+            for info in infos:
+                pane = self.panes.get(info.pane_id)
+                known = pane.tracker.info if pane is not None else None
+                if (
+                    known is None
+                    or known.command != info.command
+                    or known.pane_pid != info.pane_pid
+                    # a held report waits for its writer: tmux names a script's
+                    # interpreter alike before and after it started (`bash` for
+                    # `./deploy.sh` typed at a bash prompt); only `ps` tells them apart
+                    or pane in self._held
+                ):
+                    look.append(info)
+        procs = await self._ps(look) if look else {}
+        self._apply(infos, procs, time.time(), {i.pane_id for i in look})
+        self._release_held()
+
+    async def _sync_sessions(self) -> None:
+        sessions = await queries.list_sessions(self.t, self.base, self.clients.any())
+        self._server_running(sessions is not None)
+        sessions = sessions or []
+        wanted = [n for _, n in sessions if session_selected(n, self.target.include, self.target.exclude)]
+        for name in self.clients:
+            if name not in wanted:
+                await self.clients.detach(name)
+        todo = [name for name in wanted if self.clients.may_attach(name)]
+        # in parallel: over SSH each attach is a channel and a login shell start (~0.3 s+)
+        results = await asyncio.gather(
+            *(self.clients.attach(n, self.version, self.opt.pause_after) for n in todo),
+            return_exceptions=True,
+        )
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+
+    def _server_running(self, running: bool) -> None:
+        """One line when the tmux server goes away or (back) up while the host stays."""
+        if running == self._server_up:
+            return
+        if self._server_up is not None or not running:
+            if running:
+                log.info("%s: tmux server %s is up", self.host, self.target.label)
+            else:
+                log.warning("%s: tmux server %s is gone; waiting for it", self.host, self.target.label)
+        self._server_up = running
+
+    async def _list_panes(self) -> list[PaneInfo]:
+        infos = await queries.list_panes(self.t, self.base, self.clients.any())
+        return [p for p in infos if session_selected(p.session, self.target.include, self.target.exclude)]
+
+    async def _ps(self, infos: list[PaneInfo]) -> dict[int, Any] | None:
+        pids = {p.pane_pid for p in infos}
+        for pane in self.panes.values():
+            obs = pane.tracker.obs
+            if obs is not None and obs.pid:
+                pids.add(obs.pid)  # the foreground leaders seen last time: their arguments
+        return await queries.processes(self.t, pids)
+
+    def _apply(self, infos: list[PaneInfo], procs: dict[int, Any] | None, now: float, look: set[str]) -> None:
+        """Update panes from a listing; observe processes of the panes in `look`."""
+        seen: set[str] = set()
+        for info in infos:
+            pane = self.panes.get(info.pane_id)
+            known = pane.tracker.info if pane is not None else None
+            if pane is not None and known is not None and known.pane_pid != info.pane_pid:
+                self._gone(pane, now)  # the tmux server restarted and reused the id
+                pane = None
+            if pane is None:
+                pane = self._new_pane(info.pane_id, info.session)
+            seen.add(info.pane_id)
+            obs = None
+            if info.pane_id in look:
+                obs = observe(info, procs, self.opt.transports, self.opt.shells, pane.tracker.obs)
+            pane.tracker.listed(now, info, obs)
+            self._after(pane)
+        for pane_id, pane in list(self.panes.items()):
+            if pane_id in seen:
+                continue
+            if pane.tracker.info is not None:
+                self._gone(pane, now)
+            else:
+                pane.tracker.unlisted_polls += 1
+                if pane.tracker.unlisted_polls > 3:  # output of a pane we never saw listed
+                    pane.cancel()
+                    del self.panes[pane_id]
+
+    def _gone(self, pane: _Pane, now: float) -> None:
+        pane.cancel()
+        self.panes.pop(pane.tracker.key.pane, None)
+        self.pump.gone(pane.tracker.key, now)
+
+    # --- what a tracker asks for ---------------------------------------------------
+
+    def _after(self, pane: _Pane) -> None:
+        """Carry out what the tracker wants after an input: send, capture, set timers."""
+        t = pane.tracker
+        update = t.take_update()
+        if update is not None:
+            self.pump.changed(update)
+        if t.take_capture():
+            pane.capture_task = asyncio.create_task(self._do_capture(pane))
+        loop = asyncio.get_running_loop()
+        now = time.time()
+        if t.settle_at != pane.settle_for:
+            if pane.settle_handle is not None:
+                pane.settle_handle.cancel()
+            pane.settle_for, pane.settle_handle = t.settle_at, None
+            if t.settle_at is not None:
+                pane.settle_handle = loop.call_later(max(0.0, t.settle_at - now), self._timer, pane, "settle")
+        if t.deadline_at != pane.deadline_for:
+            if pane.deadline_handle is not None:
+                pane.deadline_handle.cancel()
+            pane.deadline_for, pane.deadline_handle = t.deadline_at, None
+            if t.deadline_at is not None:
+                delay = max(0.0, t.deadline_at - now) + 0.001
+                pane.deadline_handle = loop.call_later(delay, self._timer, pane, "deadline")
+
+    def _timer(self, pane: _Pane, which: str) -> None:
+        if self.panes.get(pane.tracker.key.pane) is not pane:
+            return
+        now = time.time()
+        if which == "settle":
+            pane.settle_handle = pane.settle_for = None
+            pane.tracker.settled(now)
+        else:
+            pane.deadline_handle = pane.deadline_for = None
+            pane.tracker.deadline(now)
+        self._after(pane)
+
+    # --- screen capture ------------------------------------------------------------
+
+    async def _do_capture(self, pane: _Pane) -> None:
+        key = pane.tracker.key
+        try:
+            async with self._capture_sem:
+                res = await self.t.run([*self.base, "capture-pane", "-p", "-t", key.pane], timeout=10)
+        except TransportError as exc:
+            log.debug("%s: capture of %s failed: %s", self.host, key.pane, exc)
+            pane.tracker.capture_failed()
+            return
+        if self.panes.get(key.pane) is not pane:
+            return
+        screen = res.stdout.decode("utf-8", "replace") if res.returncode == 0 else None
+        pane.tracker.captured(time.time(), screen)
+        self._after(pane)
+
+    # --- from outside ----------------------------------------------------------------
+
+    def mark_seen(self, pane_id: str, t: float) -> bool:
+        """The user looked at this pane (the server says so): `done` becomes `idle`."""
+        pane = self.panes.get(pane_id)
+        if pane is None:
+            return False
+        pane.tracker.seen(max(t, time.time()) if t else time.time())
+        self._after(pane)
+        return True
+
+    def set_rules(self, options: Options) -> None:
+        """Reloaded screen rules (in `options`) for every pane, screens re-read where they apply."""
+        self.opt = options
+        now = time.time()
+        for pane in list(self.panes.values()):
+            pane.tracker.set_rules(now, options.rules)
+            self._after(pane)
+
+    # --- snapshot ------------------------------------------------------------------
+
+    def snapshot(self) -> list[PaneUpdate]:
+        return [p.tracker.last_update for p in self.panes.values() if p.tracker.last_update is not None]

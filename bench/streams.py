@@ -1,0 +1,171 @@
+"""Benchmark: /healthz latency while many /api/stream connections open at once.
+
+    uv run python bench/streams.py [--panes 5000] [--streams 200] [--server-python PY]
+
+Starts a real `paneboard serve` on a throw-away SQLite, fills it with `--panes` live
+panes through one collector, then opens `--streams` SSE connections at once (each
+reads its first frame and stays open) while a collector keeps changing a pane, and
+meanwhile measures /healthz one request after another. Prints the /healthz median and
+max beside the baseline (the same measurement with no streams opening). To measure
+another version of the server, pass that checkout's interpreter as `--server-python`
+(e.g. `/work/main/.venv/bin/python`). Bounded: about 20-40 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import websockets
+
+
+def cli(py: str, db: str, *args: str) -> str:
+    env = {**os.environ, "PANEBOARD_DB": db}
+    return subprocess.run(
+        [py, "-m", "paneboard.cli", *args], env=env, capture_output=True, text=True, check=True, timeout=120
+    ).stdout.strip()
+
+
+def pane(i: int, msg: str) -> dict[str, object]:
+    return {
+        "key": {"host": "bench", "tmux": "default", "pane": f"%{i}"},
+        "session": "main",
+        "window": "0",
+        "agent": "claude",
+        "state": "working",
+        "msg": msg,
+        "t": time.time(),
+        "source": "protocol",
+        "observable": True,
+    }
+
+
+def healthz_while(url: str, until: threading.Event) -> list[float]:
+    """/healthz one request after another, from its own thread (and connection), so
+    the benchmark's own stream reading does not delay the measurement."""
+    out = []
+    with httpx.Client(timeout=120) as c:
+        while not until.is_set():
+            t = time.perf_counter()
+            c.get(url + "/healthz")
+            out.append(time.perf_counter() - t)
+            time.sleep(0.01)
+    return out
+
+
+async def run(
+    url: str, viewer: str, collector: str, panes: int, streams: int
+) -> tuple[list[float], list[float]]:
+    ws = await websockets.connect(
+        url.replace("http", "ws") + "/api/ingest",
+        additional_headers={"Authorization": f"Bearer {collector}"},
+        max_size=1 << 26,
+        ping_interval=None,  # a blocked server must not make the benchmark's collector give up
+    )
+    await ws.send(json.dumps({"type": "hello", "stream": "bench", "version": "bench"}))
+    await ws.recv()
+    seq = 1
+    body = [pane(i, f"pane {i} " + "x" * 60) for i in range(panes)]
+    await ws.send(json.dumps({"type": "snapshot", "seq": seq, "t": time.time(), "panes": body}))
+    while json.loads(await ws.recv()).get("seq") != seq:
+        pass
+
+    stop = threading.Event()
+    baseline_task = asyncio.create_task(asyncio.to_thread(healthz_while, url, stop))
+    await asyncio.sleep(3)
+    stop.set()
+    baseline = await baseline_task
+
+    async def churn(done: threading.Event) -> None:
+        nonlocal seq
+        while not done.is_set():
+            seq += 1
+            op = {"op": "pane", "update": pane(seq % panes, f"change {seq}")}
+            await ws.send(json.dumps({"type": "delta", "seq": seq, "t": time.time(), "ops": [op]}))
+            await asyncio.sleep(0.05)
+
+    limits = httpx.Limits(max_connections=streams + 10)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(120), limits=limits) as c:
+        opened: list[object] = []
+
+        async def open_one() -> None:
+            cm = c.stream("GET", url + "/api/stream", headers={"Authorization": f"Bearer {viewer}"})
+            r = await cm.__aenter__()
+            async for _ in r.aiter_bytes():
+                break  # the first frame arrived
+            opened.append(cm)
+
+        done = threading.Event()
+        measuring = asyncio.create_task(asyncio.to_thread(healthz_while, url, done))
+        churner = asyncio.create_task(churn(done))
+        await asyncio.gather(*(open_one() for _ in range(streams)))
+        done.set()
+        loaded = await measuring
+        await churner
+        for cm in opened:
+            await cm.__aexit__(None, None, None)  # type: ignore[attr-defined]  # httpx stream context
+    await ws.close()
+    return baseline, loaded
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--panes", type=int, default=5000)
+    ap.add_argument("--streams", type=int, default=200)  # under the per-address cap (256)
+    ap.add_argument("--server-python", default=sys.executable)
+    ap.add_argument("--port", type=int, default=18777)
+    args = ap.parse_args()
+    py = args.server_python
+    with tempfile.TemporaryDirectory() as tmp:
+        db = str(Path(tmp) / "bench.db")
+        cli(py, db, "db", "upgrade")
+        collector = cli(py, db, "token", "create", "bench")
+        viewer = cli(py, db, "token", "create", "wall", "--viewer")
+        cfg = Path(tmp) / "c.toml"
+        cfg.write_text(f"[limits]\nmax_message_bytes = {1 << 26}\n")
+        log = open(Path(tmp) / "server.log", "wb")  # noqa: SIM115 - the server process owns it
+        url = f"http://127.0.0.1:{args.port}"
+        srv = subprocess.Popen(
+            [py, "-m", "paneboard.cli", "serve", "--port", str(args.port), "--config", str(cfg)],
+            env={**os.environ, "PANEBOARD_DB": db},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline or srv.poll() is not None:
+                    print("server did not start", file=sys.stderr)
+                    return 1
+                time.sleep(0.1)
+            t = time.perf_counter()
+            baseline, loaded = asyncio.run(run(url, viewer, collector, args.panes, args.streams))
+            took = time.perf_counter() - t
+        finally:
+            srv.terminate()
+            srv.wait(10)
+    ms = 1000
+    print(f"{args.panes} panes, {args.streams} streams opening at once (run {took:.1f} s)")
+    print(f"{'':24}{'median':>10}{'max':>10}{'n':>6}")
+    for name, xs in (("/healthz, baseline", baseline), ("/healthz, streams open", loaded)):
+        print(f"{name:24}{statistics.median(xs) * ms:>8.1f}ms{max(xs) * ms:>8.1f}ms{len(xs):>6}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""A pane's state, defined once: every field, where it travels, and its limits.
+
+The collector's `PaneUpdate`, the server's in-memory `Pane`, its panes/history tables,
+its wire validation, `GET /api/panes`, the live stream and the history rows are all
+derived from `FIELDS` (or held to it by a test where derivation is not sensible: the
+Alembic migrations and the page's JS). Adding a pane field means adding one `Field`
+here and one storage migration; nothing else.
+
+Pure data: no I/O, no third-party imports, so the agent, the server and the tests
+can all read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: The state names a pane can be in (None: nothing known). Order is the page's order.
+STATES: tuple[str, ...] = ("working", "blocked", "idle", "done", "error")
+#: What a `blocked` pane waits for.
+KINDS: tuple[str, ...] = ("permission", "question", "auth")
+#: Which signal a classification came from.
+SOURCES: tuple[str, ...] = ("protocol", "screen", "native")
+
+NAME_MAX = 255  # agent names, host and tmux names
+TEXT_MAX = 4096  # free text: session, window, msg, title, process, errors
+STATE_MAX = 16  # the storage width of a state / source name
+KIND_MAX = 32  # the storage width of a kind
+PANE_ID_MAX = 64  # a tmux pane id such as "%3"
+RECORDS_MAX = 64  # records carried per pane
+TIME_MAX = 1e11  # seconds since the epoch; anything later is garbage
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One pane field and where it goes.
+
+    `nullable`: the column may hold NULL (a wire value may be null only when its
+    default is None). `type` is one of "str", "int", "float", "bool", "json" (a dict) or "list" (of dicts).
+    `classification`: produced by the classifier (`Classification.to_json`).
+    `update`: sent by the collector (`PaneUpdate`, the wire's pane object); with
+    `required` it has no default in `PaneUpdate` (the design's positional block).
+    `row`: a panes-table column the server writes. `api`: shown by `GET /api/panes` and
+    the stream. `history`: copied into each history row. `choices`/`max_len`/`lo`/`hi`
+    are the limits the server validates a collector's value against; `sql_len` the
+    column width (None: unbounded text); `sql_big` an integer column is 64-bit.
+    """
+
+    name: str
+    type: str
+    default: Any = None
+    nullable: bool = True
+    classification: bool = False
+    update: bool = False
+    required: bool = False
+    row: bool = False
+    api: bool = False
+    history: bool = False
+    choices: tuple[str, ...] | None = None
+    max_len: int | None = None
+    lo: float | None = None
+    hi: float | None = None
+    sql_len: int | None = None
+    sql_big: bool = False
+
+
+_CLS = {"classification": True, "update": True, "required": True, "row": True, "api": True}
+
+#: The fields in `PaneUpdate`'s positional order (after its key).
+FIELDS: tuple[Field, ...] = (
+    Field("session", "str", "", update=True, required=True, row=True, api=True, max_len=TEXT_MAX),
+    Field("window", "str", "", update=True, required=True, row=True, api=True, max_len=TEXT_MAX),
+    Field("agent", "str", **_CLS, history=True, max_len=NAME_MAX),
+    Field("state", "str", **_CLS, history=True, choices=STATES, sql_len=STATE_MAX),
+    Field("kind", "str", **_CLS, history=True, max_len=KIND_MAX, sql_len=KIND_MAX),
+    Field("msg", "str", **_CLS, history=True, max_len=TEXT_MAX),
+    Field("source", "str", **_CLS, history=True, choices=SOURCES, sql_len=STATE_MAX),
+    Field("observable", "bool", True, nullable=False, **_CLS),
+    Field("t", "float", update=True, required=True, nullable=False, lo=0, hi=TIME_MAX),
+    Field("title", "str", classification=True, update=True, row=True, api=True, max_len=TEXT_MAX),
+    Field("progress", "int", classification=True, update=True, row=True, api=True, lo=0, hi=100),
+    Field("since", "float", classification=True, update=True, row=True, api=True, lo=0, hi=TIME_MAX),
+    Field("process", "str", update=True, row=True, api=True, max_len=TEXT_MAX),
+    Field(
+        "records", "list", (), nullable=False, classification=True, update=True, api=True, max_len=RECORDS_MAX
+    ),
+    Field("evidence", "json", {}, update=True, row=True),
+    Field("last_seen", "float", row=True, api=True),
+    Field("rev", "int", 0, nullable=False, row=True, api=True, sql_big=True),
+    Field("gone_at", "float", row=True),
+    # What a pane that lost its state where it cannot be seen (behind ssh) was last:
+    # {agent, state, kind, msg, since, at}; kept in memory (rebuilt from history on
+    # start), shown only while the pane has no state and is not observable.
+    Field("last_known", "json", api=True),
+)
+
+BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
+
+
+def names(**where: bool) -> tuple[str, ...]:
+    """The names of the fields whose flags match, in definition order: `names(api=True)`."""
+    return tuple(f.name for f in FIELDS if all(getattr(f, k) == v for k, v in where.items()))
+
+
+CLASSIFICATION_FIELDS = names(classification=True)
+UPDATE_FIELDS = names(update=True)
+ROW_FIELDS = names(row=True)
+API_FIELDS = names(api=True)
+HISTORY_FIELDS = names(history=True)
+#: What the server's re-derivation may overwrite (`since`/`records` are handled apart).
+RECLASSIFY_FIELDS = tuple(n for n in CLASSIFICATION_FIELDS if n not in ("since", "records"))
+#: What a change of makes the collector send an update (the clock fields `t`/`since` don't).
+SIGNATURE_FIELDS = tuple(n for n in UPDATE_FIELDS if n not in ("t", "since"))
+
+
+def default(f: Field) -> Any:
+    """A fresh default (containers are copied so no two panes share one)."""
+    if isinstance(f.default, dict):
+        return dict(f.default)
+    if isinstance(f.default, (list, tuple)) and f.type == "list":
+        return type(f.default)(f.default)
+    return f.default

@@ -1,0 +1,192 @@
+"""The ingest uplink's messages (`WS /api/ingest`), defined once for both ends.
+
+The collector builds every message it sends with these helpers, and reads the server's
+with `parse_server`; the server's pydantic validation (`paneboard_server.wire`) and
+`docs/wire.md` are held to these definitions by tests. A new message, in either
+direction, is a TypedDict here plus its entry in `COLLECTOR_MESSAGES` or
+`SERVER_MESSAGES` (server→collector commands go in the latter).
+
+Pure: only the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, TypedDict
+
+from paneboard_protocol.pane import NAME_MAX, PANE_ID_MAX
+
+PROTOCOL = 1
+STREAM_MAX = 64  # a collector's stream id
+VERSION_MAX = 64
+HOSTS_MAX = 1000  # hosts named in a hello or a snapshot
+PANE_ID_LEN = PANE_ID_MAX
+HOST_NAME_LEN = NAME_MAX
+
+
+class Key(TypedDict):
+    host: str
+    tmux: str
+    pane: str
+
+
+class HostState(TypedDict):
+    reachable: bool
+    error: str | None
+
+
+# --- collector → server ----------------------------------------------------------------
+class Hello(TypedDict):
+    type: Literal["hello"]
+    protocol: int
+    version: str
+    stream: str
+    hosts: list[str]
+
+
+class PaneOp(TypedDict):
+    op: Literal["pane"]
+    update: dict[str, Any]  # `PaneUpdate.wire_json()`: the update fields of pane.FIELDS
+
+
+class GoneOp(TypedDict):
+    op: Literal["gone"]
+    key: Key
+    t: float
+
+
+class HostOp(TypedDict):
+    op: Literal["host"]
+    host: str
+    reachable: bool
+    error: str | None
+    t: float
+
+
+class Snapshot(TypedDict):
+    type: Literal["snapshot"]
+    seq: int
+    t: float
+    hosts: dict[str, HostState]
+    panes: list[dict[str, Any]]
+
+
+class Delta(TypedDict):
+    type: Literal["delta"]
+    seq: int
+    ops: list[PaneOp | GoneOp | HostOp]
+
+
+# --- server → collector ----------------------------------------------------------------
+class Welcome(TypedDict):
+    type: Literal["welcome"]
+    protocol: int
+    server: str
+    acked: int | None
+    snapshot: bool
+
+
+class Ack(TypedDict):
+    type: Literal["ack"]
+    seq: int
+
+
+class Resync(TypedDict):
+    type: Literal["resync"]
+    reason: str
+
+
+class Seen(TypedDict):
+    type: Literal["seen"]
+    key: Key
+    t: float
+
+
+class Refused(TypedDict):
+    """Sent just before a 1007/1009/4403 close: exactly what was refused, so the
+    collector drops that and resends the rest instead of looping on it."""
+
+    type: Literal["refused"]
+    seq: int | None
+    at: str | None
+    host: str | None
+    reason: str
+
+
+COLLECTOR_MESSAGES: dict[str, type] = {"hello": Hello, "snapshot": Snapshot, "delta": Delta}
+SERVER_MESSAGES: dict[str, type] = {
+    "welcome": Welcome,
+    "ack": Ack,
+    "resync": Resync,
+    "seen": Seen,
+    "refused": Refused,
+}
+OPS: dict[str, type] = {"pane": PaneOp, "gone": GoneOp, "host": HostOp}
+
+
+def hello(stream: str, version: str, hosts: list[str]) -> Hello:
+    return {"type": "hello", "protocol": PROTOCOL, "version": version, "stream": stream, "hosts": hosts}
+
+
+def snapshot(seq: int, t: float, hosts: dict[str, HostState], panes: list[dict[str, Any]]) -> Snapshot:
+    return {"type": "snapshot", "seq": seq, "t": t, "hosts": hosts, "panes": panes}
+
+
+def delta(seq: int, ops: list[PaneOp | GoneOp | HostOp]) -> Delta:
+    return {"type": "delta", "seq": seq, "ops": ops}
+
+
+def pane_op(update: dict[str, Any]) -> PaneOp:
+    return {"op": "pane", "update": update}
+
+
+def gone_op(key: Key, t: float) -> GoneOp:
+    return {"op": "gone", "key": key, "t": t}
+
+
+def host_op(host: str, reachable: bool, error: str | None, t: float) -> HostOp:
+    return {"op": "host", "host": host, "reachable": reachable, "error": error, "t": t}
+
+
+def host_state(reachable: bool, error: str | None) -> HostState:
+    return {"reachable": reachable, "error": error}
+
+
+def welcome(server: str, acked: int | None, snapshot: bool) -> Welcome:
+    return {"type": "welcome", "protocol": PROTOCOL, "server": server, "acked": acked, "snapshot": snapshot}
+
+
+def ack(seq: int) -> Ack:
+    return {"type": "ack", "seq": seq}
+
+
+def resync(reason: str) -> Resync:
+    return {"type": "resync", "reason": reason}
+
+
+def seen(key: Key, t: float) -> Seen:
+    return {"type": "seen", "key": key, "t": t}
+
+
+def refused(seq: int | None, at: str | None, host: str | None, reason: str) -> Refused:
+    return {"type": "refused", "seq": seq, "at": at, "host": host, "reason": reason}
+
+
+def encode(msg: Any) -> str:
+    """A message as the text frame that carries it."""
+    return json.dumps(msg)
+
+
+def parse_server(raw: str | bytes) -> dict[str, Any] | None:
+    """A server message as a dict with a known `type`, or None for anything else.
+
+    The collector ignores what it does not understand (a newer server may send more),
+    so this never raises; the fields' types are checked where they are used.
+    """
+    try:
+        msg = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict) or msg.get("type") not in SERVER_MESSAGES:
+        return None
+    return msg

@@ -1,0 +1,81 @@
+"""Running the application under uvicorn: the listening socket, logging, limits.
+
+The socket is bound here, before uvicorn starts, so a port that cannot be bound is
+one line and a non-zero exit (uvicorn would log it among its start-up messages). The
+schema is checked first for the same reason: a database that cannot be opened is one
+line, not a traceback from inside the lifespan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+
+from . import logsafe
+from .config import Config
+from .conn_limits import protocols
+from .database import create_engine
+from .migrate import check_schema
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A bound, listening TCP socket; OSError saying where and why when it cannot be."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    family, kind, proto, _, addr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def run_server(cfg: Config, url: str, host: str, port: int) -> int:
+    import uvicorn
+
+    from .app import create_app
+
+    async def precheck() -> None:
+        engine = create_engine(url)
+        try:
+            await check_schema(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(precheck())
+    sock = listen_socket(host, port)
+    logsafe.install()
+    app = create_app(cfg, url)
+    lim = cfg.limits
+    http_protocol, ws_protocol = protocols(
+        lim.header_timeout, lim.max_header_bytes, lim.max_connections_per_address
+    )
+    config = uvicorn.Config(
+        app,
+        http=http_protocol,
+        ws=ws_protocol,
+        timeout_keep_alive=lim.keep_alive_timeout,
+        limit_concurrency=lim.max_connections,
+        host=host,
+        port=port,
+        ws_max_size=cfg.limits.max_message_bytes,
+        ws_ping_interval=20,
+        ws_ping_timeout=120,
+        log_level="info",
+        log_config=None,  # uvicorn's loggers propagate to logsafe's redacting handler
+        lifespan="on",
+        proxy_headers=False,
+        server_header=False,
+    )
+    server = uvicorn.Server(config)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=[sock])
+    return 0 if server.started else 1

@@ -1,0 +1,33 @@
+"""`--help` is for people: plain words, every argument described, no spec rule IDs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+RULE_ID = re.compile(r"\b(?:TA|RI|F|P7501)-\d+\b")
+
+
+@pytest.mark.parametrize("command", ["agent", "run", "emit", "decode", "replay"])
+def test_help_is_plain_words(command: str) -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "paneboard.cli", command, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+    text = res.stdout
+    assert text.startswith("usage: paneboard " + command), text
+    assert not RULE_ID.findall(text), f"rule IDs in `paneboard {command} --help`:\n{text}"
+    # every argument listed gets words of its own: argparse prints a bare name otherwise
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"^  [^ ]", line) and "  " not in line.strip():  # no help on the same line
+            following = lines[i + 1] if i + 1 < len(lines) else ""
+            assert re.match(r"^ {6,}\S", following), (
+                f"`{line.strip()}` has no description in `paneboard {command} --help`"
+            )

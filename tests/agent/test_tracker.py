@@ -1,0 +1,208 @@
+"""The per-pane tracker as tables: (now, input) in, updates/captures/timers out. No tmux.
+
+Each scenario is a list of steps applied to a fresh tracker; after every step the
+expected outputs are checked: the state of the update it produced (or that none
+came), whether a capture is to start, and the settle time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from helpers import b64, osc7501
+from paneboard_agent.panes import Observation, PaneInfo
+from paneboard_agent.sink import PaneKey
+from paneboard_agent.tracker import FRESH_OBSERVATION, SETTLE, PaneTracker
+from paneboard_protocol.rules import load_rules
+
+RULES = load_rules("/nonexistent-paneboard-rules")  # the bundled manifests only
+KEY = PaneKey("h", "default", "%1")
+T0 = 1_800_000_000.0
+
+
+def info(window: str = "w", command: str = "bash", pid: int = 100) -> PaneInfo:
+    return PaneInfo("$0", "@0", "0", "%1", pid, False, "/dev/pts/9", "main", window, command)
+
+
+SHELL = Observation(None, 100, True)
+CODEX = Observation("codex", 200, True)
+APP = Observation("builder", 300, True)
+BLOCKED = osc7501(f"state=blocked:kind=question:app=builder:msg={b64('Deploy?')}")
+NO_UPDATE = "no update"
+
+
+def run(steps: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Apply steps; for each, what came out (update state, capture started, hold, settle)."""
+    t = PaneTracker(KEY, "main", RULES, ("ssh",))
+    out = []
+    for step in steps:
+        now, op, *args = step
+        hold = None
+        if op == "listed":
+            t.listed(T0 + now, *args)
+        elif op == "output":
+            hold = t.output(T0 + now, *args)
+        elif op == "released":
+            t.released(T0 + now)
+        elif op == "settled":
+            t.settled(T0 + now)
+        elif op == "captured":
+            t.captured(T0 + now, *args)
+        elif op == "deadline":
+            t.deadline(T0 + now)
+        elif op == "skipped":
+            t.skipped(T0 + now)
+        elif op == "disconnected":
+            t.disconnected()
+        elif op == "seen":
+            t.seen(T0 + now)
+        else:  # pragma: no cover - a typo in a table
+            raise AssertionError(op)
+        update = t.take_update()
+        out.append(
+            {
+                "state": update.state if update else NO_UPDATE,
+                "capture": t.take_capture(),
+                "hold": hold,
+                "settle": None if t.settle_at is None else t.settle_at - T0,
+                "deadline": t.deadline_at,
+            }
+        )
+    return out
+
+
+SCENARIOS: dict[str, tuple[list[tuple[Any, ...]], list[dict[str, Any]]]] = {
+    "first listing is an update, the same listing again is none": (
+        [(0, "listed", info(), SHELL), (1, "listed", info(), SHELL)],
+        [{"state": None}, {"state": NO_UPDATE}],
+    ),
+    "a renamed window is an update": (
+        [(0, "listed", info(), SHELL), (1, "listed", info(window="x"), None)],
+        [{"state": None}, {"state": None}],
+    ),
+    "a report long after the last look is held until released": (
+        [(0, "listed", info(), SHELL), (1, "output", BLOCKED), (1.05, "released")],
+        [{"state": None}, {"state": NO_UPDATE, "hold": True}, {"state": "blocked"}],
+    ),
+    "a report right after a look is fed at once": (
+        [(0, "listed", info(), SHELL), (FRESH_OBSERVATION / 2, "output", BLOCKED)],
+        [{"state": None}, {"state": "blocked", "hold": False}],
+    ),
+    "output while held joins the held events, in order": (
+        [
+            (0, "listed", info(), SHELL),
+            (1, "output", BLOCKED),
+            (1.01, "output", osc7501("state=working:app=builder")),
+            (1.05, "released"),
+        ],
+        [{"state": None}, {"hold": True}, {"state": NO_UPDATE, "hold": False}, {"state": "working"}],
+    ),
+    "plain text is never held": (
+        [(0, "listed", info(), SHELL), (5, "output", b"hello\r\n")],
+        [{"state": None}, {"state": NO_UPDATE, "hold": False}],
+    ),
+    "the program leaving ends its blocked record (P7501-8)": (
+        [
+            (0, "listed", info(command="builder"), APP),
+            (0.01, "output", BLOCKED),
+            (1, "listed", info(), SHELL),
+        ],
+        [{"state": None}, {"state": "blocked"}, {"state": None}],
+    ),
+    "a pane with screen rules is captured once listed, then after output settles": (
+        [
+            (0, "listed", info(command="codex"), CODEX),
+            (0.5, "captured", "screen text\n"),
+            (1, "listed", info(command="codex"), None),
+            (2, "output", b"x"),
+            (2.1, "output", b"y"),
+            (2 + SETTLE, "settled"),
+            (2.1 + SETTLE + 0.001, "settled"),
+        ],
+        [
+            {"capture": True},  # a new pane's screen is read at once
+            {"capture": False},
+            {"capture": False, "settle": None},
+            {"settle": 2 + SETTLE, "capture": False},
+            {"settle": 2 + SETTLE, "capture": False},  # the first settle time stands
+            {"settle": 2.1 + SETTLE, "capture": False},  # not quiet yet: later
+            {"settle": None, "capture": True},
+        ],
+    ),
+    "a capture asked for while one runs runs after it, once settled again": (
+        [
+            (0, "listed", info(command="codex"), CODEX),
+            (0.5, "captured", "screen text\n"),
+            (1, "output", b"x"),
+            (1 + SETTLE + 0.001, "settled"),
+            (1.2, "output", b"y"),
+            (1.2 + SETTLE + 0.001, "settled"),
+            (1.4, "captured", "screen text\n"),
+            (1.4 + SETTLE + 0.001, "settled"),
+        ],
+        [
+            {"capture": True},
+            {"capture": False},
+            {"settle": 1 + SETTLE},
+            {"capture": True, "settle": None},
+            {"settle": 1.2 + SETTLE},
+            {"capture": False, "settle": None},  # one is in flight
+            {"settle": 1.4 + SETTLE},  # the deferred one waits for quiet
+            {"capture": True},
+        ],
+    ),
+    "output of a shell pane never asks for its screen": (
+        [(0, "listed", info(), SHELL), (1, "output", b"x"), (1 + SETTLE + 0.001, "settled")],
+        [{"capture": False}, {"settle": None}, {"capture": False}],
+    ),
+    "lost output re-reads the screen where rules apply": (
+        [(0, "listed", info(command="codex"), CODEX), (1, "skipped")],
+        [{}, {"settle": 1 + SETTLE}],
+    ),
+    "a lost link voids timers and re-captures on the next listing": (
+        [
+            (0, "listed", info(command="codex"), CODEX),
+            (1, "output", b"x"),
+            (1.05, "disconnected"),
+            (5, "listed", info(command="codex"), None),
+        ],
+        [{"capture": True}, {"settle": 1 + SETTLE}, {"settle": None}, {"capture": True}],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_tracker_table(name: str) -> None:
+    steps, expected = SCENARIOS[name]
+    got = run(steps)
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        for k, v in e.items():
+            want = pytest.approx(v, abs=1e-6) if isinstance(v, float) else v
+            assert g[k] == want, f"step {i} {steps[i][1]!r}: {k} = {g[k]!r}, expected {v!r}"
+
+
+def test_the_classifier_deadline_is_handed_out_and_honoured() -> None:
+    """A working contract goes stale (TA-12): the tracker names that moment, and at it
+    re-evaluates with no new input."""
+    from helpers import thinkterm
+
+    t = PaneTracker(KEY, "main", RULES)
+    t.listed(T0, info(), SHELL)
+    t.take_update()
+    t.output(T0 + 0.01, thinkterm("my-agent", "working", ts=int(T0)))
+    assert t.take_update().state == "working"
+    assert t.deadline_at is not None and t.deadline_at > T0
+    t.deadline(t.deadline_at)
+    update = t.take_update()
+    assert update is not None and update.state != "working"
+
+
+def test_seen_turns_done_into_idle() -> None:
+    t = PaneTracker(KEY, "main", RULES)
+    t.listed(T0, info(command="builder"), APP)
+    t.output(T0 + 0.01, osc7501("state=done:app=builder"))
+    assert t.take_update().state == "done"
+    t.seen(T0 + 1)
+    assert t.take_update().state in ("idle", None)
+    assert t.last_update is not None and t.last_update.state in ("idle", None)

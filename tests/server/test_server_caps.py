@@ -1,0 +1,125 @@
+"""Limits that keep one collector from growing the server: every integer and string of a
+message bounded to what the database stores, the cap on a collector's live panes, and
+gone panes leaving memory (not the database) beyond `limits.gone_in_memory`. Run in
+process against real SQLite and PostgreSQL databases."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import pytest
+from paneboard_server import schema as s
+from paneboard_server.app import create_app
+from paneboard_server.config import Config
+from paneboard_server.core import Ingest, Refused
+from paneboard_server.database import resolve_url
+from paneboard_server.wire import MAX_INT, Key, PaneIn, WireError, parse
+from pbserver import make_tokens, pane_update
+from sqlalchemy import func, select
+
+U = pane_update("h", "%1", "blocked", msg="ok?").wire_json()
+
+
+@pytest.mark.parametrize(
+    ("msg", "at"),
+    [
+        ({"type": "snapshot", "seq": MAX_INT + 1, "t": 1}, "seq"),
+        ({"type": "snapshot", "seq": 2**64, "t": 1}, "seq"),
+        ({"type": "hello", "stream": "s", "protocol": 2**64}, "protocol"),
+        ({"type": "hello", "stream": "s\x00"}, "stream"),
+        (
+            {"type": "snapshot", "seq": 1, "t": 1, "panes": [{**U, "key": {**U["key"], "pane": "%\x001"}}]},
+            "pane",
+        ),
+        (
+            {"type": "snapshot", "seq": 1, "t": 1, "panes": [{**U, "key": {**U["key"], "host": "a\u202eb"}}]},
+            "host",
+        ),
+        ({"type": "snapshot", "seq": 1, "t": 1, "panes": [{**U, "evidence": {"x": "\x00"}}]}, "evidence"),
+        ({"type": "snapshot", "seq": 1, "t": 1, "panes": [{**U, "evidence": {"x": 2**63}}]}, "evidence"),
+        (
+            {"type": "snapshot", "seq": 1, "t": 1, "panes": [{**U, "evidence": {"x": float("inf")}}]},
+            "evidence",
+        ),
+        ({"type": "snapshot", "seq": 1, "t": 1, "panes": [{**U, "records": [{"n": 2**64}]}]}, "records"),
+        ({"type": "snapshot", "seq": 1, "t": 1, "hosts": {"h\x00": {"reachable": True}}}, "hosts"),
+    ],
+)
+def test_wire_refuses_what_a_backend_cannot_store(msg: dict[str, Any], at: str) -> None:
+    with pytest.raises(WireError) as info:
+        parse(json.dumps(msg), 1 << 20, 10)
+    assert at in str(info.value) and info.value.at is not None and at in info.value.at
+
+
+def test_wire_cleans_display_text_and_keeps_the_seq_of_a_refused_message() -> None:
+    snap = parse(
+        json.dumps({"type": "snapshot", "seq": 4, "t": 1, "panes": [{**U, "msg": "a\x00\x1b\u202e\u200bb"}]}),
+        1 << 20,
+        10,
+    )
+    assert snap.panes[0].msg == "ab"  # type: ignore[union-attr]
+    with pytest.raises(WireError) as info:
+        parse(
+            json.dumps({"type": "delta", "seq": 9, "ops": [{"op": "gone", "key": {}, "t": 1}]}), 1 << 20, 10
+        )
+    assert info.value.seq == 9
+
+
+def _ups(prefix: str, n: int) -> list[PaneIn]:
+    return [PaneIn.model_validate(pane_update("h", f"%{prefix}{i}", "working").wire_json()) for i in range(n)]
+
+
+async def _run(core: Any, op: Ingest) -> BaseException | None:
+    fut = asyncio.get_running_loop().create_future()
+    op.on_commit = lambda: fut.done() or fut.set_result(None)
+    op.on_fail = lambda e: fut.done() or fut.set_result(e)
+    core.submit(op)
+    return await asyncio.wait_for(fut, 30)
+
+
+def test_live_pane_cap_and_gone_panes_leave_memory_not_the_database(db_url: str) -> None:
+    cfg = Config.model_validate({"limits": {"max_live_panes_per_collector": 30, "gone_in_memory": 10}})
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(cfg, resolve_url(db_url))
+        async with app.router.lifespan_context(app):
+            core = app.state.core
+            assert await _run(core, Ingest(1, "s", 1, snapshot_hosts={}, panes=_ups("a", 20))) is None
+            # a delta bringing 11 more (31 live) is refused and changes nothing
+            got = await _run(core, Ingest(1, "s", 2, panes=_ups("b", 11)))
+            assert isinstance(got, Refused) and "limit 30" in str(got)
+            assert len(core.panes) == 20 and core.stats["refused_cap"] == 1
+            assert await _run(core, Ingest(1, "s", 3, panes=_ups("b", 10))) is None  # 30: fine
+            first = {p.pane: p.id for p in core.panes.values()}
+            # Five snapshots of new ids: 90 panes go; at most 10 gone ones stay in memory.
+            for round_ in range(5):
+                op = Ingest(1, "s", 4 + round_, snapshot_hosts={}, panes=_ups(f"r{round_}", 18))
+                assert await _run(core, op) is None
+            live = [p for p in core.panes.values() if p.gone_at is None]
+            gone = [p for p in core.panes.values() if p.gone_at is not None]
+            assert len(live) == 18 and len(gone) == 10
+            async with core.engine.connect() as conn:
+                rows = (await conn.execute(select(func.count()).select_from(s.panes))).scalar_one()
+            assert rows == 30 + 4 * 18 + 18  # the database keeps them all, with their history
+            # An evicted pane that comes back keeps its id (its row and history are found again).
+            assert await _run(core, Ingest(1, "s", 9, panes=_ups("a", 1))) is None
+            back = next(p for p in core.panes.values() if p.pane == "%a0")
+            assert back.id == first["%a0"] and back.gone_at is None
+            async with core.engine.connect() as conn:
+                hist = (
+                    await conn.execute(select(s.history.c.reason).where(s.history.c.pane_id == back.id))
+                ).all()
+            assert [r[0] for r in hist] == ["report", "gone", "report"]
+            # A restart loads no more than the cap of gone panes either.
+        app2 = create_app(cfg, resolve_url(db_url))
+        async with app2.router.lifespan_context(app2):
+            core2 = app2.state.core
+            assert sum(1 for p in core2.panes.values() if p.gone_at is not None) == 10
+            gone = Key(host="h", tmux="default", pane="%a0")
+            assert await _run(core2, Ingest(1, "s", 10, gone=[(gone, time.time())])) is None
+
+    asyncio.run(go())

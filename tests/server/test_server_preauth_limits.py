@@ -1,0 +1,84 @@
+"""Before authentication nothing is held for ever: slow headers and idle connections
+are cut, one address cannot hold more than its share (a real server, raw sockets)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+CONFIG = "[limits]\nheader_timeout = 1\nmax_connections_per_address = 5\nmax_header_bytes = 8192\n"
+
+
+@pytest.fixture
+def server(sqlite_template: Path, tmp_path: Path, server_factory: Any) -> Any:
+    path = tmp_path / "paneboard.db"
+    shutil.copy(sqlite_template, path)
+    return server_factory(f"sqlite:///{path}", config=CONFIG)
+
+
+def _closed_by_server(sock: socket.socket, within: float) -> bool:
+    """True if the server closes `sock` (EOF or reset) before `within` seconds pass."""
+    sock.settimeout(within)
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_slow_headers_and_idle_connections_are_cut(server: Any) -> None:
+    idle = socket.create_connection(("127.0.0.1", server.port))
+    slow = socket.create_connection(("127.0.0.1", server.port))
+    slow.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    deadline = time.monotonic() + 15
+    cut = False
+    slow.settimeout(0.3)
+    while time.monotonic() < deadline and not cut:
+        try:
+            slow.sendall(b"X-Slow: 1\r\n")  # a header line now and then, never the end
+            cut = slow.recv(65536) == b""
+        except TimeoutError:
+            continue
+        except (BrokenPipeError, ConnectionResetError):
+            cut = True
+    assert cut, "a client trickling headers was held"
+    assert _closed_by_server(idle, 15), "an idle connection was held"
+    idle.close()
+    slow.close()
+
+
+def test_headers_too_large_are_refused(server: Any) -> None:
+    with socket.create_connection(("127.0.0.1", server.port)) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000)
+        s.settimeout(10)
+        assert s.recv(65536).startswith(b"HTTP/1.1 400")
+
+
+def test_one_address_cannot_hold_more_than_its_cap(server: Any) -> None:
+    held = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(5)]
+    try:
+        extra = socket.create_connection(("127.0.0.1", server.port))
+        assert _closed_by_server(extra, 5), "a connection over the per-address cap was accepted"
+        extra.close()
+    finally:
+        for s in held:
+            s.close()
+    deadline = time.monotonic() + 10
+    while True:  # the address's share is free again once its connections are gone
+        try:
+            assert httpx.get(server.url + "/healthz", timeout=5).status_code == 200
+            break
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
