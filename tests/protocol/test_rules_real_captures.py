@@ -41,12 +41,8 @@ EXPECTED = {
 }
 OVERRIDES = {("aider", "blocked"): ("blocked", "question")}
 
-GAPS: dict[tuple[str, str], str] = {
-    ("codex", "blocked"): "title rule without kind: the title '[ ! ] Action Required | …' matches "
-    "title_action_required (no kind), which outranks the screen's approval rule",
-    ("gemini", "blocked"): "title rule without kind: the title '✋  Action Required (work)' matches "
-    "title_action_required (no kind), which outranks the tool_confirmation screen rule",
-}
+# (directory, capture) -> the gap, for a real screen the manifests get wrong (a strict xfail)
+GAPS: dict[tuple[str, str], str] = {}
 
 
 def _cases():

@@ -32,12 +32,6 @@ def gemini_home(home: Path) -> None:
     (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="title rule without kind: Gemini 0.61 sets its title to '✋  Action Required (work)' and the "
-    "gemini-cli manifest's title_action_required rule (priority 1100, no kind) outranks the "
-    "tool_confirmation screen rule, so the pane reads blocked/None (native) instead of blocked/permission",
-)
 def test_gemini_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
     gemini = agent_cli("gemini")
     home, work = tmp_path / "home", tmp_path / "work"
