@@ -157,7 +157,8 @@ def test_key_from_a_running_ssh_agent(
     proc = _agent(cfg, env=env, tmux=tmux_server)
     assert proc.wait_exit(30) == 1
     assert _error_lines(proc) == [
-        "paneboard agent: build-3: authentication refused for the offered key(s) (default keys)"
+        "paneboard agent: build-3: authentication refused for the offered key(s) "
+        "(default keys: the ssh config's IdentityFile, ~/.ssh/id_*, ssh-agent)"
     ]
     subprocess.run(
         ["ssh-add", str(sshd.client_key)],

@@ -160,7 +160,8 @@ def describe_ssh_error(
         src = target.known_hosts or (", ".join(known) if known else "~/.ssh/known_hosts")
         return FatalTransportError(f"{where}: host key verification failed against {src} ({exc.reason})")
     if isinstance(exc, asyncssh.PermissionDenied):
-        keys = ", ".join(target.identity) or "default keys"
+        default = "default keys: the ssh config's IdentityFile, ~/.ssh/id_*, ssh-agent"
+        keys = ", ".join(target.identity) or default
         return FatalTransportError(f"{where}: authentication refused for the offered key(s) ({keys})")
     if isinstance(exc, asyncssh.KeyImportError | asyncssh.KeyEncryptionError):
         return FatalTransportError(f"{where}: cannot load the client key: {exc}")
