@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from .harness import CHROMIUM, CHROMIUM_ARGS, PASSWORD, USER, Paneboard
-from .receiver import JsonReceiver
+from support.receiver import JsonReceiver
 
 os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 

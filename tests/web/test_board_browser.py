@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from support.tmux import wait_for
 
-from .pushendpoint import PushService
+from support.pushendpoint import PushService
 
 pytestmark = [pytest.mark.browser, pytest.mark.tmux]
 

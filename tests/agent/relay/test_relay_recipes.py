@@ -10,7 +10,7 @@ from paneboard_protocol import Decoder, StatusReport
 from relay_tmux import Pane, Tmux, q, wait_for
 
 pytestmark = pytest.mark.tmux
-RECIPES = Path(__file__).resolve().parents[2] / "docs" / "recipes"
+RECIPES = Path(__file__).resolve().parents[3] / "docs" / "recipes"
 
 SHELLS = {
     "bash": ("PS1='$ ' exec bash --norc --noprofile -i", RECIPES / "paneboard.bash", "$"),

@@ -21,8 +21,8 @@ from paneboard_server.notify.webpush import Subscription
 from sqlalchemy import insert, select
 from sqlalchemy.engine import make_url
 
-from .pushendpoint import PushService
-from .receiver import JsonReceiver
+from support.pushendpoint import PushService
+from support.receiver import JsonReceiver
 
 PG_ADMIN = os.environ.get("PANEBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
