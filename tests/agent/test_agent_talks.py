@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from support.agentproc import AgentProcess
-from support.tmux import TmuxServer, wait_for
+from support.tmux import TmuxServer
+from support.wait import wait_for
 
 pytestmark = pytest.mark.tmux
 

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from support.sshd import Sshd
-from support.tmux import TmuxServer, wait_for
+from support.tmux import TmuxServer
+from support.wait import wait_for
 from web.harness import PANEBOARD, Paneboard, _toml
 
 HOST = "127.0.0.1"  # the collector names an SSH host as given

@@ -10,7 +10,8 @@ import signal
 import time
 
 import pytest
-from support.tmux import TmuxServer, wait_for
+from support.tmux import TmuxServer
+from support.wait import wait_for
 
 from .stack import HOST, Beating, open_board, wait_card
 

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 import websockets
-from support.tmux import wait_for
+from support.wait import wait_for
 
 from .stack import Beating, open_board, wait_card
 

@@ -19,11 +19,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from support.tmux import TmuxServer, printf_cmd, wait_for
+from support.tmux import TmuxServer, printf_cmd
+from support.tools import CHROMIUM
+from support.wait import wait_for
 
 PASSWORD = "correct horse battery staple"
 USER = "ann"
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless=new",
     "--no-sandbox",

@@ -16,7 +16,7 @@ import secrets
 from pathlib import Path
 
 import pytest
-from support.tmux import wait_for
+from support.wait import wait_for
 
 from support.pushendpoint import PushService
 

@@ -11,7 +11,8 @@ import re
 import shlex
 
 import pytest
-from support.tmux import TmuxServer, printf_cmd, wait_for
+from support.tmux import TmuxServer, printf_cmd
+from support.wait import wait_for
 
 from .conftest import login
 from .harness import osc7501

@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 from paneboard_server.notify import apprise_send
-
 from support.receiver import JsonReceiver
 
 

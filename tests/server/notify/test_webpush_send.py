@@ -8,7 +8,6 @@ import pytest
 from paneboard_server.notify import webpush
 from paneboard_server.notify.events import StateChange
 from paneboard_server.notify.vapid import VapidKeys
-
 from support.pushendpoint import PushService
 
 
