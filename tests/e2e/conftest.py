@@ -19,7 +19,8 @@ os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 def browser():
     require_tool("chromium")
     from playwright.sync_api import sync_playwright
-    from web.harness import CHROMIUM, CHROMIUM_ARGS
+    from support.stack import CHROMIUM_ARGS
+    from support.tools import CHROMIUM
 
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)

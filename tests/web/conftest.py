@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from .harness import CHROMIUM, CHROMIUM_ARGS, PASSWORD, USER, Paneboard
+from support.stack import CHROMIUM_ARGS, PASSWORD, USER, Paneboard
+from support.tools import CHROMIUM
 from support.receiver import JsonReceiver
 from support.tools import require_tool
 
