@@ -6,11 +6,9 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from support.stack import CHROMIUM_ARGS, PASSWORD, USER, Paneboard
-from support.tools import CHROMIUM
 from support.receiver import JsonReceiver
-from support.tools import require_tool
+from support.stack import CHROMIUM_ARGS, PASSWORD, USER, Paneboard
+from support.tools import CHROMIUM, require_tool
 
 os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 
