@@ -1,7 +1,7 @@
 # Shared set-up for scripts/test and scripts/demo (sourced, not run).
 # Installs what a fresh Debian machine with Python 3.11 lacks, and nothing twice.
 
-_apt_packages=(tmux procps openssh-server openssh-client chromium zsh)
+_apt_packages=(tmux procps openssh-server openssh-client chromium zsh iproute2 util-linux)
 
 _as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
@@ -36,6 +36,16 @@ bootstrap_python() {
     fi
     echo "== uv sync" >&2
     uv sync --frozen --all-packages --quiet
+}
+
+bootstrap_agents() {
+    # The real agent CLIs (pinned in tests/realagents/install.py) for the tests that run them,
+    # cached under ~/.cache/paneboard/agents. A CLI that cannot be installed stops the run here.
+    if ! command -v npm >/dev/null 2>&1; then
+        bootstrap_system nodejs npm
+    fi
+    echo "== real agent CLIs" >&2
+    uv run --frozen python tests/realagents/install.py
 }
 
 start_postgres() {

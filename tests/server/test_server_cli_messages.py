@@ -146,7 +146,7 @@ def test_piped_password_still_works_and_answers_what_was_added(db_url: str) -> N
         ("token", "create", "build1"),
         ("user", "list"),
         ("user", "add", "ana"),
-        ("serve", "--port", "0"),
+        ("serve", "--port", "18765"),  # refused before it binds: the store is missing
     ],
 )
 def test_a_missing_sqlite_file_is_refused_and_nothing_is_created(
