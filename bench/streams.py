@@ -8,7 +8,9 @@ reads its first frame and stays open) while a collector keeps changing a pane, a
 meanwhile measures /healthz one request after another. Prints the /healthz median and
 max beside the baseline (the same measurement with no streams opening). To measure
 another version of the server, pass that checkout's interpreter as `--server-python`
-(e.g. `/work/main/.venv/bin/python`). Bounded: about 20-40 s.
+(e.g. `/work/main/.venv/bin/python`). The streams open and close in $BENCH_ROUNDS
+rounds (3), and the server's RSS is printed before, with and after each, to show
+whether memory comes back after the clients leave. Bounded: about 20-60 s.
 """
 
 from __future__ import annotations
@@ -63,9 +65,20 @@ def healthz_while(url: str, until: threading.Event) -> list[float]:
     return out
 
 
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+
+
+def rss_mb(pid: int) -> float:
+    """The server's resident memory, from /proc (what the issue's "RSS is not given back" measured)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 async def run(
-    url: str, viewer: str, collector: str, panes: int, streams: int
-) -> tuple[list[float], list[float]]:
+    url: str, viewer: str, collector: str, panes: int, streams: int, pid: int
+) -> tuple[list[float], list[float], dict[str, float]]:
     ws = await websockets.connect(
         url.replace("http", "ws") + "/api/ingest",
         additional_headers={"Authorization": f"Bearer {collector}"},
@@ -80,6 +93,7 @@ async def run(
     while json.loads(await ws.recv()).get("seq") != seq:
         pass
 
+    rss = {"before": rss_mb(pid)}
     stop = threading.Event()
     baseline_task = asyncio.create_task(asyncio.to_thread(healthz_while, url, stop))
     await asyncio.sleep(3)
@@ -95,27 +109,35 @@ async def run(
             await asyncio.sleep(0.05)
 
     limits = httpx.Limits(max_connections=streams + 10)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(120), limits=limits) as c:
-        opened: list[object] = []
+    loaded: list[float] = []
+    for round_ in range(1, ROUNDS + 1):  # later rounds shows whether what the first kept is reused or leaks
+        async with httpx.AsyncClient(timeout=httpx.Timeout(120), limits=limits) as c:
+            opened: list[object] = []
 
-        async def open_one() -> None:
-            cm = c.stream("GET", url + "/api/stream", headers={"Authorization": f"Bearer {viewer}"})
-            r = await cm.__aenter__()
-            async for _ in r.aiter_bytes():
-                break  # the first frame arrived
-            opened.append(cm)
+            async def open_one(c: httpx.AsyncClient = c, opened: list[object] = opened) -> None:
+                cm = c.stream("GET", url + "/api/stream", headers={"Authorization": f"Bearer {viewer}"})
+                r = await cm.__aenter__()
+                async for _ in r.aiter_bytes():
+                    break  # the first frame arrived
+                opened.append(cm)
 
-        done = threading.Event()
-        measuring = asyncio.create_task(asyncio.to_thread(healthz_while, url, done))
-        churner = asyncio.create_task(churn(done))
-        await asyncio.gather(*(open_one() for _ in range(streams)))
-        done.set()
-        loaded = await measuring
-        await churner
-        for cm in opened:
-            await cm.__aexit__(None, None, None)  # type: ignore[attr-defined]  # httpx stream context
+            done = threading.Event()
+            measuring = asyncio.create_task(asyncio.to_thread(healthz_while, url, done))
+            churner = asyncio.create_task(churn(done))
+            await asyncio.gather(*(open_one() for _ in range(streams)))
+            done.set()
+            if round_ == 1:
+                loaded = await measuring
+            else:
+                await measuring
+            await churner
+            rss[f"open {round_}"] = rss_mb(pid)
+            for cm in opened:
+                await cm.__aexit__(None, None, None)  # type: ignore[attr-defined]  # httpx stream context
+        await asyncio.sleep(3)  # the server notices the closed streams and lets their queues go
+        rss[f"after {round_}"] = rss_mb(pid)
     await ws.close()
-    return baseline, loaded
+    return baseline, loaded, rss
 
 
 def main() -> int:
@@ -154,16 +176,20 @@ def main() -> int:
                     return 1
                 time.sleep(0.1)
             t = time.perf_counter()
-            baseline, loaded = asyncio.run(run(url, viewer, collector, args.panes, args.streams))
+            baseline, loaded, rss = asyncio.run(
+                run(url, viewer, collector, args.panes, args.streams, srv.pid)
+            )
             took = time.perf_counter() - t
         finally:
             srv.terminate()
             srv.wait(10)
     ms = 1000
+    print(f"machine: {os.cpu_count()} cores, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{args.panes} panes, {args.streams} streams opening at once (run {took:.1f} s)")
     print(f"{'':24}{'median':>10}{'max':>10}{'n':>6}")
     for name, xs in (("/healthz, baseline", baseline), ("/healthz, streams open", loaded)):
         print(f"{name:24}{statistics.median(xs) * ms:>8.1f}ms{max(xs) * ms:>8.1f}ms{len(xs):>6}")
+    print("server RSS (MB): " + ", ".join(f"{k} {v:.0f}" for k, v in rss.items()))
     return 0
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from support.agentproc import AgentProcess
-from support.tmux import TmuxServer, wait_for
+from support.tmux import TmuxServer
+from support.wait import wait_for
 
 pytestmark = pytest.mark.tmux
 
@@ -136,7 +137,7 @@ def test_losing_and_regaining_tmux_is_said(tmux_server: TmuxServer) -> None:
 
 @pytest.fixture
 def board(tmp_path: Path) -> Iterator:
-    from web.harness import Paneboard
+    from support.stack import Paneboard
 
     pb = Paneboard(tmp_path).start(collector=False)
     try:

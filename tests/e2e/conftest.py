@@ -4,34 +4,23 @@ odd state on purpose), one Chromium per module."""
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support import sshd as sshd_support
+from support.tools import require_tool
 
 from .stack import Stack
 
 os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 
 
-def need(*what: str) -> None:
-    from web.harness import CHROMIUM
-
-    if "tmux" in what and shutil.which("tmux") is None:
-        pytest.fail("tmux is missing: apt-get install -y tmux")
-    if "sshd" in what and not sshd_support.available():
-        pytest.fail("OpenSSH sshd is missing: apt-get install -y openssh-server")
-    if "browser" in what and not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
-
-
 @pytest.fixture(scope="module")
 def browser():
-    need("browser")
+    require_tool("chromium")
     from playwright.sync_api import sync_playwright
-    from web.harness import CHROMIUM, CHROMIUM_ARGS
+    from support.stack import CHROMIUM_ARGS
+    from support.tools import CHROMIUM
 
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -51,7 +40,7 @@ def db_template(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def stack_factory(tmp_path, db_template) -> Iterator:
-    need("tmux", "sshd")
+    require_tool("tmux", "sshd")
     made: list[Stack] = []
 
     def make(**kw) -> Stack:

@@ -10,7 +10,8 @@ import signal
 import time
 
 import pytest
-from support.tmux import TmuxServer, wait_for
+from support.tmux import TmuxServer
+from support.wait import wait_for
 
 from .stack import HOST, Beating, open_board, wait_card
 
@@ -91,7 +92,7 @@ def test_tmux_server_killed_its_panes_leave_the_board(stack_factory, browser) ->
     # the history says why they left
     for pid in old_ids:
         with pytest.raises(Exception, match="404"):
-            stack.api_raw(f"/api/panes/{pid}")
+            stack.api(f"/api/panes/{pid}")
 
     # a new tmux server under the same name reuses pane ids (%0): the board shows a new,
     # unclassified pane, not the old one's state

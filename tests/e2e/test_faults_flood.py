@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.tmux import wait_for
+from support.wait import wait_for
 
 from .stack import Beating
 

@@ -24,9 +24,9 @@ import pytest
 import websockets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.tmux import wait_for
+from support.tools import require_tool
+from support.wait import wait_for
 
-from .conftest import need
 from .stack import HOST, Stack
 
 pytestmark = [pytest.mark.tmux, pytest.mark.sshd]
@@ -42,7 +42,7 @@ STATES = {"working", "blocked", "idle", "done", "error", None}
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory, db_template):
-    need("tmux", "sshd")
+    require_tool("tmux", "sshd")
     stack = Stack(tmp_path_factory.mktemp("hostile"), template=db_template)
     try:
         yield stack.start()

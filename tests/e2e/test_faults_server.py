@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 import pytest
 import websockets
-from support.tmux import wait_for
+from support.wait import wait_for
 
 from .stack import Beating, open_board, wait_card
 
@@ -148,9 +148,9 @@ class SSEViewer(threading.Thread):
             self.view = {p["id"]: p for p in d["panes"]}
         elif ev.get("event") == "change":
             self.resumed += bool(d.get("resumed"))
-            for p in d.get("panes", []):
+            for p in d["panes"]:  # a change always carries both lists (server hub.py)
                 self.view[p["id"]] = p
-            for g in d.get("gone", []):
+            for g in d["gone"]:
                 self.view.pop(g, None)
         if ev.get("id"):
             self.last_id = ev["id"]

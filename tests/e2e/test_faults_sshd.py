@@ -5,7 +5,7 @@ with their current state, and nothing is duplicated on the board or in the page.
 from __future__ import annotations
 
 import pytest
-from support.tmux import wait_for
+from support.wait import wait_for
 
 from .stack import HOST, Beating, open_board, wait_card
 

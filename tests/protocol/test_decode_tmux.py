@@ -8,27 +8,20 @@ bytes; the real command decodes the log.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 from decoder_helpers import agent_var, b64, r7501
+from support.tools import require_tool
+from support.wait import wait_for
 
-pytestmark = [
-    pytest.mark.tmux,
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed"),
-]
+pytestmark = [pytest.mark.tmux]
 
 
-def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+@pytest.fixture(autouse=True)
+def _tmux_installed() -> None:
+    require_tool("tmux")
 
 
 def test_decode_a_real_pipe_pane_log(tmp_path):

@@ -15,6 +15,7 @@ import pytest
 from paneboard_protocol.classifier import PaneClassifier
 from paneboard_protocol.events import Progress, Title
 from paneboard_protocol.rules import load_rules
+from support.tools import require_tool
 
 FIXTURES = Path(__file__).parent / "fixtures" / "screens"
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "protocol" / "src" / "paneboard_protocol" / "manifests"
@@ -113,13 +114,10 @@ def test_classifier_classifies_fixture(case):
 
 def test_bundled_manifests_ship_in_the_wheel(tmp_path):
     """hatch includes package data by default; prove it on the real wheel."""
-    import shutil
     import subprocess
     import zipfile
 
-    uv = shutil.which("uv")
-    if uv is None:  # pragma: no cover - uv is how this repository is built and tested
-        pytest.skip("uv not on PATH")
+    uv = require_tool("uv")
     root = Path(__file__).resolve().parents[2]
     subprocess.run(
         [uv, "build", "--package", "paneboard-protocol", "--wheel", "-o", str(tmp_path)],

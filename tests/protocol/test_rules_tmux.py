@@ -8,7 +8,6 @@ printed in a real tmux pane on a private socket, captured, and classified.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -17,11 +16,15 @@ import pytest
 from paneboard_protocol.classifier import PaneClassifier
 from paneboard_protocol.events import Progress, Title
 from paneboard_protocol.rules import load_rules
+from support.tools import require_tool
 
-pytestmark = [
-    pytest.mark.tmux,
-    pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),  # bootstrap installs it
-]
+pytestmark = [pytest.mark.tmux]
+
+
+@pytest.fixture(autouse=True)
+def _tmux_installed() -> None:
+    require_tool("tmux")
+
 
 FIXTURES = Path(__file__).parent / "fixtures" / "screens"
 RULES = load_rules(FIXTURES / "no-user-rules")

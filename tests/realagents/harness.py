@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from support.agentproc import AgentProcess
-from support.tmux import SHELL, TmuxServer, wait_for
+from support.tmux import SHELL, TmuxServer
+from support.wait import wait_for
 
 HERE = Path(__file__).parent
 MODEL_API = HERE / "model_api.py"

@@ -4,13 +4,11 @@ real `paneboard serve` processes on free ports, and a small SSE reader.
 PostgreSQL: `PANEBOARD_TEST_PG` (default `postgresql://postgres@127.0.0.1:5432/test`)
 names a server where we may create databases; each test session creates a migrated
 template `pb_test_<random>` and each test a copy of it, all dropped at the end. If no
-PostgreSQL answers, the PostgreSQL half of the suite is skipped with the reason.
+PostgreSQL answers, the PostgreSQL half of the suite fails with the reason.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -20,32 +18,7 @@ from typing import Any
 import pytest
 from pbserver import ServerProc, free_port
 from sqlalchemy.engine import make_url
-
-PG_ADMIN = os.environ.get("PANEBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def _pg_exec(sql: str, dbname: str | None = None) -> None:
-    import asyncpg
-
-    async def go() -> None:
-        url = make_url(PG_ADMIN)
-        if dbname:
-            url = url.set(database=dbname)
-        conn = await asyncpg.connect(url.set(drivername="postgresql").render_as_string(hide_password=False))
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(go())
-
-
-def _pg_available() -> str | None:
-    try:
-        _pg_exec("SELECT 1")
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None
+from support.postgres import PG_ADMIN, pg_exec, require_postgres
 
 
 @pytest.fixture(scope="session")
@@ -59,16 +32,11 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def pg_template() -> Iterator[str]:
-    why = _pg_available()
-    if why is not None:
-        message = f"PostgreSQL not available at {PG_ADMIN}: {why}"
-        if os.environ.get("CI"):  # CI promises PostgreSQL: its absence is a failure there
-            pytest.fail(message)
-        pytest.skip(message)
+    require_postgres()
     from paneboard_server.migrate import upgrade
 
     name = f"pb_test_{uuid.uuid4().hex[:10]}"
-    _pg_exec(f'CREATE DATABASE "{name}"')
+    pg_exec(f'CREATE DATABASE "{name}"')
     upgrade(
         make_url(PG_ADMIN)
         .set(database=name)
@@ -76,7 +44,7 @@ def pg_template() -> Iterator[str]:
         .replace("postgresql://", "postgresql+asyncpg://")
     )
     yield name
-    _pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -90,11 +58,11 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         return
     tmpl = request.getfixturevalue("pg_template")
     name = f"{tmpl}_{uuid.uuid4().hex[:8]}"
-    _pg_exec(f'CREATE DATABASE "{name}" TEMPLATE "{tmpl}"')
+    pg_exec(f'CREATE DATABASE "{name}" TEMPLATE "{tmpl}"')
     try:
         yield make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False)
     finally:
-        _pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import socket
 from pathlib import Path
 
 import pytest
-from conftest import PG_ADMIN, _pg_available
 from pbserver import free_port, paneboard
 from sqlalchemy.engine import make_url
+from support.postgres import PG_ADMIN, require_postgres
 
 
 def _one_line_failure(*args: str, db: str, want: str) -> None:
@@ -46,9 +46,7 @@ def test_database_path_under_a_regular_file(tmp_path: Path) -> None:
     [({"database": "pb_no_such_database"}, "does not exist"), ({"username": "pb_no_such_role"}, "role")],
 )
 def test_postgresql_without_the_database_or_role(change: dict[str, str], want: str) -> None:
-    why = _pg_available()
-    if why is not None:
-        pytest.skip(f"PostgreSQL not available: {why}")
+    require_postgres()
     url = make_url(PG_ADMIN).set(**change).render_as_string(hide_password=False)
     _one_line_failure("serve", "--port", str(free_port()), db=url, want=want)
 

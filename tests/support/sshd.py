@@ -21,10 +21,6 @@ from pathlib import Path
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
 
-def available() -> bool:
-    return Path(SSHD).exists() and shutil.which("ssh-keygen") is not None
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -14,7 +14,6 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 SHELL = "bash --noprofile --norc"
@@ -99,20 +98,6 @@ def printf_cmd(*chunks: bytes) -> str:
     """A shell `printf` writing exactly these bytes (octal escapes, no interpretation)."""
     data = b"".join(chunks)
     return "printf " + shlex.quote("".join(f"\\{b:03o}" for b in data))
-
-
-def wait_for(
-    pred: Callable[[], object], timeout: float = 10.0, interval: float = 0.05, what: str = "condition"
-):
-    """Poll `pred` until it returns something truthy; fail with `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(interval)
 
 
 class TerminalClient:

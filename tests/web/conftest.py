@@ -4,21 +4,17 @@ collector) per module, one Chromium for the session, a logged-in page per test."
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
-
-from .harness import CHROMIUM, CHROMIUM_ARGS, PASSWORD, USER, Paneboard
-from .receiver import JsonReceiver
+from support.receiver import JsonReceiver
+from support.stack import CHROMIUM_ARGS, PASSWORD, USER, Paneboard
+from support.tools import CHROMIUM, require_tool
 
 os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 
 
 def _need_browser() -> None:
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (scripts/test installs it)")
-    if shutil.which("tmux") is None:
-        pytest.fail("tmux is missing: apt-get install -y tmux")
+    require_tool("chromium", "tmux")
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,8 @@ import secrets
 from pathlib import Path
 
 import pytest
-from support.tmux import wait_for
-
-from .pushendpoint import PushService
+from support.pushendpoint import PushService
+from support.wait import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.tmux]
 

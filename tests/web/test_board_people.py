@@ -11,10 +11,11 @@ import re
 import shlex
 
 import pytest
-from support.tmux import TmuxServer, printf_cmd, wait_for
+from support.stack import osc7501
+from support.tmux import TmuxServer, printf_cmd
+from support.wait import wait_for
 
 from .conftest import login
-from .harness import osc7501
 from .test_board_browser import card, focus, new_pane, notes, unfocus, wait_card_state
 
 pytestmark = [pytest.mark.browser, pytest.mark.tmux]

@@ -111,10 +111,14 @@ def sqlite_file(url: str) -> Path | None:
 def require_existing(url: str) -> None:
     """Raise DatabaseError, naming what to run, if a SQLite URL names a file that does not exist."""
     path = sqlite_file(url)
-    if path is not None and not path.exists():
-        raise DatabaseError(
-            f"no database at {path}: create it with `paneboard db upgrade` (or serve with --migrate)"
-        )
+    if path is None or path.exists():
+        return
+    blocker = next((p for p in path.parents if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise DatabaseError(f"cannot use database {path}: {blocker} is a file, not a directory")
+    raise DatabaseError(
+        f"no database at {path}: create it with `paneboard db upgrade` (or serve with --migrate)"
+    )
 
 
 def create_sqlite_dir(url: str) -> None:

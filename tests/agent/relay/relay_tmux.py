@@ -16,31 +16,19 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
-import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.tools import require_tool
+from support.wait import wait_for
 
 HERE = Path(__file__).parent
 PYTHON = sys.executable
 PANEBOARD = str(Path(sys.executable).parent / "paneboard")
 PROBE = str(HERE / "claude_like_probe.py")
-
-
-def wait_for(predicate: Callable[[], object], timeout: float = 20.0, what: str = "condition") -> object:
-    """Poll `predicate` until it returns something truthy, or fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 class Tmux:
@@ -127,8 +115,7 @@ class Pane:
 @pytest.fixture
 def tmux(tmp_path: Path) -> Iterator[Tmux]:
     """A fresh tmux server for one test, killed afterwards."""
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed")
+    require_tool("tmux")
     server = Tmux(tmp_path)
     try:
         yield server
@@ -140,4 +127,4 @@ def q(*words: str) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-__all__ = ["PANEBOARD", "PROBE", "PYTHON", "Pane", "Tmux", "q", "wait_for"]
+__all__ = ["PANEBOARD", "PROBE", "PYTHON", "Pane", "Tmux", "q"]

@@ -7,26 +7,15 @@ still answers the probe first, and the reports travel back through ssh into the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from paneboard_protocol import Decoder, StatusReport
-from relay_tmux import PANEBOARD, PROBE, PYTHON, Tmux, q, wait_for
+from relay_tmux import PANEBOARD, PROBE, PYTHON, Tmux, q
 from support import sshd as sshd_support
+from support.wait import wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.sshd]
-
-
-@pytest.fixture
-def sshd(tmp_path: Path) -> Iterator[sshd_support.Sshd]:
-    if not sshd_support.available():
-        pytest.skip("OpenSSH sshd is not installed")
-    server = sshd_support.Sshd(tmp_path / "sshd").start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def ssh_command(server: sshd_support.Sshd, remote: str) -> str:

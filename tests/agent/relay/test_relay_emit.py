@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from paneboard_agent.report import ReportError, build, report
 from paneboard_protocol import AgentReport, ClearReport, Decoder, StatusReport
-from relay_tmux import PANEBOARD, PYTHON, Tmux, q, wait_for
+from relay_tmux import PANEBOARD, PYTHON, Tmux, q
+from support.wait import wait_for
 
 
 def decoded(data: bytes) -> list:

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from relay_tmux import PANEBOARD, PROBE, PYTHON, Tmux, q, wait_for
+from relay_tmux import PANEBOARD, PROBE, PYTHON, Tmux, q
+from support.wait import wait_for
 
 pytestmark = pytest.mark.tmux
 

@@ -1,6 +1,8 @@
-"""A real paneboard for browser tests: a migrated SQLite, an account, tokens, a
+"""The suite's one full-stack harness: a migrated SQLite, an account, tokens, a
 `paneboard serve` subprocess on a free port, a private tmux server and a real
-collector (`paneboard agent --server ... --local`) watching it.
+collector (`paneboard agent --server ...`) watching it -- on the same machine
+(`--local`, the browser tests) or through a real OpenSSH sshd on loopback (`ssh=True`,
+the end-to-end and fault tests, whose `Stack` in tests/e2e/stack.py sets it).
 
 Everything started here is stopped by `close()`; processes run in their own process
 group so nothing outlives the test.
@@ -8,10 +10,11 @@ group so nothing outlives the test.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -19,11 +22,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from support.tmux import TmuxServer, printf_cmd, wait_for
+from support.sshd import Sshd, free_port
+from support.tmux import TmuxServer, printf_cmd
+from support.wait import wait_for
 
 PASSWORD = "correct horse battery staple"
 USER = "ann"
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless=new",
     "--no-sandbox",
@@ -34,12 +38,6 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 PANEBOARD = [sys.executable, "-c", "import sys; from paneboard.cli import main; sys.exit(main())"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def osc7501(**fields: str) -> bytes:
@@ -55,16 +53,36 @@ def osc7501(**fields: str) -> bytes:
 
 
 class Paneboard:
-    def __init__(self, tmp: Path, notify: dict[str, Any] | None = None) -> None:
+    """server <- collector <- tmux (<- sshd with `ssh=True`); the browser is the caller's.
+
+    `server` is the config's [server] section (a short grace period by default, so "host
+    unreachable" shows within a test), `notify` its [notify] section; `template` is an
+    already migrated database to copy (migrating costs seconds on a loaded machine)."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        notify: dict[str, Any] | None = None,
+        *,
+        server: dict[str, Any] | None = None,
+        template: Path | None = None,
+        ssh: bool = False,
+    ) -> None:
         self.tmp = tmp
         self.db = tmp / "pb.db"
         self.env = {**os.environ, "PANEBOARD_DB": str(self.db), "PYTHONUNBUFFERED": "1"}
         self.env.pop("TMUX", None)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.notify = notify or {}
+        self.notify = notify
+        self.server_section = server if server is not None else {"grace_period": 2}
+        self.template = template
+        self.ssh = ssh
         self.procs: list[subprocess.Popen[bytes]] = []
         self.tmux: TmuxServer | None = None
+        self.sshd: Sshd | None = None
+        self.collector: subprocess.Popen[bytes] | None = None
+        self.collector_runs = 0
         self.logs: dict[str, Path] = {}
 
     # -- commands ----------------------------------------------------------------------
@@ -98,7 +116,8 @@ class Paneboard:
     # -- life cycle --------------------------------------------------------------------
 
     def _prepare_db(self) -> None:
-        """Schema, account and tokens, in-process (the CLI's own tests cover the commands)."""
+        """Schema, account and tokens, in-process (the CLI's own tests cover the commands);
+        a second collector token for tests that play a collector beside the real one."""
         import asyncio
 
         from paneboard_server import accounts
@@ -107,13 +126,14 @@ class Paneboard:
 
         url = resolve_url(str(self.db))
 
-        async def go() -> tuple[str, str]:
+        async def go() -> tuple[str, str, str]:
             engine = create_engine(url)
             try:
                 await accounts.add_viewer(engine, USER, PASSWORD)
                 return (
                     await accounts.create_token(engine, "c1", "collector"),
                     await accounts.create_token(engine, "wall", "viewer"),
+                    await accounts.create_token(engine, "c2", "collector"),
                 )
             finally:
                 await engine.dispose()
@@ -122,40 +142,74 @@ class Paneboard:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(1) as pool:
-            pool.submit(upgrade, url).result(120)
-            self.collector_token, self.viewer_token = pool.submit(asyncio.run, go()).result(120)
+            if self.template is not None:
+                shutil.copy(self.template, self.db)
+            else:
+                pool.submit(upgrade, url).result(120)
+            self.collector_token, self.viewer_token, self.second_token = pool.submit(
+                asyncio.run, go()
+            ).result(120)
 
     def start(self, collector: bool = True) -> Paneboard:
+        """Server, then (over SSH: always; locally: with the collector) tmux, then the
+        collector, each waited for."""
         self._prepare_db()
         self.config = self.tmp / "server.toml"
-        # A short grace period so "host unreachable" shows within a test.
-        self.config.write_text(_toml({"server": {"grace_period": 2}, "notify": self.notify}))
+        sections: dict[str, Any] = {"server": self.server_section}
+        if self.notify is not None:
+            sections["notify"] = self.notify
+        self.config.write_text(_toml(sections))
         self.start_server()
-        if collector:
+        if collector or self.ssh:
             self.tmux = TmuxServer().start("work")
             self.pane = self.tmux.panes()[0]
+        if self.ssh:
+            self.sshd = Sshd(self.tmp / "sshd").start()
+        if collector:
             self.start_collector()
         return self
 
-    def start_collector(self) -> None:
+    def start_collector(self, *extra: str) -> None:
+        """Start the collector (again); returns once its first snapshot has arrived."""
         assert self.tmux is not None
+        self.collector_runs += 1
+        name = f"collector{self.collector_runs}"
         args = [*PANEBOARD, "agent", "--server", self.url, "--token", self.collector_token]
-        self.collector = self._spawn("collector", [*args, "--local", "--tmux-socket", self.tmux.name])
-        what = f"the collector's snapshot\n{self.log('collector')}"
-        wait_for(lambda: any(p.get("reachable") for p in self.panes()), timeout=30, what=what)
+        args += ["--tmux-socket", self.tmux.name]
+        if self.ssh:
+            assert self.sshd is not None
+            args += self.sshd.ssh_args()
+        else:
+            args.append("--local")
+        self.collector = self._spawn(name, [*args, *extra])
+        wait_for(
+            lambda: any(p["reachable"] for p in self.panes()),
+            timeout=30,
+            what=f"the collector's first snapshot\n{self.log(name)}",
+        )
+
+    def kill_collector(self, sig: int = signal.SIGKILL) -> None:
+        assert self.collector is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.collector.pid, sig)
+        self.collector.wait(20)
 
     def stop_collector(self) -> None:
-        os.killpg(self.collector.pid, signal.SIGTERM)
-        self.collector.wait(20)
+        self.kill_collector(signal.SIGTERM)
 
     def start_server(self) -> None:
         args = [*PANEBOARD, "serve", "--port", str(self.port), "--config", str(self.config)]
         self.server = self._spawn("server", args)
         wait_for(self._healthy, timeout=60, what=f"server on {self.url}\n{self.log('server')}")
 
-    def stop_server(self) -> None:
-        os.killpg(self.server.pid, signal.SIGTERM)
+    def kill_server(self, sig: int = signal.SIGKILL) -> None:
+        """SIGKILL by default: no shutdown hook runs, nothing is flushed that was not committed."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.server.pid, sig)
         self.server.wait(20)
+
+    def stop_server(self) -> None:
+        self.kill_server(signal.SIGTERM)
 
     def _healthy(self) -> bool:
         if self.server.poll() is not None:
@@ -179,8 +233,12 @@ class Paneboard:
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(5)
-        if self.tmux:
-            self.tmux.kill()
+        try:
+            if self.tmux:
+                self.tmux.kill()
+        finally:
+            if self.sshd is not None:
+                self.sshd.stop()
 
     # -- the API, as a viewer token --------------------------------------------------------
 
@@ -188,12 +246,28 @@ class Paneboard:
         req = urllib.request.Request(
             self.url + path, headers={"Authorization": f"Bearer {self.viewer_token}"}
         )
-        with urllib.request.urlopen(req, timeout=5) as r:
+        with urllib.request.urlopen(req, timeout=10) as r:
             return json.load(r)
 
     def panes(self) -> list[dict[str, Any]]:
-        d = self.api("/api/panes")
-        return d if isinstance(d, list) else d.get("panes", [])
+        """`GET /api/panes`: the list of live panes."""
+        return self.api("/api/panes")
+
+    def pane_row(self, pane: str, host: str = "127.0.0.1") -> dict[str, Any] | None:
+        """The board's row for a tmux pane of the watched host (other collectors' panes
+        may carry the same pane id)."""
+        return next((p for p in self.panes() if p["pane"] == pane and p["host"] == host), None)
+
+    def history(self, pane_id: int | str, limit: int = 1000) -> list[dict[str, Any]]:
+        """`GET /api/panes/ID/events`: its `events`, newest first."""
+        return self.api(f"/api/panes/{pane_id}/events?limit={limit}")["events"]
+
+    def new_pane(self, name: str, command: str | None = None) -> tuple[str, str]:
+        """A new tmux window; (tmux pane id, paneboard id) once the server lists it."""
+        assert self.tmux is not None
+        pane = self.tmux.new_window("work", name, *([command] if command else []))
+        row = wait_for(lambda: self.pane_row(pane), timeout=20, what=f"pane {pane} on the server")
+        return pane, str(row["id"])
 
     def report(self, pane: str | None = None, **fields: str) -> None:
         """Write an OSC 7501 report in the tmux pane, as a program in it would."""

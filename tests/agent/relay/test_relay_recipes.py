@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 from paneboard_protocol import Decoder, StatusReport
-from relay_tmux import Pane, Tmux, q, wait_for
+from relay_tmux import Pane, Tmux, q
+from support.tools import require_tool
+from support.wait import wait_for
 
 pytestmark = pytest.mark.tmux
-RECIPES = Path(__file__).resolve().parents[2] / "docs" / "recipes"
+RECIPES = Path(__file__).resolve().parents[3] / "docs" / "recipes"
 
 SHELLS = {
     "bash": ("PS1='$ ' exec bash --norc --noprofile -i", RECIPES / "paneboard.bash", "$"),
@@ -29,8 +30,7 @@ def states(pane: Pane) -> list[tuple[str, str | None]]:
 @pytest.mark.parametrize("shell", sorted(SHELLS))
 def test_shell_recipe_reports_working_then_result(tmux: Tmux, shell: str) -> None:
     command, snippet, prompt = SHELLS[shell]
-    if shutil.which(shell) is None:
-        pytest.skip(f"{shell} is not installed")
+    require_tool(shell)
     pane = tmux.pane(command, gate=False)
     wait_for(lambda: prompt in pane.screen(), what=f"the {shell} prompt")
     pane.keys(f"source {q(str(snippet))}; PANEBOARD_LONG=1", "Enter")

@@ -6,8 +6,7 @@ import asyncio
 
 import pytest
 from paneboard_server.notify import apprise_send
-
-from .receiver import JsonReceiver
+from support.receiver import JsonReceiver
 
 
 @pytest.fixture

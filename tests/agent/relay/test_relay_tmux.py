@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from paneboard_protocol import ClearReport, Decoder, StatusReport, Title
 from paneboard_protocol.encode import encode_probe, encode_report, tmux_passthrough
-from relay_tmux import PANEBOARD, PROBE, PYTHON, Tmux, q, wait_for
+from relay_tmux import PANEBOARD, PROBE, PYTHON, Tmux, q
+from support.wait import wait_for
 
 pytestmark = pytest.mark.tmux
 CHILD = str(Path(__file__).parent / "pane_child.py")

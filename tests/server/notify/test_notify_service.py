@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import os
 import uuid
 
 import pytest
@@ -20,24 +19,9 @@ from paneboard_server.notify.service import NotifyService, NotifySettings
 from paneboard_server.notify.webpush import Subscription
 from sqlalchemy import insert, select
 from sqlalchemy.engine import make_url
-
-from .pushendpoint import PushService
-from .receiver import JsonReceiver
-
-PG_ADMIN = os.environ.get("PANEBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def _pg(sql: str) -> None:
-    import asyncpg
-
-    async def go() -> None:
-        conn = await asyncpg.connect(PG_ADMIN)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(go())
+from support.postgres import PG_ADMIN, pg_exec, require_postgres
+from support.pushendpoint import PushService
+from support.receiver import JsonReceiver
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -48,21 +32,15 @@ def db_url(request, tmp_path):
         upgrade(url)
         yield url
         return
-    try:
-        _pg("SELECT 1")
-    except Exception as exc:
-        message = f"PostgreSQL not available at {PG_ADMIN}: {type(exc).__name__}: {exc}"
-        if os.environ.get("CI"):  # CI promises PostgreSQL: its absence is a failure there
-            pytest.fail(message)
-        pytest.skip(message)
+    require_postgres()
     name = f"pb_web_{uuid.uuid4().hex[:10]}"
-    _pg(f'CREATE DATABASE "{name}"')
+    pg_exec(f'CREATE DATABASE "{name}"')
     try:
         url = resolve_url(make_url(PG_ADMIN).set(database=name).render_as_string(hide_password=False))
         upgrade(url)
         yield url
     finally:
-        _pg(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
@@ -224,7 +202,7 @@ def test_bad_notify_config_is_one_clear_error(cfg, msg):
 
 def test_failing_subscription_is_removed_after_repeated_failures_logged_in_one_line(db_url, pushsvc, caplog):
     async def go():
-        engine, svc, viewer_id, sub = await setup(db_url, {"push_max_failures": 3}, pushsvc)
+        engine, svc, _viewer_id, _sub = await setup(db_url, {"push_max_failures": 3}, pushsvc)
         try:
             pushsvc.status = 500  # the push service keeps failing (not "gone")
             for i in range(2):
@@ -248,7 +226,7 @@ def test_a_stored_bad_key_fails_in_one_line_and_test_button_answers(db_url, push
     sending to it is a counted failure, never an exception out of the notifier."""
 
     async def go():
-        engine, svc, viewer_id, sub = await setup(db_url, {}, pushsvc)
+        engine, svc, viewer_id, _sub = await setup(db_url, {}, pushsvc)
         try:
             async with engine.begin() as conn:
                 from sqlalchemy import update

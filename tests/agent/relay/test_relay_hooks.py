@@ -20,7 +20,7 @@ from paneboard_protocol import AgentReport, ClearReport, Decoder, StatusReport
 from relay_tmux import Tmux, q
 
 pytestmark = pytest.mark.tmux
-RECIPES = Path(__file__).resolve().parents[2] / "docs" / "recipes"
+RECIPES = Path(__file__).resolve().parents[3] / "docs" / "recipes"
 BIN = str(Path(sys.executable).parent)
 
 

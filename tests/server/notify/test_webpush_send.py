@@ -8,8 +8,7 @@ import pytest
 from paneboard_server.notify import webpush
 from paneboard_server.notify.events import StateChange
 from paneboard_server.notify.vapid import VapidKeys
-
-from .pushendpoint import PushService
+from support.pushendpoint import PushService
 
 
 @pytest.fixture
