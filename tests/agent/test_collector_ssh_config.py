@@ -21,7 +21,8 @@ import pytest
 from helpers import osc7501, reporter
 from support.agentproc import AgentProcess
 from support.sshd import Sshd
-from support.tmux import TmuxServer, wait_for
+from support.tmux import TmuxServer
+from support.wait import wait_for
 
 pytestmark = [pytest.mark.tmux, pytest.mark.sshd]
 
