@@ -154,9 +154,9 @@ class Ingest(Op):
             tx.core.stats["reports"] += 1
         for key, _t in self.gone:  # gone as of this batch's clock, not the collector's
             hid = tx.core.host_ids.get((cid, key.host))
-            p = tx.find_pane(hid, key.tmux, key.pane) if hid is not None else None
-            if p is not None:
-                tx.gone(p)
+            was = tx.find_pane(hid, key.tmux, key.pane) if hid is not None else None
+            if was is not None:
+                tx.gone(was)
         if self.snapshot_hosts is not None:
             mine = {
                 h.id for h in list(tx.core.hosts.values()) + list(tx.hosts.values()) if h.collector_id == cid
@@ -336,8 +336,9 @@ class Purge(Op):
                 if p is not None:
                     tx.core.pane_ids.pop((p.host_id, p.tmux, p.pane), None)
                     h = tx.core.hosts.get(p.host_id)
-                    if h is not None:
-                        tx.core.gone_order.get(h.collector_id, {}).pop(pid, None)
+                    order = tx.core.gone_order.get(h.collector_id) if h is not None else None
+                    if order is not None:
+                        order.pop(pid, None)
                 tx.core.deadlines.forget(pid)
 
         tx.after.append(forget)

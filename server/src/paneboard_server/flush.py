@@ -116,8 +116,7 @@ async def flush(core: Core, tx: Tx) -> None:
     if tx.collectors:
         await write_collectors(core, conn, tx)
     if core.is_pg and changed:
-        ids = [str(pid) for pid in changed]
-        for chunk in _chunks(ids, 7000):
+        for chunk in _chunks([str(pid) for pid in changed], 7000):
             await conn.execute(
                 text("SELECT pg_notify(:c, :p)"),
                 {"c": NOTIFY_CHANNEL, "p": core.instance + ":" + ",".join(chunk)},

@@ -65,7 +65,9 @@ class Tx:
         res = await self.conn.execute(
             insert(s.hosts).values(collector_id=collector_id, name=name, reachable=True, last_seen=self.now)
         )
-        h = Host(res.inserted_primary_key[0], collector_id, name, True, None, self.now)
+        key = res.inserted_primary_key
+        assert key is not None  # an INSERT of one row always has one
+        h = Host(key[0], collector_id, name, True, None, self.now)
         self.hosts[h.id] = h
         self.host_dirty.add(h.id)
         return h
