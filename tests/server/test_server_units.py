@@ -252,3 +252,15 @@ def test_a_refused_ingest_runs_no_commit_hook_but_tells_its_sender(db_url: str) 
             assert committed == []
 
     asyncio.run(go())
+
+
+def test_reclassify_gives_none_for_evidence_the_classifier_refuses() -> None:
+    """Evidence the classifier refuses (EvidenceError: another collector version's, or
+    malformed) keeps the collector's verdict, as no evidence does."""
+    from paneboard_server import reclassify
+
+    for bad in ({"v": 999}, {"records": [{"x": 1}]}, {"records": "no"}):
+        assert reclassify.classify(bad, 1.0) is None
+        assert reclassify.deadline(bad, 1.0) is None
+        assert reclassify.mark_seen(bad, 1.0) is None
+    assert reclassify.classify(None, 1.0) is None and reclassify.mark_seen({}, 1.0) is None
