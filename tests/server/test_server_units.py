@@ -179,3 +179,88 @@ def test_retention_prunes_by_age_and_count_and_purges_gone_panes(db_url: str) ->
 async def _second(sub):  # type: ignore[no-untyped-def]
     sub.queue.get_nowait()
     return await sub.queue.get()
+
+
+def test_the_writer_runs_the_commit_hook_of_every_kind_of_operation(db_url: str) -> None:
+    """A hook set on any operation runs once its batch committed; none is silently
+    ignored (the writer runs them, not each operation by choice)."""
+    from paneboard_server import commands
+    from paneboard_server.core import HostsDown, HostsUp, Purge, Reevaluate, Refresh, Seen
+    from paneboard_server.wire import PaneIn
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(Config(), resolve_url(db_url))
+        async with app.router.lifespan_context(app):
+            core = app.state.core
+            loop = asyncio.get_running_loop()
+            up = PaneIn.model_validate(pane_update("h", "%1", "done").wire_json())
+            ops = [
+                Ingest(1, "s", 1, panes=[up]),
+                Reevaluate([1]),
+                Seen(1),
+                HostsDown(1),
+                HostsUp(1),
+                Refresh([1]),
+                Refresh(None),
+                Purge(0.0),
+            ]
+            kinds = {type(op) for op in ops}
+            every = {c for c in vars(commands).values() if isinstance(c, type) and issubclass(c, commands.Op)}
+            assert kinds == every - {commands.Op}  # a new kind of operation joins this test
+            done = [loop.create_future() for _ in ops]
+            for op, fut in zip(ops, done, strict=True):
+                op.on_commit = lambda fut=fut: fut.set_result(None)
+                core.submit(op)
+            await asyncio.wait_for(asyncio.gather(*done), 10)
+
+    asyncio.run(go())
+
+
+def test_a_refused_ingest_runs_no_commit_hook_but_tells_its_sender(db_url: str) -> None:
+    """A refused message changed nothing: its sender hears of it through on_fail only."""
+    from paneboard_server.core import HostsUp, Refused
+    from paneboard_server.wire import PaneIn
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(Config(), resolve_url(db_url))
+        async with app.router.lifespan_context(app):
+            core = app.state.core
+            loop = asyncio.get_running_loop()
+            first = loop.create_future()
+            up = PaneIn.model_validate(pane_update("h", "%1", "working").wire_json())
+            core.submit(Ingest(1, "s", 1, panes=[up], on_commit=lambda: first.set_result(None)))
+            await asyncio.wait_for(first, 10)
+            failed = loop.create_future()
+            committed: list[int] = []
+            core.submit(
+                Ingest(
+                    2,
+                    "s",
+                    1,
+                    panes=[up],  # host "h" belongs to collector 1
+                    on_commit=lambda: committed.append(2),
+                    on_fail=failed.set_result,
+                )
+            )
+            exc = await asyncio.wait_for(failed, 10)
+            assert isinstance(exc, Refused) and exc.host == "h"
+            later = loop.create_future()
+            core.submit(HostsUp(1, on_commit=lambda: later.set_result(None)))
+            await asyncio.wait_for(later, 10)  # a batch after the refused one has committed
+            assert committed == []
+
+    asyncio.run(go())
+
+
+def test_reclassify_gives_none_for_evidence_the_classifier_refuses() -> None:
+    """Evidence the classifier refuses (EvidenceError: another collector version's, or
+    malformed) keeps the collector's verdict, as no evidence does."""
+    from paneboard_server import reclassify
+
+    for bad in ({"v": 999}, {"records": [{"x": 1}]}, {"records": "no"}):
+        assert reclassify.classify(bad, 1.0) is None
+        assert reclassify.deadline(bad, 1.0) is None
+        assert reclassify.mark_seen(bad, 1.0) is None
+    assert reclassify.classify(None, 1.0) is None and reclassify.mark_seen({}, 1.0) is None

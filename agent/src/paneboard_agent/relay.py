@@ -28,16 +28,17 @@ import contextlib
 import errno
 import fcntl
 import os
-import resource
 import select
 import signal
 import sys
 import termios
 import time
 import tty
+from typing import Any
 
 from paneboard_protocol.encode import probe_reply, tmux_passthrough
 
+from paneboard_agent.relay_child import FORWARD_TO_CHILD, FORWARD_TO_FOREGROUND, HANDLED, session_leader
 from paneboard_agent.relay_scan import OutputScanner
 
 USAGE = "usage: paneboard run [--wrap] [--] CMD [ARGS...]"
@@ -62,16 +63,6 @@ MAX_BATCH = 1 << 18  # program output taken per turn of the loop before it is wr
 MAX_PENDING_INPUT = 1 << 20  # stop reading our stdin while this much waits for the program
 DRAIN_IDLE = 0.1  # after the program exits: give up on its pty after this long without output
 DRAIN_MAX = 1.0  # ... or after this long in all
-FORWARD_TO_CHILD = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
-FORWARD_TO_FOREGROUND = (signal.SIGINT, signal.SIGQUIT)
-HANDLED = (
-    signal.SIGCHLD,
-    signal.SIGWINCH,
-    signal.SIGTSTP,
-    signal.SIGCONT,
-    *FORWARD_TO_CHILD,
-    *FORWARD_TO_FOREGROUND,
-)
 
 
 class UsageError(Exception):
@@ -135,7 +126,7 @@ class Relay:
         self.stdin_open = True
         self.stdout_open = True
         self.last_input_byte = b"\n"
-        self.previous: dict[int, object] = {}
+        self.previous: dict[int, Any] = {}  # signal handlers as they were before the relay
         self.expected_echoes = 0  # replies we wrote that the pty will echo back verbatim
 
     # -- the outer terminal ---------------------------------------------------------------
@@ -193,7 +184,7 @@ class Relay:
             try:
                 os.close(master)
                 os.close(err_r)
-                self._session_leader(slave, err_w)
+                session_leader(self.command, self.previous, slave, err_w)
             finally:
                 os._exit(127)
         os.close(slave)
@@ -215,78 +206,6 @@ class Relay:
         os.set_blocking(master, False)
         self.master, self.pid, self.program = master, pid, program
         return None
-
-    def _session_leader(self, slave: int, err_w: int) -> None:  # pragma: no cover - in the child
-        """Be the new session's leader and run the program in a process group of its own.
-
-        Why not exec the program as the session leader, as `script` does: a session
-        leader's process group is orphaned, and the kernel discards Ctrl-Z's SIGTSTP
-        (and a program's own `kill(0, SIGTSTP)`, which is how vim suspends) in an
-        orphaned group. With this small leader as its parent the program's group is
-        not orphaned, so it stops as it would in the pane; the leader then stops
-        itself with SIGSTOP, which the relay sees and follows (`_reap`), and on
-        SIGCONT the leader continues the program. The leader exits with the
-        program's status and dies of the same signal when the program did.
-        """
-        signal.set_wakeup_fd(-1)
-        os.setsid()
-        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-        for fd in (0, 1, 2):
-            os.dup2(slave, fd)
-        if slave > 2:
-            os.close(slave)
-        restore = {}
-        for sig in (*HANDLED, signal.SIGPIPE, signal.SIGXFSZ):
-            ignored = self.previous.get(sig) == signal.SIG_IGN and sig in HANDLED
-            restore[sig] = signal.SIG_IGN if ignored else signal.SIG_DFL
-            signal.signal(sig, restore[sig])
-        program = os.fork()
-        if program == 0:
-            try:
-                os.setpgid(0, 0)
-                signal.signal(signal.SIGTTOU, signal.SIG_IGN)
-                os.tcsetpgrp(0, os.getpid())  # the program is the terminal's foreground job
-                signal.signal(signal.SIGTTOU, signal.SIG_DFL)
-                os.execvp(self.command[0], self.command)
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    os.write(err_w, f"E{exc.errno or 0};".encode())
-            os._exit(127)
-        with contextlib.suppress(OSError):
-            os.setpgid(program, program)
-        with contextlib.suppress(OSError):
-            os.write(err_w, f"P{program};".encode())
-        os.close(err_w)
-        for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
-            signal.signal(sig, signal.SIG_IGN)  # the terminal's signals are the program's
-
-        def forward(sig: int, frame: object) -> None:  # someone signalled the leader, not the relay
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(program, sig)
-
-        for sig in FORWARD_TO_CHILD:
-            signal.signal(sig, forward)
-        while True:
-            try:
-                _, status = os.waitpid(program, os.WUNTRACED)
-            except ChildProcessError:
-                os._exit(0)
-            except InterruptedError:
-                continue
-            if os.WIFSTOPPED(status):
-                os.kill(os.getpid(), signal.SIGSTOP)
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(program, signal.SIGCONT)
-                continue
-            if os.WIFSIGNALED(status):
-                sig = os.WTERMSIG(status)
-                resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the program already dumped
-                with contextlib.suppress(OSError, ValueError):  # SIGKILL/SIGSTOP: already default
-                    signal.signal(sig, signal.SIG_DFL)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
-                os.kill(os.getpid(), sig)
-                os._exit(128 + sig)
-            os._exit(os.waitstatus_to_exitcode(status))
 
     def _foreground_group(self) -> int:
         try:

@@ -27,11 +27,8 @@ CHUNK = 1 << 16
 PROG = "paneboard decode"
 
 
-_Parser = OneLineParser
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineParser(
         prog=PROG,
         description="Read raw terminal output (a `tmux pipe-pane` or `script` recording) and print "
         "every status report found in it as one JSON line: OSC 7501 reports, THINKTERM_AGENT "

@@ -43,11 +43,8 @@ MAX_LINE = 16 * 1024 * 1024
 """A trace line longer than this is refused rather than read into memory whole."""
 
 
-_Parser = OneLineParser
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineParser(
         prog=PROG,
         description="Play a recorded pane back through the classifier and print what it concludes "
         "each time that changes: one JSON line with t, agent, state, kind, source and msg. Use it to "

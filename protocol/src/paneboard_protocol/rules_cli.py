@@ -26,15 +26,12 @@ MAX_SCREEN_FILE = 1 << 20
 PROG = "paneboard rules"
 
 
-_Parser = OneLineParser
-
-
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = OneLineParser(
         prog=PROG,
         description="Check, list and explain the screen rules that tell an agent's state from its screen.",
     )
-    sub = p.add_subparsers(dest="cmd", metavar="{check,list,explain}", parser_class=_Parser)
+    sub = p.add_subparsers(dest="cmd", metavar="{check,list,explain}", parser_class=OneLineParser)
     c = sub.add_parser(
         "check",
         help="report broken manifests as file:line: reason; exit 1 if any",

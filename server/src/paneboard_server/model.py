@@ -8,7 +8,7 @@ and need no locks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, make_dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paneboard_protocol import pane as pane_def
 
@@ -33,7 +33,7 @@ class _PaneMethods:
     __slots__ = ()
 
     def copy(self) -> Pane:
-        return replace(self)  # type: ignore[type-var]  # a dataclass, made below
+        return replace(self)  # type: ignore[type-var,return-value]  # a Pane dataclass, made below
 
     def triple(self) -> tuple[str | None, str | None, str | None]:
         return (self.agent, self.state, self.kind)  # type: ignore[attr-defined]
@@ -91,8 +91,24 @@ def _pane_field(f: pane_def.Field) -> tuple[str, Any, Any]:
     return (f.name, Any, field(default=None if f.nullable else f.default))
 
 
+if TYPE_CHECKING:
+
+    class Pane(_PaneMethods):
+        """What a type checker sees of the dataclass made below: its identity typed, every
+        field of the definition as Any (naming them here would be a second field list)."""
+
+        id: int
+        host_id: int
+        tmux: str
+        pane: str
+
+        def __init__(self, id: int, host_id: int, tmux: str, pane: str, **fields: Any) -> None: ...
+        def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
+
 #: The server's in-memory pane: its identity plus every stored or shown field.
-Pane = make_dataclass(
+Pane = make_dataclass(  # type: ignore[no-redef,assignment,misc]  # the real class of the declaration above
     "Pane",
     [("id", int), ("host_id", int), ("tmux", str), ("pane", str)]
     + [_pane_field(f) for f in pane_def.FIELDS if f.row or f.api],

@@ -5,7 +5,7 @@ transaction) is a handful of executemany statements, and Core keeps that cheap a
 explicit. The Alembic migrations in `migrations/` create exactly these tables; the
 test suite checks the two agree (`test_migrations_match_schema`).
 
-Tables used by the web engineer's features (push subscriptions, VAPID keys, the
+Tables of the notification and dashboard features (push subscriptions, VAPID keys, the
 notification log, quiet rules) live here too so there is one migration chain.
 """
 

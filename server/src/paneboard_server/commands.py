@@ -1,0 +1,345 @@
+"""The operations the writer applies, one class per kind of change.
+
+Each changes only the batch's view (`Tx`); none commits, publishes or acknowledges
+anything itself: the writer does that after the commit, running every operation's
+`on_commit` (`writer.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from paneboard_protocol.pane import ROW_FIELDS, UPDATE_FIELDS
+from sqlalchemy import delete, select
+
+from . import reclassify
+from . import schema as s
+from .model import Pane
+from .tx import Tx, host_from_row, pane_from_row
+from .wire import HostIn, Key, PaneIn
+
+DISCONNECTED = "collector disconnected"
+
+
+class Refused(Exception):
+    """An operation refused by a rule (host ownership, pane cap), before it changed anything."""
+
+    def __init__(self, text: str, host: str | None = None) -> None:
+        super().__init__(text)
+        self.host = host
+
+
+#: What a collector's update sets on a pane (records are compared and kept apart).
+_APPLIED = tuple(k for k in UPDATE_FIELDS if k in ROW_FIELDS)
+
+
+def apply_update(tx: Tx, p: Pane, u: PaneIn, reason: str = "report") -> None:
+    """A collector's view of a pane, re-derived with the server's clock when possible."""
+    fields: dict[str, Any] = {k: getattr(u, k) for k in _APPLIED}
+    # Only a THINKTERM_AGENT contract makes the verdict depend on the clock (TA-12/TA-13);
+    # without one the server's classification is the collector's, so skip the work.
+    server = reclassify.classify(u.evidence, tx.now) if u.evidence.get("contract") else None
+    if server is not None:
+        for k in reclassify.FIELDS:
+            if k in server:
+                fields[k] = server[k]
+        if server.get("state") != u.state or server.get("agent") != u.agent:
+            fields["since"] = None  # the server's own verdict starts now
+    records = [dict(r) for r in u.records]
+    if records != p.records:
+        p.records = records
+        tx.records_dirty.add(p.id)
+    p.last_seen = tx.now
+    tx.classify(p, fields, reason)
+
+
+@dataclass
+class Op:
+    """One change for the writer. `on_commit` runs after the transaction that applied it
+    committed (the writer runs it for every operation); `on_fail` when it could not be."""
+
+    on_commit: Callable[[], None] | None = field(default=None, kw_only=True)
+    on_fail: Callable[[BaseException], None] | None = field(default=None, kw_only=True)
+
+    async def apply(self, tx: Tx) -> bool:
+        """Change `tx`; False when refused before changing anything (its sender has been
+        told through `failed`), so its `on_commit` must not run."""
+        raise NotImplementedError
+
+    def wanted(self) -> bool:
+        """False once the operation's sender has failed: it must not be applied then
+        (a later seq committed after a lost one would be acknowledged for both)."""
+        return True
+
+    def failed(self, exc: BaseException) -> None:
+        if self.on_fail is not None:
+            self.on_fail(exc)
+
+
+@dataclass
+class Ingest(Op):
+    """A collector's snapshot or delta (already validated), then its sequence number."""
+
+    collector_id: int
+    stream: str
+    seq: int
+    version: str = ""
+    snapshot_hosts: dict[str, HostIn] | None = None  # set for a snapshot
+    panes: list[PaneIn] = field(default_factory=list)
+    gone: list[tuple[Key, float]] = field(default_factory=list)
+    host_ops: list[tuple[str, bool, str | None]] = field(default_factory=list)
+    alive: Callable[[], bool] = lambda: True
+
+    def wanted(self) -> bool:
+        return self.alive()
+
+    def names(self) -> set[str]:
+        out = {u.key.host for u in self.panes} | {name for name, _, _ in self.host_ops}
+        return out | set(self.snapshot_hosts or ())
+
+    async def check(self, tx: Tx) -> None:
+        """Refuse, before changing anything, a claim to another collector's host and a
+        message that would take the collector over its cap of live panes."""
+        cid = self.collector_id
+        for name in sorted(self.names()):
+            owner = await tx.owner(name)
+            if owner is not None and owner != cid:
+                tx.core.stats["refused_host"] += 1
+                who = tx.core.collector_name(owner) or f"#{owner}"
+                raise Refused(f"host {name!r} belongs to collector {who!r}", name)
+        cap = tx.core.cfg.limits.max_live_panes_per_collector
+        if len(self.panes) > cap:
+            tx.core.stats["refused_cap"] += 1
+            raise Refused(f"{len(self.panes)} panes, limit {cap} live panes per collector")
+        if self.snapshot_hosts is None and self.panes:
+            new = 0
+            for u in self.panes:
+                hid = tx.core.host_ids.get((cid, u.key.host))
+                if hid is None or tx.find_pane(hid, u.key.tmux, u.key.pane) is None:
+                    new += 1
+            live = tx.live_count(cid) if new else 0
+            if new and live + new > cap:
+                tx.core.stats["refused_cap"] += 1
+                raise Refused(f"{live + new} live panes, limit {cap} per collector")
+
+    async def apply(self, tx: Tx) -> bool:
+        cid = self.collector_id
+        try:
+            await self.check(tx)
+        except Refused as exc:
+            self.failed(exc)  # nothing was changed: the rest of the batch goes on
+            return False
+        if self.snapshot_hosts is not None:
+            for name, h in self.snapshot_hosts.items():
+                host = await tx.host(cid, name)
+                tx.set_host(host, h.reachable, h.error)
+        for name, reachable, error in self.host_ops:
+            host = await tx.host(cid, name)
+            tx.set_host(host, reachable, error)
+        present: set[int] = set()
+        wanted = []
+        for u in self.panes:
+            wanted.append((await tx.host(cid, u.key.host), u.key.tmux, u.key.pane))
+        await tx.ensure_panes(wanted)
+        for u in self.panes:
+            host = await tx.host(cid, u.key.host)
+            if self.snapshot_hosts is None:
+                host.last_seen = tx.now
+                tx.host_dirty.add(host.id)
+            p = await tx.pane(host, u.key.tmux, u.key.pane)
+            apply_update(tx, p, u)
+            present.add(p.id)
+            tx.core.stats["reports"] += 1
+        for key, _t in self.gone:  # gone as of this batch's clock, not the collector's
+            hid = tx.core.host_ids.get((cid, key.host))
+            was = tx.find_pane(hid, key.tmux, key.pane) if hid is not None else None
+            if was is not None:
+                tx.gone(was)
+        if self.snapshot_hosts is not None:
+            mine = {
+                h.id for h in list(tx.core.hosts.values()) + list(tx.hosts.values()) if h.collector_id == cid
+            }
+            for p in list(tx.core.panes.values()):
+                if p.host_id in mine and p.id not in present and p.gone_at is None:
+                    q = tx.pane_by_id(p.id)
+                    if q is not None and q.gone_at is None:
+                        tx.gone(q)
+        tx.collectors[cid] = {
+            "stream": self.stream,
+            "last_seq": self.seq,
+            "version": self.version,
+            "connected": True,
+            "last_seen": tx.now,
+        }
+        return True
+
+
+@dataclass
+class Reevaluate(Op):
+    """Deadlines that came due: re-run the classifier on stored evidence with `now`."""
+
+    pane_ids: list[int]
+
+    async def apply(self, tx: Tx) -> bool:
+        current: dict[int, int] | None = None
+        if tx.core.is_pg:
+            # Every process on the database has the same deadline; lock the rows so only
+            # the first re-evaluates, the others see a newer rev and wait for its NOTIFY.
+            rows = await tx.conn.execute(
+                select(s.panes.c.id, s.panes.c.rev).where(s.panes.c.id.in_(self.pane_ids)).with_for_update()
+            )
+            current = {r.id: r.rev for r in rows.all()}
+        for pid in self.pane_ids:
+            p = tx.pane_by_id(pid)
+            if p is None or p.gone_at is not None:
+                continue
+            if current is not None and current.get(pid) != p.rev and pid not in tx.changed:
+                continue
+            fields = reclassify.classify(p.evidence, tx.now)
+            if fields is None:
+                continue
+            fields = {k: fields[k] for k in reclassify.FIELDS if k in fields}
+            if any(getattr(p, k) != v for k, v in fields.items()):
+                if (fields.get("agent"), fields.get("state"), fields.get("kind")) != p.triple():
+                    tx.core.stats["stale_changes"] += 1
+                fields["since"] = None
+                tx.classify(p, fields, "stale")
+            else:
+                tx.core.deadlines.schedule(pid, reclassify.deadline(p.evidence, tx.now))
+        return True
+
+
+@dataclass
+class Seen(Op):
+    """The user looked at a pane: `done` becomes `idle` (P7501-8)."""
+
+    pane_id: int
+    result: dict[str, Any] = field(default_factory=dict)
+
+    async def apply(self, tx: Tx) -> bool:
+        p = tx.pane_by_id(self.pane_id)
+        if p is None or p.gone_at is not None:
+            return True
+        ev = reclassify.mark_seen(p.evidence, tx.now)
+        fields = reclassify.classify(ev, tx.now) if ev is not None else None
+        if ev is not None and fields is not None:
+            p.evidence = ev
+            tx.classify(p, {k: fields[k] for k in reclassify.FIELDS if k in fields}, "seen")
+        elif p.state == "done":
+            tx.classify(p, {"state": "idle", "kind": None, "since": tx.now}, "seen")
+        self.result["changed"] = p.id in tx.changed
+        return True
+
+
+@dataclass
+class HostsDown(Op):
+    """A collector stayed away past the grace period: its hosts become unreachable."""
+
+    collector_id: int
+    still_away: Callable[[], bool] = lambda: True
+
+    async def apply(self, tx: Tx) -> bool:
+        if not self.still_away():
+            return True
+        for h in list(tx.core.hosts.values()):
+            if h.collector_id == self.collector_id and h.reachable:
+                host = tx.host_by_id(h.id)
+                if host is not None:
+                    tx.set_host(host, False, DISCONNECTED)
+        tx.collectors[self.collector_id] = {"connected": False, "last_seen": tx.now}
+        return True
+
+
+@dataclass
+class HostsUp(Op):
+    """A collector is back: hosts it was away from are reachable again (their next
+    report or snapshot says otherwise if the collector itself cannot reach them)."""
+
+    collector_id: int
+
+    async def apply(self, tx: Tx) -> bool:
+        for h in list(tx.core.hosts.values()):
+            if h.collector_id == self.collector_id and not h.reachable and h.error == DISCONNECTED:
+                host = tx.host_by_id(h.id)
+                if host is not None:
+                    tx.set_host(host, True, None)
+        return True
+
+
+@dataclass
+class Refresh(Op):
+    """Panes another process changed (PostgreSQL NOTIFY): re-read them, publish, no write."""
+
+    pane_ids: list[int] | None  # None: compare every pane's rev (after a lost connection)
+
+    async def apply(self, tx: Tx) -> bool:
+        conn = tx.conn
+        q = select(s.panes)
+        if self.pane_ids is not None:
+            q = q.where(s.panes.c.id.in_(self.pane_ids))
+        rows = (await conn.execute(q)).all()
+        wanted = [
+            r
+            for r in rows
+            if (tx.core.panes.get(r.id) is None or tx.core.panes[r.id].rev != r.rev)
+            and r.id not in tx.changed
+        ]
+        if not wanted:
+            return True
+        host_ids = {r.host_id for r in wanted}
+        for r in (await conn.execute(select(s.hosts).where(s.hosts.c.id.in_(host_ids)))).all():
+            tx.hosts[r.id] = host_from_row(r)
+        ids = [r.id for r in wanted]
+        recs: dict[int, list[dict[str, Any]]] = {}
+        for r in (await conn.execute(select(s.pane_records).where(s.pane_records.c.pane_id.in_(ids)))).all():
+            recs.setdefault(r.pane_id, []).append(dict(r.data or {}))
+        for r in wanted:
+            p = pane_from_row(r)
+            p.records = recs.get(p.id, [])
+            tx.panes[p.id] = p
+            tx.refreshed.add(p.id)
+        return True
+
+
+@dataclass
+class Purge(Op):
+    """Panes gone for longer than retention keeps them: delete them and their history."""
+
+    before: float
+    removed: list[int] = field(default_factory=list)
+
+    async def apply(self, tx: Tx) -> bool:
+        self.removed.clear()  # a batch retried one by one applies this twice
+        ids = [
+            p.id
+            for p in tx.core.panes.values()
+            if p.gone_at is not None and p.gone_at < self.before and p.id not in tx.changed
+        ][:1000]
+        if len(ids) < 1000:  # and those already evicted from memory (`gone_in_memory`)
+            old = await tx.conn.execute(
+                select(s.panes.c.id).where(s.panes.c.gone_at < self.before).limit(1000 + len(ids))
+            )
+            ids += [i for (i,) in old.all() if i not in tx.core.panes and i not in tx.changed]
+            ids = ids[:1000]
+        if not ids:
+            return True
+        await tx.conn.execute(delete(s.history).where(s.history.c.pane_id.in_(ids)))
+        await tx.conn.execute(delete(s.pane_records).where(s.pane_records.c.pane_id.in_(ids)))
+        await tx.conn.execute(delete(s.panes).where(s.panes.c.id.in_(ids)))
+        self.removed.extend(ids)
+
+        def forget() -> None:
+            for pid in ids:
+                p = tx.core.panes.pop(pid, None)
+                if p is not None:
+                    tx.core.pane_ids.pop((p.host_id, p.tmux, p.pane), None)
+                    h = tx.core.hosts.get(p.host_id)
+                    order = tx.core.gone_order.get(h.collector_id) if h is not None else None
+                    if order is not None:
+                        order.pop(pid, None)
+                tx.core.deadlines.forget(pid)
+
+        tx.after.append(forget)
+        return True

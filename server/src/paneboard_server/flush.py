@@ -1,0 +1,161 @@
+"""The SQL a committed batch writes: pane rows with their new revs, records, hosts,
+tmux sessions, history and collectors' stream positions, in as few statements as the
+batch allows (every statement is a round trip through a busy event loop).
+
+SQLite and PostgreSQL differ in three places: revs come from a sequence on PostgreSQL
+(several processes share it) and from the process's counter on SQLite; inserts that may
+race another process use each dialect's ON CONFLICT DO NOTHING; and PostgreSQL tells
+the other processes which panes changed (NOTIFY, read by `fanout.py`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import bindparam, delete, insert, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from . import schema as s
+from .model import Pane
+from .tx import Tx
+
+if TYPE_CHECKING:
+    from .core import Core
+
+NOTIFY_CHANNEL = "paneboard_change"
+
+
+async def flush(core: Core, tx: Tx) -> None:
+    """Write what the batch changed, inside its transaction."""
+    conn = tx.conn
+    changed = sorted(tx.changed)
+    if changed:
+        if core.is_pg:
+            revs = [
+                r[0]
+                for r in (
+                    await conn.execute(
+                        text("SELECT nextval('pane_rev_seq') FROM generate_series(1, :n)"),
+                        {"n": len(changed)},
+                    )
+                ).all()
+            ]
+        else:
+            revs = list(range(core.rev + 1, core.rev + 1 + len(changed)))
+        for pid, rev in zip(changed, revs, strict=True):
+            tx.panes[pid].rev = rev
+        cols = list(Pane(0, 0, "", "").row())
+        stmt = update(s.panes).where(s.panes.c.id == bindparam("pid")).values({c: bindparam(c) for c in cols})
+        await conn.execute(stmt, [{"pid": pid, **tx.panes[pid].row()} for pid in changed])
+    if tx.records_dirty:
+        ids = sorted(tx.records_dirty)
+        await conn.execute(delete(s.pane_records).where(s.pane_records.c.pane_id.in_(ids)))
+        rows = []
+        for pid in ids:
+            seen: set[str] = set()
+            for r in tx.panes[pid].records:
+                rid = str(r.get("id") or "")[:255]
+                if rid in seen:
+                    continue
+                seen.add(rid)
+                rows.append(
+                    {
+                        "pane_id": pid,
+                        "record_id": rid,
+                        "state": _s(r.get("state"), 16),
+                        "kind": _s(r.get("kind"), 32),
+                        "app": _s(r.get("app"), 128),
+                        "msg": _s(r.get("msg"), 4096),
+                        "title": _s(r.get("title"), 4096),
+                        "data": r,
+                    }
+                )
+        if rows:
+            await conn.execute(insert(s.pane_records), rows)
+    if tx.host_dirty:
+        stmt = (
+            update(s.hosts)
+            .where(s.hosts.c.id == bindparam("hid"))
+            .values(
+                reachable=bindparam("reachable"),
+                error=bindparam("error"),
+                last_seen=bindparam("last_seen"),
+                unreachable_since=bindparam("unreachable_since"),
+            )
+        )
+        await conn.execute(
+            stmt,
+            [
+                {
+                    "hid": h.id,
+                    "reachable": h.reachable,
+                    "error": h.error,
+                    "last_seen": h.last_seen,
+                    "unreachable_since": h.unreachable_since,
+                }
+                for h in (tx.hosts[i] for i in sorted(tx.host_dirty))
+            ],
+        )
+    new_sessions = {
+        (p.host_id, p.tmux, p.session)
+        for p in (tx.panes[i] for i in changed)
+        if p.session and (p.host_id, p.tmux, p.session) not in core.sessions
+    }
+    if new_sessions:
+        # Another process on the same database may have added one already: ignore that.
+        ins = (pg_insert if core.is_pg else sqlite_insert)(s.tmux_sessions).on_conflict_do_nothing()
+        await conn.execute(
+            ins,
+            [{"host_id": h, "tmux": tm, "name": n, "last_seen": tx.now} for h, tm, n in sorted(new_sessions)],
+        )
+        tx.after.append(lambda: core.sessions.update(new_sessions))
+    if tx.history:
+        await conn.execute(insert(s.history), tx.history)
+    if tx.collectors:
+        await write_collectors(core, conn, tx)
+    if core.is_pg and changed:
+        for chunk in _chunks([str(pid) for pid in changed], 7000):
+            await conn.execute(
+                text("SELECT pg_notify(:c, :p)"),
+                {"c": NOTIFY_CHANNEL, "p": core.instance + ":" + ",".join(chunk)},
+            )
+
+
+async def write_collectors(core: Core, conn: AsyncConnection, tx: Tx) -> None:
+    """Stream positions of every collector in the batch: one statement per shape,
+    not one (or two) per collector."""
+    if core.collector_rows is None:
+        core.collector_rows = {r[0] for r in (await conn.execute(select(s.collectors.c.token_id))).all()}
+    known = core.collector_rows
+    new = [{"token_id": cid, **v} for cid, v in tx.collectors.items() if cid not in known]
+    for shape in {tuple(sorted(r)) for r in new}:
+        await conn.execute(insert(s.collectors), [r for r in new if tuple(sorted(r)) == shape])
+    old = [(cid, v) for cid, v in tx.collectors.items() if cid in known]
+    for shape in {tuple(sorted(v)) for _, v in old}:
+        stmt = (
+            update(s.collectors)
+            .where(s.collectors.c.token_id == bindparam("cid"))
+            .values({k: bindparam(k) for k in shape})
+        )
+        await conn.execute(stmt, [{"cid": cid, **v} for cid, v in old if tuple(sorted(v)) == shape])
+    if new:
+        added = {r["token_id"] for r in new}
+        tx.after.insert(0, lambda: known.update(added))
+
+
+def _s(v: Any, n: int) -> str | None:
+    return None if v is None else str(v)[:n]
+
+
+def _chunks(items: list[str], limit: int) -> list[list[str]]:
+    out: list[list[str]] = [[]]
+    size = 0
+    for it in items:
+        if size + len(it) + 1 > limit and out[-1]:
+            out.append([])
+            size = 0
+        out[-1].append(it)
+        size += len(it) + 1
+    return out

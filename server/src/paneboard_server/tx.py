@@ -1,0 +1,246 @@
+"""One writer batch's view of the pane state: copies of what it touches, rows to write,
+work for after commit.
+
+Operations change the copies only; the writer flushes them (`flush.py`) and, once the
+transaction has committed, puts them into the in-memory mirror. A batch that fails
+leaves the mirror as it was, since nothing outside the batch saw its copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from paneboard_protocol.pane import HISTORY_FIELDS, ROW_FIELDS
+from sqlalchemy import insert, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from . import schema as s
+from .model import Host, Pane
+
+if TYPE_CHECKING:
+    from .core import Core
+
+
+class Tx:
+    """One batch's view: copies of what it touches, rows to write, work for after commit."""
+
+    def __init__(self, core: Core, conn: AsyncConnection, now: float) -> None:
+        self.core = core
+        self.conn = conn
+        self.now = now
+        self.hosts: dict[int, Host] = {}
+        self.panes: dict[int, Pane] = {}
+        self.host_dirty: set[int] = set()
+        self.changed: set[int] = set()
+        self.records_dirty: set[int] = set()
+        self.reasons: dict[int, tuple[str | None, str]] = {}
+        self.history: list[dict[str, Any]] = []
+        self.collectors: dict[int, dict[str, Any]] = {}
+        self.after: list[Callable[[], None]] = []
+        self.refreshed: set[int] = set()
+        self.new_keys: dict[tuple[int, str, str], int] = {}
+
+    # --- lookups that copy into the batch ---------------------------------------
+    def host_by_id(self, host_id: int) -> Host | None:
+        h = self.hosts.get(host_id)
+        if h is None:
+            base = self.core.hosts.get(host_id)
+            if base is None:
+                return None
+            h = self.hosts[host_id] = base.copy()
+        return h
+
+    async def host(self, collector_id: int, name: str) -> Host:
+        hid = self.core.host_ids.get((collector_id, name))
+        if hid is not None:
+            h = self.host_by_id(hid)
+            assert h is not None
+            return h
+        for h in self.hosts.values():
+            if h.collector_id == collector_id and h.name == name:
+                return h
+        res = await self.conn.execute(
+            insert(s.hosts).values(collector_id=collector_id, name=name, reachable=True, last_seen=self.now)
+        )
+        key = res.inserted_primary_key
+        assert key is not None  # an INSERT of one row always has one
+        h = Host(key[0], collector_id, name, True, None, self.now)
+        self.hosts[h.id] = h
+        self.host_dirty.add(h.id)
+        return h
+
+    def pane_by_id(self, pane_id: int) -> Pane | None:
+        p = self.panes.get(pane_id)
+        if p is None:
+            base = self.core.panes.get(pane_id)
+            if base is None:
+                return None
+            p = self.panes[pane_id] = base.copy()
+        return p
+
+    def find_pane(self, host_id: int, tmux: str, pane: str) -> Pane | None:
+        pid = self.core.pane_ids.get((host_id, tmux, pane)) or self.new_keys.get((host_id, tmux, pane))
+        return self.pane_by_id(pid) if pid is not None else None
+
+    async def ensure_panes(self, keys: list[tuple[Host, str, str]]) -> None:
+        """Create the panes not yet known in one statement (a snapshot of a new
+        collector may bring hundreds; one INSERT each would be one round trip each)."""
+        missing: dict[tuple[int, str, str], None] = {}
+        for host, tmux, pane in keys:
+            k = (host.id, tmux, pane)
+            if k not in missing and self.find_pane(*k) is None:
+                missing[k] = None
+        if not missing:
+            return
+        rows = [
+            {
+                "host_id": h,
+                "tmux": tm,
+                "pane": pn,
+                "observable": True,
+                "rev": 0,
+                "last_seen": self.now,
+                "evidence": {},
+            }
+            for h, tm, pn in missing
+        ]
+        # One executemany and one SELECT: INSERT ... RETURNING with guaranteed order may fall
+        # back to a statement per row on SQLite, and every statement is a round trip to the
+        # driver's thread through a busy event loop.
+        # A key may have a row already: a gone pane evicted from memory (`gone_in_memory`)
+        # that comes back keeps its id and history.
+        ins = (pg_insert if self.core.is_pg else sqlite_insert)(s.panes).on_conflict_do_nothing()
+        await self.conn.execute(ins, rows)
+        hosts = sorted({h for h, _, _ in missing})
+        found = (
+            await self.conn.execute(
+                select(s.panes.c.id, s.panes.c.host_id, s.panes.c.tmux, s.panes.c.pane).where(
+                    s.panes.c.host_id.in_(hosts)
+                )
+            )
+        ).all()
+        ids = {(r.host_id, r.tmux, r.pane): r.id for r in found}
+        for key in missing:
+            h, tm, pn = key
+            p = Pane(ids[key], h, tm, pn, last_seen=self.now, gone_at=self.now)
+            self.panes[p.id] = p
+            self.new_keys[key] = p.id
+            self.records_dirty.add(p.id)  # an evicted pane's old records must not linger
+
+    async def pane(self, host: Host, tmux: str, pane: str) -> Pane:
+        p = self.find_pane(host.id, tmux, pane)
+        if p is None:
+            await self.ensure_panes([(host, tmux, pane)])
+            p = self.find_pane(host.id, tmux, pane)
+            assert p is not None
+        return p
+
+    async def owner(self, name: str) -> int | None:
+        """The collector that owns host `name`: known in memory, created in this batch, or
+        (another process on the same PostgreSQL) in the database."""
+        owner = self.core.host_owner.get(name)
+        if owner is not None:
+            return owner
+        for h in self.hosts.values():
+            if h.name == name:
+                return h.collector_id
+        row = (
+            await self.conn.execute(
+                select(s.hosts.c.collector_id).where(s.hosts.c.name == name).order_by(s.hosts.c.id).limit(1)
+            )
+        ).first()
+        return None if row is None else int(row[0])
+
+    def live_count(self, collector_id: int) -> int:
+        n = self.core.live_count(collector_id)
+        for p in self.panes.values():
+            base = self.core.panes.get(p.id)
+            h = self.hosts.get(p.host_id) or self.core.hosts.get(p.host_id)
+            if h is None or h.collector_id != collector_id:
+                continue
+            n += (p.gone_at is None) - (base is not None and base.gone_at is None)
+        return n
+
+    # --- changes -------------------------------------------------------------------
+    def touch(self, p: Pane, reason: str, prev_state: str | None) -> None:
+        self.changed.add(p.id)
+        self.reasons.setdefault(p.id, (prev_state, reason))
+
+    def classify(self, p: Pane, fields: dict[str, Any], reason: str) -> None:
+        """Set a pane's classification; a change of (agent, state, kind) is history."""
+        prev = p.triple()
+        was_gone = p.gone_at is not None
+        before = {"agent": p.agent, "state": p.state, "kind": p.kind, "msg": p.msg, "since": p.since}
+        for k, v in fields.items():
+            if k != "since":
+                setattr(p, k, v)
+        p.gone_at = None
+        if p.state is not None or p.observable:
+            p.last_known = None  # it says what it is now: nothing to remember
+        if p.triple() != prev or was_gone:
+            p.since = fields.get("since") or self.now
+            if p.state is None and not p.observable and before["state"] is not None and not was_gone:
+                # It lost its state where it cannot be seen (behind ssh): keep what it was.
+                p.last_known = {**before, "at": self.now}
+            self.history.append(
+                {
+                    "pane_id": p.id,
+                    "t": self.now,
+                    **{k: getattr(p, k) for k in HISTORY_FIELDS},
+                    "prev_state": None if was_gone else prev[1],
+                    "reason": reason,
+                }
+            )
+        elif fields.get("since") is not None:
+            p.since = fields["since"]
+        self.touch(p, reason, None if was_gone else prev[1])
+
+    def gone(self, p: Pane) -> None:
+        """The pane is gone as of this batch (`now`): a history row, once."""
+        if p.gone_at is not None:
+            return
+        prev = p.state
+        p.gone_at = self.now
+        self.history.append(
+            {
+                "pane_id": p.id,
+                "t": self.now,
+                **dict.fromkeys(HISTORY_FIELDS),
+                "agent": p.agent,
+                "prev_state": prev,
+                "reason": "gone",
+            }
+        )
+        self.touch(p, "gone", prev)
+
+    def set_host(self, h: Host, reachable: bool, error: str | None) -> None:
+        if h.reachable != reachable or h.error != error:
+            was = h.reachable
+            h.reachable, h.error = reachable, error
+            h.unreachable_since = None if reachable else (h.unreachable_since or self.now)
+            if was != reachable:
+                for p in list(self.core.panes.values()) + list(self.panes.values()):
+                    if p.host_id == h.id and p.gone_at is None:
+                        q = self.pane_by_id(p.id)
+                        if q is not None:
+                            self.touch(q, "reachable" if reachable else "unreachable", q.state)
+        h.last_seen = self.now
+        self.host_dirty.add(h.id)
+
+
+def pane_from_row(r: Any) -> Pane:
+    """A `panes` row as a Pane (records are read apart, from `pane_records`)."""
+    m = r._mapping
+    p = Pane(r.id, r.host_id, r.tmux, r.pane, **{k: m[k] for k in ROW_FIELDS})
+    p.observable = bool(p.observable)
+    p.evidence = dict(p.evidence or {})
+    p.rev = p.rev or 0
+    return p
+
+
+def host_from_row(r: Any) -> Host:
+    """A `hosts` row as a Host."""
+    return Host(r.id, r.collector_id, r.name, bool(r.reachable), r.error, r.last_seen, r.unreachable_since)
