@@ -14,6 +14,7 @@ from helpers import b64, osc7501
 from paneboard_agent.panes import Observation, PaneInfo
 from paneboard_agent.sink import PaneKey
 from paneboard_agent.tracker import FRESH_OBSERVATION, SETTLE, PaneTracker
+from paneboard_protocol.encode import encode_agent
 from paneboard_protocol.rules import load_rules
 
 RULES = load_rules("/nonexistent-paneboard-rules")  # the bundled manifests only
@@ -97,6 +98,14 @@ SCENARIOS: dict[str, tuple[list[tuple[Any, ...]], list[dict[str, Any]]]] = {
             (1.05, "released"),
         ],
         [{"state": None}, {"hold": True}, {"state": NO_UPDATE, "hold": False}, {"state": "working"}],
+    ),
+    "a held THINKTERM blocked asks for the screen once released, to read its question": (
+        [
+            (0, "listed", info(), SHELL),
+            (1, "output", encode_agent("my-agent", "blocked", ts=int(T0 + 1)) + b"Push to? [main/dev]\r\n"),
+            (1.05, "released"),
+        ],
+        [{"state": None}, {"state": NO_UPDATE, "hold": True}, {"state": "blocked", "settle": 1.05 + SETTLE}],
     ),
     "plain text is never held": (
         [(0, "listed", info(), SHELL), (5, "output", b"hello\r\n")],

@@ -106,6 +106,10 @@ class PaneTracker:
         if events:
             self.classifier.feed(now, events)
             self._evaluate(now)
+            if self._wants_screen:
+                # The held output may have been the last for a while (a THINKTERM contract's
+                # blocked with its question printed after it): read the screen once it settles.
+                self._settle(now)
 
     def listed(self, now: float, info: PaneInfo, obs: Observation | None) -> None:
         """tmux listed the pane; `obs` is its foreground process when it was looked at."""
