@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 
 import pytest
@@ -57,7 +58,9 @@ def test_snapshot_and_mark_seen(tmux_server: TmuxServer) -> None:
             await _until(lambda: latest() and latest().state == "done", what="done")
             update = latest()
             assert update.key == PaneKey("here", tmux_server.name, pane)
-            assert update.process and update.process.startswith("python3")
+            # an interpreter is named by its whole command line (RI-1); its program may be a
+            # full path (pyenv's shim execs /root/.pyenv/versions/…/bin/python3)
+            assert update.process and os.path.basename(update.process.split()[0]).startswith("python3")
             assert update.evidence  # the classifier's evidence travels with every update
             panes, hosts = collector.snapshot()
             assert hosts == {"here": (True, None)}
