@@ -18,6 +18,7 @@ import unicodedata
 from paneboard_protocol.cli_args import OneLineParser
 from paneboard_protocol.encode import MAX_MSG_DECODED
 
+from paneboard_agent.pane_store import remember
 from paneboard_agent.report import PROTOCOLS, ReportError, build, open_tty, write_all
 
 _Parser = functools.partial(OneLineParser, help_hint=False)
@@ -160,6 +161,9 @@ def main(argv: list[str]) -> int:
             write_all(fd, data)
         except OSError as exc:
             raise ReportError(f"cannot write the report: {exc.strerror}") from None
+        else:
+            # ... and where a collector that attaches later finds it (pane_state.py)
+            remember(data, fd, explicit_tty=args.tty is not None)
         finally:
             os.close(fd)
     except ReportError as exc:
