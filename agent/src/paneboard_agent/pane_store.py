@@ -159,7 +159,7 @@ def writer_group(fd: int) -> int | None:
         pg = os.tcgetpgrp(fd)
     except OSError:
         return None
-    if pg == os.getpgrp():
+    if pg == os.getpid():
         with contextlib.suppress(OSError):
             return os.getsid(0)
         return None

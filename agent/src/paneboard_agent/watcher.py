@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from paneboard_agent import queries
+from paneboard_agent import late_state, queries
 from paneboard_agent.clients import ControlClients
 from paneboard_agent.control import (
     ControlClient,
@@ -191,10 +191,15 @@ class TmuxWatcher:
         )
         self._set_status(True, None)
         self._need_sessions = True
+        since, restore_due = time.time(), True
         while True:
             self._wake.clear()  # before the sync: a wake-up during it means "again"
             started = time.monotonic()
             await self._sync()
+            if restore_due:  # panes and processes are known: read the state stored before us
+                restore_due = False
+                for pane in await late_state.restore(self.t, self.base, self.panes, since):
+                    self._after(pane)
             if not self._wake.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.opt.poll_interval)
