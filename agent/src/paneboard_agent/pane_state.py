@@ -39,8 +39,9 @@ OPTION_AGENT = "@paneboard-thinkterm"
 VERSION = "v1"
 #: records kept in the option: the least a reader must keep (P7501-21)
 MAX_RECORDS = 64
-#: bytes of the whole @paneboard-7501 value; the oldest records go first to fit
-MAX_7501_VALUE = 16384
+#: bytes of the whole @paneboard-7501 value; the oldest records go first to fit. With
+#: the contract's value this fits one tmux command (tmux refuses commands over 16 KiB).
+MAX_7501_VALUE = 8192
 #: bytes of the whole @paneboard-thinkterm value (one sequence's worth, P7501-20)
 MAX_AGENT_VALUE = MAX_OSC
 
