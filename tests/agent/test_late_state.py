@@ -253,3 +253,28 @@ def test_blocked_while_the_collector_was_away_shows_after_it_reconnects(
         assert (line["kind"], line["msg"], line["source"]) == ("question", "Which file first?", "protocol")
     finally:
         proc.stop()
+
+
+def test_emit_keeps_the_options_only_for_its_own_pane(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    tmux = tmux_server
+    log = tmp_path / "reports.log"
+    # a report sent to a file is none of this pane's state
+    tmux.send(
+        "%0", emit("blocked", "--kind", "auth", "--tty", str(log)) + "; touch " + shlex.quote(str(log) + ".1")
+    )
+    wait_for(lambda: Path(str(log) + ".1").exists(), what="the first emit")
+    assert (
+        log.read_bytes().startswith(b"\x1b]7501;state=blocked")
+        and option(tmux, "%0", "@paneboard-7501") == ""
+    )
+    # the pane's own terminal named explicitly (what emit's error message advises) counts
+    tmux.send("%0", "PANEBOARD_TTY=$(tty) " + emit("blocked", "--kind", "question", "--msg", "Sure?"))
+    wait_for(lambda: "kind=question" in option(tmux, "%0", "@paneboard-7501"), what="the second emit")
+    # behind the relay, emit leaves the options to the relay, which stores the report once
+    behind = tmux.new_window("main", "behind", f"{shlex.quote(PANEBOARD)} run -- bash --noprofile --norc")
+    tmux.send(behind, emit("working", "--app", "claude-code") + " && " + emit("idle", "--id", "t1"))
+    wait_for(lambda: "id=t1" in option(tmux, behind, "@paneboard-7501"), what="the relay's copy")
+    value = option(tmux, behind, "@paneboard-7501")
+    assert value.split(" ")[2:] == ["state=working:app=claude-code", "state=idle:id=t1"]
+    relay_pid = tmux.cmd("display-message", "-p", "-t", behind, "#{pane_pid}").strip()
+    assert value.split(" ")[1] == f"pg={relay_pid}"  # the relay's group wrote it, not emit's

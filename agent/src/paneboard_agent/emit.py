@@ -163,7 +163,7 @@ def main(argv: list[str]) -> int:
             raise ReportError(f"cannot write the report: {exc.strerror}") from None
         else:
             # ... and where a collector that attaches later finds it (pane_state.py)
-            remember(data, fd, explicit_tty=args.tty is not None)
+            remember(data, fd, args.tty or os.environ.get("PANEBOARD_TTY"))
         finally:
             os.close(fd)
     except ReportError as exc:

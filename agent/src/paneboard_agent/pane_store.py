@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import subprocess
 from collections.abc import Mapping
 
@@ -62,8 +63,11 @@ def set_argv(base: list[str], pane: str, values: Mapping[str, str | None]) -> li
 
 
 def read_now(base: list[str], pane: str) -> dict[str, str | None]:
-    """The two options' current values (None: unset or unreadable); for `emit`."""
-    fmt = f"#{{={MAX_7501_VALUE + 1}:{OPTION_7501}}}\t#{{={MAX_AGENT_VALUE + 1}:{OPTION_AGENT}}}"
+    """The two options' current values and the pane's tty (None: unset or unreadable); for `emit`."""
+    fmt = (
+        f"#{{={MAX_7501_VALUE + 1}:{OPTION_7501}}}\t#{{={MAX_AGENT_VALUE + 1}:{OPTION_AGENT}}}\t#{{pane_tty}}"
+    )
+    nothing: dict[str, str | None] = {OPTION_7501: None, OPTION_AGENT: None, "tty": None}
     try:
         res = subprocess.run(
             [*base, "display-message", "-p", "-t", pane, fmt],
@@ -72,11 +76,22 @@ def read_now(base: list[str], pane: str) -> dict[str, str | None]:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
-        return {OPTION_7501: None, OPTION_AGENT: None}
+        return nothing
     parts = res.stdout.decode("utf-8", "replace").rstrip("\n").split("\t")
-    if res.returncode != 0 or len(parts) != 2:
-        return {OPTION_7501: None, OPTION_AGENT: None}  # garbage is replaced, never merged
-    return {OPTION_7501: parts[0] or None, OPTION_AGENT: parts[1] or None}
+    if res.returncode != 0 or len(parts) != 3:
+        return nothing  # garbage (a tab or newline in a value) is replaced, never merged
+    return {OPTION_7501: parts[0] or None, OPTION_AGENT: parts[1] or None, "tty": parts[2] or None}
+
+
+def _same_terminal(path: str, pane_tty: str | None) -> bool:
+    """Is `path` (a --tty or $PANEBOARD_TTY) the pane's own terminal?"""
+    if not pane_tty:
+        return False
+    try:
+        mine, theirs = os.stat(path), os.stat(pane_tty)
+    except OSError:
+        return False
+    return stat.S_ISCHR(mine.st_mode) and mine.st_rdev == theirs.st_rdev
 
 
 def write_now(base: list[str], pane: str, values: Mapping[str, str | None]) -> bool:
@@ -166,15 +181,14 @@ def writer_group(fd: int) -> int | None:
     return pg if pg > 0 else None
 
 
-def remember(data: bytes, fd: int, explicit_tty: bool, environ: Mapping[str, str] | None = None) -> bool:
+def remember(data: bytes, fd: int, tty: str | None = None, environ: Mapping[str, str] | None = None) -> bool:
     """`paneboard emit`'s part: fold the report just written into the pane's options.
 
-    Only for a report written to our own terminal in a tmux pane, and not behind
+    Only for a report written to this tmux pane's terminal (`tty` is where it went when
+    not /dev/tty: written elsewhere, it is none of this pane's state), and not behind
     `paneboard run` (the relay saw the report and keeps the options itself). Read,
     change, write: two short tmux commands. Returns whether the options were written."""
     env = os.environ if environ is None else environ
-    if explicit_tty or env.get("PANEBOARD_TTY"):
-        return False  # the report went to another terminal or a file, not this pane
     target = pane_target(env)
     if target is None:
         return False
@@ -185,8 +199,11 @@ def remember(data: bytes, fd: int, explicit_tty: bool, environ: Mapping[str, str
     changed = {OPTION_7501 if isinstance(e, (StatusReport, ClearReport)) else OPTION_AGENT for e in events}
     if not changed:
         return False
+    current = read_now(base, pane)
+    if tty is not None and tty != "/dev/tty" and not _same_terminal(tty, current["tty"]):
+        return False
     live = LiveState(writer_group(fd))
     if OPTION_7501 in changed:
-        live.adopt(parse_7501(read_now(base, pane)[OPTION_7501]), OPTION_7501)
+        live.adopt(parse_7501(current[OPTION_7501]), OPTION_7501)
     live.apply(events)
     return write_now(base, pane, {o: live.value(o) for o in sorted(changed)})
