@@ -384,13 +384,13 @@ class Relay:
                 if drain_until is None:
                     drain_until = now + DRAIN_MAX
                 timeout = max(0.0, min(DRAIN_IDLE, drain_until - now))
+            if self.state is not None and (due := self.state.poll()) is not None:
+                timeout = due if timeout is None else min(timeout, due)
             r, w, _ = select.select(rlist, wlist, [], timeout)
             if wake in r:
                 with contextlib.suppress(BlockingIOError):
                     for sig in os.read(wake, 256):
                         self._on_signal(sig)
-            if self.state is not None:
-                self.state.poll()  # a finished tmux (its SIGCHLD woke us) lets the next change go
             if self.master in r:
                 chunk, master_open = self._read_output()
                 if chunk:

@@ -45,8 +45,10 @@ class RelayState:
             self.touched = True
             self.writer.want({o: self.live.value(o) for o in sorted(changed)})
 
-    def poll(self) -> None:
+    def poll(self) -> float | None:
+        """Let the writer go on; returns how long the relay may sleep before calling again."""
         self.writer.poll()
+        return self.writer.due()
 
     def close(self) -> None:
         """The program exited: keep only its results, forget its contract."""
