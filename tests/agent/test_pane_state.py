@@ -22,6 +22,9 @@ from paneboard_agent.pane_state import (
     restore_events,
 )
 from paneboard_agent.pane_store import pane_target, set_argv
+from paneboard_agent.panes import Observation, PaneInfo
+from paneboard_agent.sink import PaneKey
+from paneboard_agent.tracker import PaneTracker
 from paneboard_protocol import AgentReport, ClearReport, Decoder, StatusReport
 
 BLOCKED = "state=blocked:kind=permission:app=claude-code:msg=" + b64("Apply 3 to add?")
@@ -206,3 +209,28 @@ def test_pane_target_and_set_argv() -> None:
     argv = set_argv(["tmux"], "%7", {OPTION_7501: "v1 x", OPTION_AGENT: None})
     first = ["set-option", "-p", "-t", "%7", OPTION_7501, "v1 x"]
     assert argv == ["tmux", *first, ";", "set-option", "-p", "-u", "-t", "%7", OPTION_AGENT]
+
+
+def test_a_tracker_restored_from_stored_state_classifies_as_live() -> None:
+    t = PaneTracker(PaneKey("h", "default", "%1"), "main")
+    now = 1_800_000_000.0
+    t.listed(
+        now,
+        PaneInfo("$0", "@0", "0", "%1", 42, False, "/dev/pts/9", "main", "w", "claude"),
+        Observation("claude", 42, True),
+    )
+    t.take_update()
+    stored = parse_7501(live(osc7501(BLOCKED)).value_7501())
+    events = restore_events(stored, None, 42, t.classifier.evidence(), since=now - 1)
+    t.restored(now + 1, events)
+    update = t.take_update()
+    assert update is not None
+    assert (update.agent, update.state, update.kind, update.msg, update.source) == (
+        "claude",
+        "blocked",
+        "permission",
+        "Apply 3 to add?",
+        "protocol",
+    )
+    # read again after a reconnect that missed nothing: nothing to feed, nothing changes
+    assert restore_events(stored, None, 42, t.classifier.evidence(), since=now + 5) == []

@@ -111,15 +111,6 @@ class PaneTracker:
                 # blocked with its question printed after it): read the screen once it settles.
                 self._settle(now)
 
-    def restored(self, now: float, events: list[Any]) -> None:
-        """Reports read back from the pane's stored state after attaching (`late_state`):
-        fed exactly like the pane's output, then its screen read where it applies."""
-        if events:
-            self.classifier.feed(now, events)
-            self._evaluate(now)
-            if self._wants_screen:
-                self._settle(now)
-
     def listed(self, now: float, info: PaneInfo, obs: Observation | None) -> None:
         """tmux listed the pane; `obs` is its foreground process when it was looked at."""
         before = self.info
@@ -194,6 +185,15 @@ class PaneTracker:
         self._evaluate(now)
         if self._wants_screen:
             self._request_capture()
+
+    def restored(self, now: float, events: list[Any]) -> None:
+        """Reports read back from the pane's stored state after attaching (`late_state`):
+        fed exactly like the pane's output, then its screen read where it applies."""
+        if events:
+            self.classifier.feed(now, events)
+            self._evaluate(now)
+            if self._wants_screen:
+                self._settle(now)
 
     # --- outputs -----------------------------------------------------------------
 
