@@ -82,6 +82,10 @@ def test_blocked_before_the_collector_started_via_emit_and_via_the_relay(tmux_se
             "Which file first?",
             "protocol",
         )
+        # each pane went out once, as restored: never first as unclassified (which a server
+        # would take for a change, and the restore then for a new `blocked`)
+        assert [s[1] for s in states(proc, "%0")] == ["blocked"]
+        assert [s[1] for s in states(proc, relay)] == ["blocked"]
     finally:
         proc.stop()
 

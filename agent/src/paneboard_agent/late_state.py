@@ -1,7 +1,8 @@
 """The collector's attach-time step: read the state panes stored for late collectors.
 
-After it (re)connects to a tmux server and has listed the panes and their foreground
-processes once, the watcher calls `restore`: one `list-panes -a` for every pane's
+After it (re)connects to a tmux server, the watcher's first sync is `first_sync`: the
+panes and their foreground processes are listed once (their changes held back
+meanwhile, `HeldPump`), then `restore` runs: one `list-panes -a` for every pane's
 `@paneboard-7501` and `@paneboard-thinkterm` options (see `pane_state`), one `ps` for
 the foreground process groups of the panes that have any, and each such pane's
 tracker is fed what `pane_state.restore_events` decides, through the same decoder
@@ -23,7 +24,7 @@ import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from paneboard_agent import queries
 from paneboard_agent.pane_state import (
@@ -35,6 +36,8 @@ from paneboard_agent.pane_state import (
     parse_agent,
     restore_events,
 )
+from paneboard_agent.pump import Pump
+from paneboard_agent.sink import PaneKey, PaneUpdate
 from paneboard_agent.tracker import PaneTracker
 from paneboard_agent.transport import Transport, TransportError
 
@@ -42,6 +45,35 @@ log = logging.getLogger("paneboard.agent")
 
 #: bytes of the whole reply accepted (every pane at its limits: ~20 KiB each)
 MAX_REPLY = 16 << 20
+
+
+class HeldPump:
+    """Stands in for the watcher's `Pump` during the first sync of a connection, so a
+    pane whose state is stored goes out once, as restored, and is never first sent as
+    unclassified (a server would take that for a change, and the restore for a new
+    `blocked`). `release()` hands what was held, the latest per pane, to the real pump."""
+
+    def __init__(self, pump: Pump) -> None:
+        self.pump = pump
+        self.items: dict[PaneKey, tuple[str, Any]] = {}
+
+    def changed(self, update: PaneUpdate) -> None:
+        self.items[update.key] = ("changed", update)
+
+    def gone(self, key: PaneKey, t: float) -> None:
+        self.items[key] = ("gone", (key, t))
+
+    def host(self, host: str, reachable: bool, t: float, error: str | None) -> None:
+        self.pump.host(host, reachable, t, error)
+
+    def release(self) -> Pump:
+        items, self.items = self.items, {}
+        for kind, payload in items.values():
+            if kind == "changed":
+                self.pump.changed(payload)
+            else:
+                self.pump.gone(*payload)
+        return self.pump
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,3 +155,20 @@ async def restore(t: Transport, base: Sequence[str], panes: Mapping[str, P], sin
             tr.restored(now, events)
             fed.append(pane)
     return fed
+
+
+async def first_sync(watcher: Any, since: float) -> None:
+    """The first sync of a connection (`watcher.TmuxWatcher`): list panes and processes
+    with the changes held, read the stored state into the panes, then let it all go.
+
+    Kept here, with the watcher's few names it uses, so the watcher itself gains only a
+    call: its `_sync` (one poll), `_after` (carry out a tracker's wishes), `panes`, `pump`."""
+    real = watcher.pump
+    held = watcher.pump = HeldPump(real)
+    try:
+        await watcher._sync()
+        for pane in await restore(watcher.t, watcher.base, watcher.panes, since):
+            watcher._after(pane)
+    finally:
+        watcher.pump = real
+        held.release()

@@ -191,15 +191,15 @@ class TmuxWatcher:
         )
         self._set_status(True, None)
         self._need_sessions = True
-        since, restore_due = time.time(), True
+        since, first = time.time(), True
         while True:
             self._wake.clear()  # before the sync: a wake-up during it means "again"
             started = time.monotonic()
-            await self._sync()
-            if restore_due:  # panes and processes are known: read the state stored before us
-                restore_due = False
-                for pane in await late_state.restore(self.t, self.base, self.panes, since):
-                    self._after(pane)
+            if first:  # ... and then the state stored before we came (late_state.py)
+                first = False
+                await late_state.first_sync(self, since)
+            else:
+                await self._sync()
             if not self._wake.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.opt.poll_interval)
