@@ -307,7 +307,8 @@ def test_tracker_animated(name: str) -> None:
     for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         for k, v in e.items():
             want = pytest.approx(v, abs=1e-6) if isinstance(v, float) else v
-            assert g[k] == want, f"step {i} at {steps[i][0]:.3f} {steps[i][1]!r}: {k} = {g[k]!r}, expected {v!r}"
+            at = f"step {i} at {steps[i][0]:.3f} {steps[i][1]!r}"
+            assert g[k] == want, f"{at}: {k} = {g[k]!r}, expected {v!r}"
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
