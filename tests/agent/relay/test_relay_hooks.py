@@ -196,6 +196,24 @@ def test_codex_notify_of_a_side_request_reports_nothing(tmux: Tmux, tmp_path: Pa
     ]
 
 
+def aider_notifications_command() -> str:
+    """The `notifications-command:` of recipes/aider.conf.yml (a double-quoted YAML scalar
+    without escapes, which reads the same as a JSON string)."""
+    for line in (RECIPES / "aider.conf.yml").read_text().splitlines():
+        if line.startswith("notifications-command:"):
+            return json.loads(line.split(":", 1)[1].strip())
+    raise AssertionError("no notifications-command in aider.conf.yml")
+
+
+def test_aider_notifications_command(tmux: Tmux, tmp_path: Path) -> None:
+    """Aider runs it by `sh -c` (subprocess, shell=True) at its question or its prompt,
+    it cannot tell which: it only names the agent, ready for input; no OSC 7501 record,
+    which would stand over the screen (RI-2) until Aider exits."""
+    events, outs = run_script(tmux, tmp_path, [(aider_notifications_command(), None)])
+    assert outs == [""]
+    assert summary(events) == [("agent", "aider", "idle", None)]
+
+
 def test_hook_json_errors_are_one_line(tmp_path: Path) -> None:
 
     paneboard = os.path.join(BIN, "paneboard")
