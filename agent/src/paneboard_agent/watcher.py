@@ -300,6 +300,7 @@ class TmuxWatcher:
                 self.opt.rules,
                 self._classifier_transports,
                 self.opt.settle,
+                self.opt.reread,
             )
         )
         self.panes[pane_id] = pane
