@@ -139,6 +139,9 @@ class Stage:
         self.pane = self.tmux.new_window("main", "agent", f"bash --noprofile --norc -c {shlex.quote(line)}")
         self.raw = self.tmp / "pane.raw"
         self.tmux.cmd("pipe-pane", "-t", self.pane, f"cat >> {shlex.quote(str(self.raw))}")
+        # ... and the collector follows the pane before it does: one that starts late has
+        # missed what was written before (tmux keeps no raw history), a start-up report too.
+        self.collector.wait_line(lambda o: o["pane"] == self.pane, timeout=30, what="the pane's first line")
         self.keys("Enter")
         return self.pane
 

@@ -219,7 +219,7 @@ class TmuxWatcher:
         log.info("%s: no tmux server yet (%s); waiting for one", self.host, missing)
 
     async def _teardown(self) -> None:
-        self._release_held()  # no observation is coming: the classifier gets them as they are
+        self._release_held(set(self._held), everything=True)  # no look is coming: as they are
         await asyncio.gather(*(self.clients.detach(name, forget=False) for name in self.clients))
         for pane in self.panes.values():
             pane.cancel()
@@ -275,12 +275,19 @@ class TmuxWatcher:
             if note.name in PANE_NOTICES:
                 self._wake.set()
 
-    def _release_held(self) -> None:
-        held, self._held = self._held, set()
+    def _release_held(self, waiting: set[_Pane], everything: bool = False) -> None:
+        """The poll these panes waited for has run: their reports go to the classifier.
+
+        A pane whose output brought a report while the poll ran still holds that one
+        (the poll may have looked before its writer started): it waits for the next poll.
+        """
+        self._held -= waiting
         now = time.time()
-        for pane in held:
+        for pane in waiting:
             if self.panes.get(pane.tracker.key.pane) is pane:
-                pane.tracker.released(now)
+                if pane.tracker.released(now, everything):
+                    self._held.add(pane)
+                    self._wake.set()
                 self._after(pane)
             else:
                 pane.tracker.held = None
@@ -308,6 +315,11 @@ class TmuxWatcher:
         many panes reporting at once cost one `ps` run on the watched host, not one each.
         """
         self._polls += 1
+        # Only the reports held before this poll starts are served by its look: one that
+        # arrives while it runs waits for the next (see PaneTracker.output).
+        waiting = set(self._held)
+        for pane in waiting:
+            pane.tracker.polling()
         now_m = time.monotonic()
         full = self._need_sessions or now_m >= self._full_due
         if full:
@@ -330,12 +342,12 @@ class TmuxWatcher:
                     # a held report waits for its writer: tmux names a script's
                     # interpreter alike before and after it started (`bash` for
                     # `./deploy.sh` typed at a bash prompt); only `ps` tells them apart
-                    or pane in self._held
+                    or pane in waiting
                 ):
                     look.append(info)
         procs = await self._ps(look) if look else {}
         self._apply(infos, procs, time.time(), {i.pane_id for i in look})
-        self._release_held()
+        self._release_held(waiting)
 
     async def _sync_sessions(self) -> None:
         sessions = await queries.list_sessions(self.t, self.base, self.clients.any())
