@@ -136,7 +136,7 @@ class PaneTracker:
         if obs is not None:
             self.info = info
             if obs != self.obs:
-                self.classifier.set_process(now, obs.name, obs.pid, obs.observable)
+                self.classifier.set_process(now, obs.name, obs.pid, obs.observable, obs.why)
                 self.obs = obs
                 self._evaluate(now)
         self.info = info

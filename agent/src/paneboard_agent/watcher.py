@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from paneboard_protocol.identity import process_identity
+
 from paneboard_agent import queries
 from paneboard_agent.clients import ControlClients
 from paneboard_agent.control import (
@@ -384,11 +386,12 @@ class TmuxWatcher:
 
     async def _ps(self, infos: list[PaneInfo]) -> dict[int, Any] | None:
         pids = {p.pane_pid for p in infos}
+        ttys = {p.tty for p in infos if not p.dead}
         for pane in self.panes.values():
             obs = pane.tracker.obs
             if obs is not None and obs.pid:
                 pids.add(obs.pid)  # the foreground leaders seen last time: their arguments
-        return await queries.processes(self.t, pids)
+        return await queries.processes(self.t, pids, ttys)
 
     def _apply(self, infos: list[PaneInfo], procs: dict[int, Any] | None, now: float, look: set[str]) -> None:
         """Update panes from a listing; observe processes of the panes in `look`."""
@@ -404,7 +407,9 @@ class TmuxWatcher:
             seen.add(info.pane_id)
             obs = None
             if info.pane_id in look:
-                obs = observe(info, procs, self.opt.transports, self.opt.shells, pane.tracker.obs)
+                obs = observe(
+                    info, procs, self.opt.transports, self.opt.shells, pane.tracker.obs, self._agent_of
+                )
             pane.tracker.listed(now, info, obs)
             self._after(pane)
         for pane_id, pane in list(self.panes.items()):
@@ -417,6 +422,15 @@ class TmuxWatcher:
                 if pane.tracker.unlisted_polls > 3:  # output of a pane we never saw listed
                     pane.cancel()
                     del self.panes[pane_id]
+
+    def _agent_of(self, name: str) -> str | None:
+        """RI-1's manifest match of a process name (for a wrapper's group members)."""
+        rules = self.opt.rules
+        ident = process_identity(name)
+        if rules is None or ident is None or ident in self._classifier_transports:
+            return None
+        manifest = rules.for_process(ident)
+        return manifest.agent if manifest is not None else None
 
     def _gone(self, pane: _Pane, now: float) -> None:
         pane.cancel()
