@@ -126,7 +126,10 @@ class Stage:
         self.tmp = tmp
         self.tmux = IsolatedTmux().start()
         self.api = ModelApi(self.tmux, tmp / "api")
-        self.collector = AgentProcess("--local", "--tmux-socket", self.tmux.name, env=self.tmux.env)
+        # --explain: every line also names the process taken for the program, and why
+        self.collector = AgentProcess(
+            "--local", "--tmux-socket", self.tmux.name, "--explain", env=self.tmux.env
+        )
         self.pane = ""
         self.screens: dict[str, str] = {}
         self.gaps: list[str] = []
@@ -247,10 +250,12 @@ class Stage:
         return out
 
     def states(self) -> list[str]:
-        """The pane's states as the collector printed them, repeats collapsed."""
+        """The pane's states as the collector printed them, repeats collapsed, from the
+        program's first (the lines before it are the shell that waits to start it)."""
         out: list[str] = []
         for line in self.collector.snapshot():
-            if line["pane"] == self.pane and (not out or out[-1] != line["state"]):
+            fresh = not out or out[-1] != line["state"]
+            if line["pane"] == self.pane and fresh and (out or line["state"] is not None):
                 out.append(line["state"])
         return out
 

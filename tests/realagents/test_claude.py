@@ -68,9 +68,7 @@ def test_claude_code_turn(stage: Stage, agent_cli, tmp_path: Path, relay: bool) 
     src = "protocol" if relay else "screen"
     name = "claude-run" if relay else "claude"
 
-    # Under the relay the start-up report is sometimes lost (see the test below): the start is
-    # checked for the state only; every later step for its source too.
-    start = {"agent": "claude", "state": "idle", "kind": None} | ({} if relay else {"source": "screen"})
+    start = {"agent": "claude", "state": "idle", "kind": None, "source": src}
     stage.wait_class(start, 90, "idle at start")
     stage.wait_screen(
         lambda s: "Claude Code v" + AGENTS["claude"].version in s and "? for shortcuts" in s, 30, "the prompt"
