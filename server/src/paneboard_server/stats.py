@@ -1,0 +1,209 @@
+"""The figures of the stats page, computed from the ledger (`waits`).
+
+One pass over the intervals that overlap the asked time range gives every figure the
+page draws, so the numbers and the plots cannot disagree:
+
+- time waited per day (local days, `tz` minutes east of UTC), stacked by agent or host:
+  each interval clipped to the range and split at midnight; an open one counts to now;
+- time-to-answer per agent, host and kind: p50/p90/max of the intervals that *started*
+  in the range and ended `answered` (nearest-rank percentiles, so each is a real wait);
+- the panes that waited most (clipped seconds, as above);
+- the prompts that recur most: same kind and same normalised text (`ledger.normalise`),
+  over the intervals that started in the range.
+
+The SQL reads only the rows of the range (index on `start_t`), the rest is Python: the
+percentiles and day splits are the same on SQLite and PostgreSQL that way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Select, or_, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from . import schema as s
+from .ledger import normalise
+
+W = s.waits
+TOP = 10  # panes and prompts listed
+MAX_SERIES = 8  # stacks per day before the rest become "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What a stats or blocks request asks for (validated by the API)."""
+
+    start: float
+    end: float
+    state: str = "blocked"
+    host: str | None = None
+    agent: str | None = None
+    kind: str | None = None
+    tz: int = 0  # minutes east of UTC, for day boundaries
+    by: str = "agent"  # what the daily stacks are: "agent" or "host"
+
+
+def where(q: Query, stmt: Select[Any]) -> Select[Any]:
+    """The intervals overlapping [start, end) that match the filters."""
+    stmt = stmt.where(
+        W.c.state == q.state, W.c.start_t < q.end, or_(W.c.end_t.is_(None), W.c.end_t > q.start)
+    )
+    if q.host:
+        stmt = stmt.where(W.c.host == q.host)
+    if q.agent:
+        stmt = stmt.where(W.c.agent == q.agent)
+    if q.kind:
+        stmt = stmt.where(W.c.kind == q.kind)
+    return stmt
+
+
+COLUMNS = (W.c.host, W.c.tmux, W.c.pane, W.c.session, W.c.agent, W.c.kind, W.c.msg, W.c.start_t, W.c.end_t,
+           W.c.ended)  # fmt: skip
+
+
+async def fetch(engine: AsyncEngine, q: Query) -> list[Any]:
+    async with engine.connect() as conn:
+        return list((await conn.execute(where(q, select(*COLUMNS)))).all())
+
+
+async def options(engine: AsyncEngine) -> dict[str, list[str]]:
+    """The hosts and agents the ledger knows, for the page's filters."""
+    async with engine.connect() as conn:
+        hosts = [r[0] for r in (await conn.execute(select(W.c.host).distinct().order_by(W.c.host))).all()]
+        agents = [
+            r[0]
+            for r in (
+                await conn.execute(
+                    select(W.c.agent).where(W.c.agent.is_not(None)).distinct().order_by(W.c.agent)
+                )
+            ).all()
+        ]
+    return {"hosts": hosts, "agents": agents}
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """Nearest rank: the smallest value with at least `q` of the values at or below it."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, math.ceil(q * len(sorted_values)))
+    return sorted_values[rank - 1]
+
+
+def _day_of(t: float, tz: int) -> datetime:
+    local = datetime.fromtimestamp(t, UTC) + timedelta(minutes=tz)
+    return local.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def days(q: Query) -> list[datetime]:
+    """The local days the range touches (as naive-local midnights in UTC objects)."""
+    out = []
+    d = _day_of(q.start, q.tz)
+    last = _day_of(max(q.start, q.end - 1e-6), q.tz)
+    while d <= last:
+        out.append(d)
+        d += timedelta(days=1)
+    return out
+
+
+def _split(a: float, b: float, tz: int) -> list[tuple[datetime, float]]:
+    """[a, b) as (local day, seconds in it)."""
+    out = []
+    while a < b:
+        day = _day_of(a, tz)
+        midnight = (day + timedelta(days=1) - timedelta(minutes=tz)).replace(tzinfo=UTC).timestamp()
+        cut = min(b, midnight)
+        out.append((day, cut - a))
+        a = cut
+    return out
+
+
+def _ttas(groups: dict[str, list[float]]) -> list[dict[str, Any]]:
+    out = []
+    for name, vals in groups.items():
+        vals.sort()
+        out.append(
+            {
+                "name": name,
+                "count": len(vals),
+                "p50": percentile(vals, 0.5),
+                "p90": percentile(vals, 0.9),
+                "max": vals[-1],
+            }
+        )
+    out.sort(key=lambda g: (-g["count"], g["name"]))
+    return out
+
+
+def compute(rows: list[Any], q: Query, now: float) -> dict[str, Any]:
+    """Every figure of the page from the ledger rows of `fetch`."""
+    day_list = days(q)
+    index = {d: i for i, d in enumerate(day_list)}
+    per_day: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(day_list))
+    tta: dict[str, dict[str, list[float]]] = {"agent": defaultdict(list), "host": defaultdict(list),
+                                              "kind": defaultdict(list)}  # fmt: skip
+    panes: dict[tuple[str, str, str], dict[str, Any]] = {}
+    prompts: dict[tuple[str, str], dict[str, Any]] = {}
+    total = 0.0
+    count = open_ = answered = 0
+    for r in rows:
+        start_t, end_t = r.start_t, r.end_t
+        a = max(start_t, q.start)
+        b = min(end_t if end_t is not None else now, q.end, now)
+        waited = max(0.0, b - a)
+        total += waited
+        count += 1
+        open_ += end_t is None
+        stack = (r.agent or "unknown") if q.by == "agent" else r.host
+        for day, secs in _split(a, b, q.tz):
+            i = index.get(day)
+            if i is not None:
+                per_day[stack][i] += secs
+        key = (r.host, r.tmux, r.pane)
+        p = panes.get(key)
+        if p is None:
+            p = panes[key] = {"host": r.host, "tmux": r.tmux, "pane": r.pane, "session": r.session,
+                              "agent": r.agent, "count": 0, "waited": 0.0}  # fmt: skip
+        p["count"] += 1
+        p["waited"] += waited
+        if start_t < q.start:
+            continue  # the rest is about waits that began in the range
+        if r.ended == "answered" and end_t is not None:
+            answered += 1
+            secs = end_t - start_t
+            tta["agent"][r.agent or "unknown"].append(secs)
+            tta["host"][r.host].append(secs)
+            tta["kind"][r.kind or "none"].append(secs)
+        text = normalise(r.msg)
+        pk = (r.kind or "", text)
+        pr = prompts.get(pk)
+        if pr is None:
+            pr = prompts[pk] = {"kind": r.kind, "text": text, "example": (r.msg or "")[:300], "count": 0,
+                                "waited": 0.0}  # fmt: skip
+        pr["count"] += 1
+        pr["waited"] += waited
+    series = sorted(({"name": k, "values": v} for k, v in per_day.items()), key=lambda x: -sum(x["values"]))
+    if len(series) > MAX_SERIES:
+        rest = series[MAX_SERIES - 1 :]
+        other = [sum(x["values"][i] for x in rest) for i in range(len(day_list))]
+        series = [*series[: MAX_SERIES - 1], {"name": "other", "values": other}]
+    top_panes = sorted(panes.values(), key=lambda p: (-p["waited"], p["host"], p["pane"]))[:TOP]
+    top_prompts = sorted(prompts.values(), key=lambda p: (-p["count"], -p["waited"], p["text"]))[:TOP]
+    return {
+        "from": q.start,
+        "to": q.end,
+        "now": now,
+        "state": q.state,
+        "by": q.by,
+        "tz": q.tz,
+        "filters": {"host": q.host, "agent": q.agent, "kind": q.kind},
+        "totals": {"count": count, "waited": total, "open": open_, "answered": answered},
+        "per_day": {"days": [d.strftime("%Y-%m-%d") for d in day_list], "series": series},
+        "time_to_answer": {k: _ttas(v) for k, v in tta.items()},
+        "panes": top_panes,
+        "prompts": top_prompts,
+    }
