@@ -88,6 +88,13 @@ def test_states_that_do_not_wait_make_no_intervals() -> None:
     assert derive([ev(0, "working"), ev(5, "idle"), ev(9, "error"), ev(12, None, agent=None)]) == []
 
 
+def test_a_program_that_names_no_agent_is_answered_too() -> None:
+    ivs = derive([ev(0, "blocked", agent=None), ev(9, "working", agent=None)])
+    assert ivs[0].ended == "answered"
+    assert derive([ev(0, "blocked", agent=None), ev(9, None, agent=None)])[0].ended == "exited"
+    assert derive([ev(0, "blocked", agent=None), ev(9, "working", agent="claude")])[0].ended == "exited"
+
+
 def test_step_against_an_open_interval() -> None:
     open_ = Interval("blocked", T, "claude", "auth", "token?")
     closed, nxt = step(open_, ev(40, "working"))

@@ -9,6 +9,7 @@ import asyncio
 import csv
 import io
 import os
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -60,7 +61,8 @@ def test_plots_are_drawn_labelled_and_filterable(page, seeded):
     board.report(pane, state="blocked", kind="permission", msg="Allow the real block?")
     board.wait_state("blocked", pane)
     board.report(pane, state="working")
-    board.wait_state("working", pane)
+    row = board.wait_state("working", pane)
+    host, agent = row["host"], row["agent"]
 
     open_stats(page, board)
     days = page.locator("#p-days svg.plot")
@@ -70,10 +72,12 @@ def test_plots_are_drawn_labelled_and_filterable(page, seeded):
     axis = texts(page, "#p-days svg text.axis")
     assert any(t.endswith(("min", "h")) for t in axis) and any("-" in t for t in axis)  # durations, dates
     assert set(texts(page, "#p-days .legend li")) >= {"claude", "codex", "gemini", "aider"}
-    tta = texts(page, "#p-tta svg text.row-label")
-    assert tta and all("p50" in t and "p90" in t and "max" in t for t in tta)
+    tta = texts(page, "#p-tta svg text.row-figures")
+    assert tta and all(re.fullmatch(r"p50 .+ · p90 .+ · max .+", t) for t in tta), tta
     assert page.locator("#p-tta svg circle.maxdot").count() == len(tta)
+    assert all(" answered" in t for t in texts(page, "#p-tta svg text.row-label"))
     assert any("sample-" in t for t in texts(page, "#p-panes svg text.row-label"))
+    assert all(re.fullmatch(r"\d.* · \d+×", t) for t in texts(page, "#p-panes svg text.row-value"))
     assert any("Allow edit of" in t for t in texts(page, "#p-prompts svg text.row-label"))
     assert "waits" in page.locator("#s-totals").inner_text()
 
@@ -81,23 +85,20 @@ def test_plots_are_drawn_labelled_and_filterable(page, seeded):
     loaded = page.evaluate("document.documentElement.dataset.loaded")
     page.select_option("#s-by", "host")
     page.wait_for_function("n => document.documentElement.dataset.loaded !== n", arg=loaded)
-    assert "127.0.0.1" in texts(page, "#p-days .legend li")
+    assert host in texts(page, "#p-days .legend li")
     page.select_option("#s-tta", "kind")
     assert {t.split(" ·")[0] for t in texts(page, "#p-tta svg text.row-label")} >= {"permission", "question"}
 
-    # Only the real host: one wait, the real one, and the address bar keeps the filter.
+    # Only the real host (the collector's): one wait, the real one, and the address bar keeps the filter.
     loaded = page.evaluate("document.documentElement.dataset.loaded")
-    page.select_option("#s-host", "127.0.0.1")
+    page.select_option("#s-host", host)
     page.wait_for_function("n => document.documentElement.dataset.loaded !== n", arg=loaded)
     assert page.locator("#s-totals").inner_text().startswith("1 waits")
-    assert "host=127.0.0.1" in page.url
-    assert [t.split(" — ")[0] for t in texts(page, "#p-panes svg text.row-label")] == [
-        f"127.0.0.1 work {pane} · {board.pane_row(pane)['agent']}"
-        if board.pane_row(pane)["agent"]
-        else f"127.0.0.1 work {pane}"
-    ]
+    assert f"host={host}" in page.url
+    label = f"{host} {pane}" + (f" · {agent}" if agent else "") + " · work"
+    assert [t.split(" — ")[0] for t in texts(page, "#p-panes svg text.row-label title")] == [label]
     href = page.get_attribute("#s-csv", "href")
-    assert "format=csv" in href and "host=127.0.0.1" in href
+    assert "format=csv" in href and f"host={host}" in href
     body = page.evaluate("url => fetch(url).then(r => r.text())", href)
     rows = list(csv.DictReader(io.StringIO(body)))
     assert [(r["pane"], r["msg"], r["ended"]) for r in rows] == [(pane, "Allow the real block?", "answered")]
@@ -132,8 +133,9 @@ def test_stats_page_fits_a_phone(browser, seeded, tmp_path):
         assert min(sizes) >= 11  # drawn at the phone's width: the text is not scaled down
         # Labels of the bars stay inside their plot (long prompts are cut, with an ellipsis).
         inside = p.eval_on_selector_all(
-            "svg.plot text.row-label",
-            "els => els.every(e => e.getBoundingClientRect().right <= e.ownerSVGElement.getBoundingClientRect().right + 1)",
+            "svg.plot text.row-label, svg.plot text.row-figures, svg.plot text.row-value",
+            "els => els.every(e => e.getBoundingClientRect().right"
+            " <= e.ownerSVGElement.getBoundingClientRect().right + 1)",
         )
         assert inside
     finally:

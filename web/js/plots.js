@@ -100,7 +100,7 @@ function legend(names) {
  * figures are written on each row too. Groups: [{name, count, p50, p90, max}]. */
 export function answerRanges(box, groups, label) {
   const width = Math.max(260, box.clientWidth);
-  const row = 40, top = 4;
+  const row = 56, top = 4;
   const height = top + row * groups.length + 18;
   const left = 8, right = 12;
   const max = Math.max(60, ...groups.map((g) => g.max));
@@ -108,19 +108,43 @@ export function answerRanges(box, groups, label) {
   const s = frame(width, height, label);
   groups.forEach((g, i) => {
     const y0 = top + i * row;
-    const text = `${clean(g.name, 60)} · p50 ${formatWait(g.p50)} · p90 ${formatWait(g.p90)} · max ${formatWait(g.max)} · ${g.count}×`;
-    s.append(svg("text", { x: left, y: y0 + 13, class: "row-label" }, text));
-    s.append(svg("line", { x1: x(0), x2: x(g.max), y1: y0 + 26, y2: y0 + 26, class: "whisker" }));
-    s.append(titled(svg("rect", { x: x(0), y: y0 + 20, width: Math.max(1, x(g.p90) - x(0)), height: 12, fill: PALETTE[i % PALETTE.length], class: "bar", opacity: 0.75 }), `${clean(g.name, 60)}: 90% answered within ${formatWait(g.p90)}`));
-    s.append(titled(svg("rect", { x: x(g.p50) - 1.5, y: y0 + 17, width: 3, height: 18, class: "median" }), `${clean(g.name, 60)}: median ${formatWait(g.p50)}`));
-    s.append(titled(svg("circle", { cx: x(g.max), cy: y0 + 26, r: 4, class: "maxdot" }), `${clean(g.name, 60)}: longest ${formatWait(g.max)}`));
+    const name = clean(g.name, 60);
+    const figures = `p50 ${formatWait(g.p50)} · p90 ${formatWait(g.p90)} · max ${formatWait(g.max)}`;
+    s.append(titled(svg("text", { x: left, y: y0 + 13, class: "row-label", "data-maxw": width - left - right }, `${name} · ${g.count} answered`), `${name}: ${g.count} answered; ${figures}`));
+    s.append(svg("text", { x: left, y: y0 + 28, class: "row-figures", "data-maxw": width - left - right }, figures));
+    s.append(svg("line", { x1: x(0), x2: x(g.max), y1: y0 + 42, y2: y0 + 42, class: "whisker" }));
+    s.append(titled(svg("rect", { x: x(0), y: y0 + 36, width: Math.max(1, x(g.p90) - x(0)), height: 12, fill: PALETTE[i % PALETTE.length], class: "bar", opacity: 0.75 }), `${name}: 90% answered within ${formatWait(g.p90)}`));
+    s.append(titled(svg("rect", { x: x(g.p50) - 1.5, y: y0 + 33, width: 3, height: 18, class: "median" }), `${name}: median ${formatWait(g.p50)}`));
+    s.append(titled(svg("circle", { cx: x(g.max), cy: y0 + 42, r: 4, class: "maxdot" }), `${name}: longest ${formatWait(g.max)}`));
   });
   const step = niceStep(max, 3);
   for (let v = 0; v <= max; v += step) {
     s.append(svg("text", { x: Math.min(x(v), width - right - 20), y: height - 4, class: "axis" }, shortDuration(v)));
   }
   box.replaceChildren(s);
+  fitTexts(s);
   return s;
+}
+
+/** Cut each text with a `data-maxw` to that many pixels, with an ellipsis (measured:
+ * the plot is in the page by then); its <title>, when it has one, keeps the whole. */
+export function fitTexts(root) {
+  for (const t of root.querySelectorAll("text[data-maxw]")) {
+    const max = Number(t.dataset.maxw);
+    const title = t.querySelector("title");
+    const node = [...t.childNodes].find((n) => n.nodeType === Node.TEXT_NODE);
+    if (!node || t.getComputedTextLength() <= max) continue;
+    const full = node.data;
+    let lo = 0, hi = full.length;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      node.data = full.slice(0, mid) + "…";
+      if (t.getComputedTextLength() <= max) lo = mid;
+      else hi = mid - 1;
+    }
+    node.data = full.slice(0, lo) + "…";
+    if (title) t.append(title);
+  }
 }
 
 /** Labelled horizontal bars, the label on its own line above each bar (long names and
@@ -131,15 +155,19 @@ export function labelledBars(box, items, label, fmt) {
   const height = 4 + row * items.length;
   const max = Math.max(1, ...items.map((it) => it.value));
   const s = frame(width, height, label);
-  const chars = Math.floor((width - left - right) / 7.2);
-  items.forEach((it, i) => {
+  const rows = items.map((it, i) => {
     const y0 = 4 + i * row;
-    const full = `${clean(it.label, 300)} — ${fmt(it.value)}${it.note ? ` (${it.note})` : ""}`;
-    const shown = full.length > chars ? full.slice(0, Math.max(8, chars - 1)) + "…" : full;
-    s.append(titled(svg("text", { x: left, y: y0 + 13, class: "row-label" }, shown), full));
+    const value = `${fmt(it.value)}${it.note ? ` · ${it.note}` : ""}`;
+    const full = `${clean(it.label, 300)} — ${value}`;
+    const name = titled(svg("text", { x: left, y: y0 + 13, class: "row-label" }, clean(it.label, 300)), full);
+    const val = svg("text", { x: width - right, y: y0 + 13, "text-anchor": "end", class: "row-value" }, value);
     const w = Math.max(2, ((width - left - right) * it.value) / max);
-    s.append(titled(svg("rect", { x: left, y: y0 + 19, width: w, height: 12, fill: PALETTE[i % PALETTE.length], class: "bar" }), full));
+    s.append(name, val, titled(svg("rect", { x: left, y: y0 + 19, width: w, height: 12, fill: PALETTE[i % PALETTE.length], class: "bar" }), full));
+    return [name, val];
   });
   box.replaceChildren(s);
+  // The figure stays whole at the right; the name gets what is left of the line.
+  for (const [name, val] of rows) name.dataset.maxw = String(width - left - right - val.getComputedTextLength() - 10);
+  fitTexts(s);
   return s;
 }

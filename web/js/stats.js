@@ -86,7 +86,7 @@ function draw() {
   if (groups.length) answerRanges($("p-tta"), groups, `Time to answer per ${per}: median, 90th percentile and longest`);
   else emptyNote($("p-tta"), "No answered waits in this range.");
   const panes = data.panes.map((p) => ({
-    label: `${p.host} ${p.session || "?"} ${p.pane}${p.agent ? ` · ${p.agent}` : ""}`,
+    label: `${p.host} ${p.pane}${p.agent ? ` · ${p.agent}` : ""}${p.session ? ` · ${p.session}` : ""}`,
     value: p.waited,
     note: `${p.count}×`,
   }));
@@ -95,7 +95,7 @@ function draw() {
   const prompts = data.prompts.map((p) => ({
     label: `${p.kind ? `[${p.kind}] ` : ""}${p.example || p.text || "(no text)"}`,
     value: p.count,
-    note: `${formatWait(p.waited)} in all`,
+    note: formatWait(p.waited),
   }));
   if (prompts.length) labelledBars($("p-prompts"), prompts, "Prompts that recur most", (n) => `${n}×`);
   else emptyNote($("p-prompts"), "No prompts in this range.");

@@ -81,8 +81,8 @@ def ending(iv: Interval, ev: Event) -> str:
         return "gone"
     if ev.reason == "stale":
         return "stale"
-    if ev.agent is None or (iv.agent is not None and ev.agent != iv.agent):
-        return "exited"
+    if ev.agent != iv.agent or (ev.agent is None and ev.state is None):
+        return "exited"  # another program (or none) is in front now
     if iv.state == "blocked":
         if ev.state in ("working", "done", "blocked"):
             return "answered"

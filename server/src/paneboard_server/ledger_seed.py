@@ -58,9 +58,11 @@ def sample_history(now: float, days: int = 7, seed: int = 14) -> dict[tuple[str,
                     msg = rng.choice(PROMPTS[kind]).format(f=rng.choice(FILES), n=rng.randint(1, 40))
                     events.append(Event(t, agent, "blocked", kind, msg))
                     # Answers: mostly quick, sometimes the person was away.
-                    t += rng.choice([rng.uniform(5, 90)] * 5 + [rng.uniform(120, 1500), rng.uniform(1800, 5400)])
-                    nxt = rng.choice(["working"] * 8 + ["idle"])
-                    events.append(Event(min(t, now), agent, nxt if t < now else "blocked", kind if t >= now else None))
+                    quick, slow, away = rng.uniform(5, 90), rng.uniform(120, 1500), rng.uniform(1800, 5400)
+                    t += rng.choice([quick] * 5 + [slow, away])
+                    if t >= now:
+                        break  # still waiting: `seed_sample` ends it at `now`
+                    events.append(Event(t, agent, rng.choice(["working"] * 8 + ["idle"])))
                 else:
                     events.append(Event(t, agent, "done", None, "finished"))
                     t += rng.uniform(30, 2400)
@@ -99,7 +101,8 @@ async def seed_sample(engine: AsyncEngine, now: float, days: int = 7) -> int:
                 }
             )
     async with engine.begin() as conn:
-        await conn.execute(delete(s.waits).where(s.waits.c.session == SAMPLE_SESSION, s.waits.c.pane_id.is_(None)))
+        old = delete(s.waits).where(s.waits.c.session == SAMPLE_SESSION, s.waits.c.pane_id.is_(None))
+        await conn.execute(old)
         if rows:
             await conn.execute(insert(s.waits), rows)
     return len(rows)
