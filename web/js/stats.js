@@ -30,7 +30,7 @@ function readUrl() {
 function writeUrl() {
   const q = new URLSearchParams();
   for (const [k, id] of Object.entries(SELECTS)) if ($(id).value) q.set(k, $(id).value);
-  history.replaceState(null, "", `${location.pathname}?${q}`);
+  history.replaceState(null, "", `${location.pathname}?${q}${location.hash}`);
 }
 
 function apiQuery() {
@@ -101,6 +101,42 @@ function draw() {
   else emptyNote($("p-prompts"), "No prompts in this range.");
 }
 
+const REASONS = { block: "first block", grouped: "grouped burst", escalation: "escalation", done: "done", error: "error", test: "test" };
+
+/** The notification log: what was sent where, and why. */
+async function loadSent() {
+  let entries = [];
+  try {
+    entries = (await get("/api/notify/log?limit=50")).entries || [];
+  } catch {
+    return; // notifications off on this server: the section stays empty
+  }
+  const list = $("sent-list");
+  list.replaceChildren(...entries.map((e) => {
+    const li = document.createElement("li");
+    const when = new Date(e.t * 1000).toLocaleString([], { month: "short", day: "numeric", hour: "numeric", minute: "2-digit" });
+    const reason = document.createElement("span");
+    reason.className = "reason";
+    reason.textContent = REASONS[e.reason] || clean(e.reason || "—", 20);
+    li.append(`${when} · `, reason, ` · ${clean(e.channel, 80)}${e.state ? ` · ${clean(e.state, 16)}` : ""}`);
+    if (!e.ok) {
+      const f = document.createElement("span");
+      f.className = "failed";
+      f.textContent = " · failed";
+      li.append(f);
+    }
+    if (e.detail) li.append(` · ${clean(e.detail, 200)}`);
+    li.dataset.reason = e.reason || "";
+    return li;
+  }));
+  if (!entries.length) {
+    const li = document.createElement("li");
+    li.className = "muted";
+    li.textContent = "Nothing sent yet.";
+    list.append(li);
+  }
+}
+
 async function load() {
   writeUrl();
   const q = apiQuery();
@@ -126,6 +162,7 @@ async function load() {
 }
 
 readUrl();
+loadSent();
 for (const [k, id] of Object.entries(SELECTS)) {
   $(id).addEventListener("change", () => (k === "tta" ? (writeUrl(), draw()) : load()));
 }
