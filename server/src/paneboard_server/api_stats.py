@@ -22,7 +22,7 @@ from sqlalchemy import select
 from . import schema as s
 from .accounts import Principal
 from .stats import Query as StatsQuery
-from .stats import compute, fetch, options, where
+from .stats import compute, fetch, options, overlapping
 from .web_auth import require_viewer
 
 Reader = Annotated[Principal, Depends(require_viewer)]
@@ -79,7 +79,7 @@ def make_router() -> APIRouter:
         q = _query(request, start, end, state, host, agent, kind, tz, by)
         core = request.app.state.core
         out = compute(await fetch(core.engine, q), q, core.clock())
-        out["options"] = await options(core.engine)
+        out["options"] = await options(core.engine, q)
         return out
 
     @r.get("/api/blocks", response_model=None)
@@ -98,7 +98,8 @@ def make_router() -> APIRouter:
         q = _query(request, start, end, state, host, agent, kind)
         core = request.app.state.core
         now = core.clock()
-        stmt = where(q, select(s.waits)).order_by(s.waits.c.start_t.desc(), s.waits.c.id.desc()).limit(limit)
+        both = overlapping(q, select(s.waits)).subquery()
+        stmt = select(both).order_by(both.c.start_t.desc(), both.c.id.desc()).limit(limit)
         async with core.engine.connect() as conn:
             rows = [_block(r, now) for r in (await conn.execute(stmt)).all()]
         if format == "csv":

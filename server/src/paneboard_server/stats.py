@@ -21,9 +21,10 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Select, or_, select
+from sqlalchemy import CompoundSelect, Select, select, union, union_all
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import schema as s
@@ -31,6 +32,7 @@ from .ledger import normalise
 
 W = s.waits
 TOP = 10  # panes and prompts listed
+_normalise = lru_cache(maxsize=8192)(normalise)  # prompts recur: that is the point
 MAX_SERIES = 8  # stacks per day before the rest become "other"
 
 
@@ -48,11 +50,11 @@ class Query:
     by: str = "agent"  # what the daily stacks are: "agent" or "host"
 
 
-def where(q: Query, stmt: Select[Any]) -> Select[Any]:
-    """The intervals overlapping [start, end) that match the filters."""
-    stmt = stmt.where(
-        W.c.state == q.state, W.c.start_t < q.end, or_(W.c.end_t.is_(None), W.c.end_t > q.start)
-    )
+def where(q: Query, stmt: Select[Any], filters: bool = True) -> Select[Any]:
+    """The filters (and the range's start) on `stmt`; `overlapping` adds the range's end."""
+    stmt = stmt.where(W.c.start_t < q.end, W.c.state == q.state)
+    if not filters:
+        return stmt
     if q.host:
         stmt = stmt.where(W.c.host == q.host)
     if q.agent:
@@ -62,28 +64,33 @@ def where(q: Query, stmt: Select[Any]) -> Select[Any]:
     return stmt
 
 
+def overlapping(q: Query, stmt: Select[Any], filters: bool = True, distinct: bool = False) -> CompoundSelect:
+    """The intervals overlapping [start, end) that match the filters: those that ended
+    after the range began, and those still open, each found by the `end_t` index (the
+    selective side; `start_t < end` holds for nearly every row when a range ends now)."""
+    closed = where(q, stmt, filters).where(W.c.end_t > q.start)
+    still = where(q, stmt, filters).where(W.c.end_t.is_(None))
+    return union(closed, still) if distinct else union_all(closed, still)
+
+
 COLUMNS = (W.c.host, W.c.tmux, W.c.pane, W.c.session, W.c.agent, W.c.kind, W.c.msg, W.c.start_t, W.c.end_t,
            W.c.ended)  # fmt: skip
 
 
 async def fetch(engine: AsyncEngine, q: Query) -> list[Any]:
     async with engine.connect() as conn:
-        return list((await conn.execute(where(q, select(*COLUMNS)))).all())
+        return list((await conn.execute(overlapping(q, select(*COLUMNS)))).all())
 
 
-async def options(engine: AsyncEngine) -> dict[str, list[str]]:
-    """The hosts and agents the ledger knows, for the page's filters."""
+async def options(engine: AsyncEngine, q: Query) -> dict[str, list[str]]:
+    """The hosts and agents that waited in the range (whatever host or agent is picked),
+    for the page's filters."""
     async with engine.connect() as conn:
-        hosts = [r[0] for r in (await conn.execute(select(W.c.host).distinct().order_by(W.c.host))).all()]
-        agents = [
-            r[0]
-            for r in (
-                await conn.execute(
-                    select(W.c.agent).where(W.c.agent.is_not(None)).distinct().order_by(W.c.agent)
-                )
-            ).all()
-        ]
-    return {"hosts": hosts, "agents": agents}
+        pairs = (await conn.execute(overlapping(q, select(W.c.host, W.c.agent), False, distinct=True))).all()
+    return {
+        "hosts": sorted({h for h, _ in pairs}),
+        "agents": sorted({a for _, a in pairs if a is not None}),
+    }
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -99,6 +106,12 @@ def _day_of(t: float, tz: int) -> datetime:
     return local.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
+def _midnight(t: float, tz: int) -> float:
+    """The instant (epoch seconds) the local day of `t` began, `tz` minutes east."""
+    off = tz * 60
+    return (t + off) // 86400 * 86400 - off
+
+
 def days(q: Query) -> list[datetime]:
     """The local days the range touches (as naive-local midnights in UTC objects)."""
     out = []
@@ -110,14 +123,13 @@ def days(q: Query) -> list[datetime]:
     return out
 
 
-def _split(a: float, b: float, tz: int) -> list[tuple[datetime, float]]:
-    """[a, b) as (local day, seconds in it)."""
+def _split(a: float, b: float, day0: float) -> list[tuple[int, float]]:
+    """[a, b) as (index of the local day from the one starting at `day0`, seconds in it)."""
     out = []
     while a < b:
-        day = _day_of(a, tz)
-        midnight = (day + timedelta(days=1) - timedelta(minutes=tz)).replace(tzinfo=UTC).timestamp()
-        cut = min(b, midnight)
-        out.append((day, cut - a))
+        i = int((a - day0) // 86400)
+        cut = min(b, day0 + (i + 1) * 86400)
+        out.append((i, cut - a))
         a = cut
     return out
 
@@ -142,7 +154,8 @@ def _ttas(groups: dict[str, list[float]]) -> list[dict[str, Any]]:
 def compute(rows: list[Any], q: Query, now: float) -> dict[str, Any]:
     """Every figure of the page from the ledger rows of `fetch`."""
     day_list = days(q)
-    index = {d: i for i, d in enumerate(day_list)}
+    day0 = _midnight(q.start, q.tz)
+    ndays = len(day_list)
     per_day: dict[str, list[float]] = defaultdict(lambda: [0.0] * len(day_list))
     tta: dict[str, dict[str, list[float]]] = {"agent": defaultdict(list), "host": defaultdict(list),
                                               "kind": defaultdict(list)}  # fmt: skip
@@ -159,10 +172,14 @@ def compute(rows: list[Any], q: Query, now: float) -> dict[str, Any]:
         count += 1
         open_ += end_t is None
         stack = (r.agent or "unknown") if q.by == "agent" else r.host
-        for day, secs in _split(a, b, q.tz):
-            i = index.get(day)
-            if i is not None:
-                per_day[stack][i] += secs
+        i = int((a - day0) // 86400)
+        if b <= day0 + (i + 1) * 86400:  # the usual wait: within one day
+            if 0 <= i < ndays and b > a:
+                per_day[stack][i] += b - a
+        else:
+            for i, secs in _split(a, b, day0):
+                if 0 <= i < ndays:
+                    per_day[stack][i] += secs
         key = (r.host, r.tmux, r.pane)
         p = panes.get(key)
         if p is None:
@@ -178,7 +195,7 @@ def compute(rows: list[Any], q: Query, now: float) -> dict[str, Any]:
             tta["agent"][r.agent or "unknown"].append(secs)
             tta["host"][r.host].append(secs)
             tta["kind"][r.kind or "none"].append(secs)
-        text = normalise(r.msg)
+        text = _normalise(r.msg)
         pk = (r.kind or "", text)
         pr = prompts.get(pk)
         if pr is None:
