@@ -120,8 +120,8 @@ def test_stats_page_fits_a_phone(browser, seeded, tmp_path):
     )
     try:
         p = phone.new_page()
-        open_stats(p, seeded, "?range=30")
-        assert p.locator("#s-range").input_value() == "30"
+        open_stats(p, seeded, "?range=7&tta=kind")
+        assert p.locator("#s-tta").input_value() == "kind"  # the address bar's filters are applied
         p.screenshot(path=str(tmp_path / "phone-stats.png"), full_page=True)
         sw, cw = p.evaluate(OVERFLOW)
         assert sw <= cw, f"phone stats page overflows: {sw} > {cw}"
