@@ -82,12 +82,14 @@ def test_a_row_that_arrives_late_rebuilds_the_pane_and_keeps_answered_by(db_url:
 
     async def body(core: Any) -> None:
         await report(core, "h", "%1", "blocked", kind="question")
+        async with core.engine.begin() as conn:  # the answer feature's mark, on the open block
+            assert await ledger_store.mark_answered(conn, (await waits(core))[0].pane_id, "ana") == 1
         clock.t = T0 + 100
         await report(core, "h", "%1", "working")
         clock.t = T0 + 200
         await report(core, "h", "%1", "blocked", kind="permission")
-        async with core.engine.begin() as conn:  # the answer feature's mark
-            await conn.execute(s.waits.update().where(s.waits.c.start_t == T0).values(answered_by="ana"))
+        async with core.engine.begin() as conn:  # a pane with no open block: nothing to mark
+            assert await ledger_store.mark_answered(conn, 10_000, "ana") == 0
         # Another replica whose clock is behind writes a row into the past (t=150, idle),
         # then one that is current: both are placed in time, not by arrival.
         clock.t = T0 + 150

@@ -172,3 +172,15 @@ def _cols(iv: Interval) -> dict[str, Any]:
 
 def _ends(iv: Interval) -> dict[str, Any]:
     return {"end_t": iv.end_t, "ended": iv.ended, "end_state": iv.end_state}
+
+
+async def mark_answered(conn: AsyncConnection, pane_id: int, who: str) -> int:
+    """The answer feature's hook: the pane's open block was answered from paneboard by
+    `who`. Call it in the transaction that sends the answer (before the block closes;
+    a rebuild keeps the mark). Returns how many open blocks it marked (0 or 1)."""
+    res = await conn.execute(
+        update(W)
+        .where(W.c.pane_id == pane_id, W.c.state == "blocked", W.c.end_t.is_(None))
+        .values(answered_by=who[:128])
+    )
+    return int(res.rowcount or 0)
