@@ -78,7 +78,9 @@ def make_router() -> APIRouter:
     ) -> dict[str, Any]:
         q = _query(request, start, end, state, host, agent, kind, tz, by)
         core = request.app.state.core
-        out = compute(await fetch(core.engine, q), q, core.clock())
+        now = core.clock()
+        rows, groups = await fetch(core.engine, q, now)
+        out = compute(rows, q, now, groups)
         out["options"] = await options(core.engine, q)
         return out
 

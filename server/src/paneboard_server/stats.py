@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import CompoundSelect, Select, select, union, union_all
+from sqlalchemy import CompoundSelect, Select, case, func, or_, select, union, union_all
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import schema as s
@@ -73,13 +73,25 @@ def overlapping(q: Query, stmt: Select[Any], filters: bool = True, distinct: boo
     return union(closed, still) if distinct else union_all(closed, still)
 
 
-COLUMNS = (W.c.host, W.c.tmux, W.c.pane, W.c.session, W.c.agent, W.c.kind, W.c.msg, W.c.start_t, W.c.end_t,
-           W.c.ended)  # fmt: skip
+COLUMNS = (W.c.host, W.c.tmux, W.c.pane, W.c.session, W.c.agent, W.c.kind, W.c.start_t, W.c.end_t, W.c.ended)
 
 
-async def fetch(engine: AsyncEngine, q: Query) -> list[Any]:
+async def fetch(engine: AsyncEngine, q: Query, now: float) -> tuple[list[Any], list[Any]]:
+    """The range's intervals (without their text), and their prompts counted by the
+    database: (kind, msg, count, seconds waited) of the waits that began in the range.
+    The text is most of a row's bytes and recurs: grouped in SQL, each distinct text
+    is read and normalised once, not once per wait."""
+    cap = min(q.end, now)
+    waited = case((or_(W.c.end_t.is_(None), W.c.end_t > cap), cap), else_=W.c.end_t) - W.c.start_t
+    prompts = (
+        where(q, select(W.c.kind, W.c.msg, func.count(), func.sum(waited)))
+        .where(W.c.start_t >= q.start)
+        .group_by(W.c.kind, W.c.msg)
+    )
     async with engine.connect() as conn:
-        return list((await conn.execute(overlapping(q, select(*COLUMNS)))).all())
+        rows = list((await conn.execute(overlapping(q, select(*COLUMNS)))).all())
+        groups = list((await conn.execute(prompts)).all())
+    return rows, groups
 
 
 async def options(engine: AsyncEngine, q: Query) -> dict[str, list[str]]:
@@ -151,8 +163,20 @@ def _ttas(groups: dict[str, list[float]]) -> list[dict[str, Any]]:
     return out
 
 
-def compute(rows: list[Any], q: Query, now: float) -> dict[str, Any]:
-    """Every figure of the page from the ledger rows of `fetch`."""
+def _prompt(prompts: dict[tuple[str, str], dict[str, Any]], kind: str | None, msg: str | None, n: int,
+            waited: float) -> None:  # fmt: skip
+    text = _normalise(msg)
+    pr = prompts.get((kind or "", text))
+    if pr is None:
+        pr = {"kind": kind, "text": text, "example": (msg or "")[:300], "count": 0, "waited": 0.0}
+        prompts[(kind or "", text)] = pr
+    pr["count"] += n
+    pr["waited"] += waited
+
+
+def compute(rows: list[Any], q: Query, now: float, groups: list[Any] | None = None) -> dict[str, Any]:
+    """Every figure of the page from the ledger rows of `fetch` and its prompt
+    `groups` (None: the rows carry `msg`, and the prompts are counted from them)."""
     day_list = days(q)
     day0 = _midnight(q.start, q.tz)
     ndays = len(day_list)
@@ -195,14 +219,10 @@ def compute(rows: list[Any], q: Query, now: float) -> dict[str, Any]:
             tta["agent"][r.agent or "unknown"].append(secs)
             tta["host"][r.host].append(secs)
             tta["kind"][r.kind or "none"].append(secs)
-        text = _normalise(r.msg)
-        pk = (r.kind or "", text)
-        pr = prompts.get(pk)
-        if pr is None:
-            pr = prompts[pk] = {"kind": r.kind, "text": text, "example": (r.msg or "")[:300], "count": 0,
-                                "waited": 0.0}  # fmt: skip
-        pr["count"] += 1
-        pr["waited"] += waited
+        if groups is None:
+            _prompt(prompts, r.kind, r.msg, 1, waited)
+    for kind, msg, n, secs in groups or ():
+        _prompt(prompts, kind, msg, int(n), max(0.0, float(secs or 0.0)))
     series = sorted(({"name": k, "values": v} for k, v in per_day.items()), key=lambda x: -sum(x["values"]))
     if len(series) > MAX_SERIES:
         rest = series[MAX_SERIES - 1 :]
