@@ -17,6 +17,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from . import ledger_store
 from . import schema as s
 from .model import Pane
 from .tx import Tx
@@ -113,6 +114,7 @@ async def flush(core: Core, tx: Tx) -> None:
         tx.after.append(lambda: core.sessions.update(new_sessions))
     if tx.history:
         await conn.execute(insert(s.history), tx.history)
+        await ledger_store.record(tx)  # the waits these rows open or close, in the same commit
     if tx.collectors:
         await write_collectors(core, conn, tx)
     if core.is_pg and changed:
