@@ -52,8 +52,15 @@ def _read_key() -> bytes:
         termios.tcsetattr(0, termios.TCSADRAIN, saved)
 
 
+#: start-up time before the first prompt, as a real agent takes: the collector names a
+#: pane's program by polling, and reads a screen only once it knows the program
+STARTUP = 1.5
+
+
 def permission(once: bool = False) -> None:
     _set_process_name("claude")
+    _out(CLEAR + f"{DIM}starting…{RESET}\r\n")
+    time.sleep(STARTUP)
     for turn in itertools.count(1):
         _out(CLEAR + f"{BOLD}✻ Claude-like asker{RESET} {DIM}(turn {turn}){RESET}\r\n\r\n" + PROMPT)
         answer = KEYS[_read_key()]

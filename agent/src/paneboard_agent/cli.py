@@ -236,6 +236,7 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
             uplink.on_seen = collector.mark_seen
         uplink.on_command = collector.command  # watch / unwatch / answer (screens.py)
         collector.set_side(uplink.send_side)
+        uplink.input_hosts = {t.host for t in collector.watchers if t.target.allow_input}
         for t in collector.watchers:
             if t.target.allow_input:
                 print(

@@ -109,6 +109,8 @@ class UplinkSink:
         self.on_command = on_command
         # Screens and answer outcomes: sent as soon as possible, never buffered offline.
         self.side: deque[dict[str, Any]] = deque(maxlen=SIDE_MAX)
+        #: hosts whose panes take answers (--allow-input): the board shows which panes do
+        self.input_hosts: set[str] = set()
         self.clock = clock
         self.stream = uuid.uuid4().hex
         self.source: SnapshotSource | None = None
@@ -273,7 +275,14 @@ class UplinkSink:
 
     async def _session(self, ws: Any) -> None:
         await ws.send(
-            wire.encode(wire.hello(self.stream, VERSION, sorted(set(self.hosts) - self.refused_hosts)))
+            wire.encode(
+                wire.hello(
+                    self.stream,
+                    VERSION,
+                    sorted(set(self.hosts) - self.refused_hosts),
+                    sorted(self.input_hosts - self.refused_hosts),
+                )
+            )
         )
         raw = await asyncio.wait_for(ws.recv(), 10)
         welcome = wire.parse_server(raw)

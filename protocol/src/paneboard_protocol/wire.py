@@ -42,6 +42,7 @@ class Hello(TypedDict):
     version: str
     stream: str
     hosts: list[str]
+    input: list[str]  # hosts whose panes take answers from the board (--allow-input)
 
 
 class PaneOp(TypedDict):
@@ -213,8 +214,15 @@ SERVER_MESSAGES: dict[str, type] = {
 OPS: dict[str, type] = {"pane": PaneOp, "gone": GoneOp, "host": HostOp}
 
 
-def hello(stream: str, version: str, hosts: list[str]) -> Hello:
-    return {"type": "hello", "protocol": PROTOCOL, "version": version, "stream": stream, "hosts": hosts}
+def hello(stream: str, version: str, hosts: list[str], input: list[str] | None = None) -> Hello:
+    return {
+        "type": "hello",
+        "protocol": PROTOCOL,
+        "version": version,
+        "stream": stream,
+        "hosts": hosts,
+        "input": input or [],
+    }
 
 
 def snapshot(seq: int, t: float, hosts: dict[str, HostState], panes: list[dict[str, Any]]) -> Snapshot:

@@ -231,6 +231,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
         known = row is not None and row.stream == hello.stream and row.last_seq is not None
         last = int(row.last_seq) if known else -1
         need_snapshot = not known
+        core.input_hosts[cid] = frozenset(hello.input)
         registry.attach(conn)
         core.submit(HostsUp(cid))
         conn.acked = conn.ack_sent = last

@@ -166,6 +166,7 @@ class Hello(_Msg):
     version: Annotated[str, Field(max_length=64), AfterValidator(sanitize_text)] = ""
     stream: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_name)]
     hosts: Annotated[list[Name], Field(max_length=1000)] = []
+    input: Annotated[list[Name], Field(max_length=1000)] = []
 
 
 class PaneOp(_Msg):
