@@ -141,7 +141,8 @@ export class Notifier {
       const n = new Notification(title, opts);
       n.onclick = () => {
         window.focus();
-        location.hash = `#/pane/${encodeURIComponent(pane.id)}`;
+        // A blocked pane opens with its screen (and answers) in view.
+        location.hash = `#/pane/${encodeURIComponent(pane.id)}${pane.state === "blocked" ? "/screen" : ""}`;
         n.close();
       };
     } catch {
