@@ -192,3 +192,30 @@ def test_free_text_lookalikes_are_typed_literally(stack: Paneboard) -> None:
     assert got == repr(text)
     audit = olga.get(f"/api/panes/{pid}/answers")["answers"]
     assert audit[0]["text"] == text and audit[0]["outcome"] == "typed"
+
+
+def test_scrollback_on_demand_and_an_idle_pane_offers_nothing(stack: Paneboard) -> None:
+    pb = stack
+    assert pb.tmux is not None
+    pb.tmux.send(pb.pane, "seq 1 120")
+    wait_for(lambda: "120" in _screen_text(pb, pb.pane), timeout=20, what="seq printed")
+    pid = str(_row(pb, pb.pane)["id"])
+    olga = WebClient(pb.url).login("olga", PASSWORD)
+    plain = olga.get(f"/api/panes/{pid}/screen?wait=3")
+    assert plain["answers"] == [] and plain["text"] is False
+    assert len(plain["lines"]) == plain["height"]
+    more = wait_for(
+        lambda: (
+            (s := olga.get(f"/api/panes/{pid}/screen?scrollback=50&wait=5&since={plain['rev']}"))
+            and len(s["lines"]) > s["height"]
+            and s
+        ),
+        timeout=20,
+        what="a screen with scroll-back",
+    )
+    assert len(more["lines"]) == more["height"] + 50
+    assert more["fingerprint"] == plain["fingerprint"]  # the visible rows decide it
+    status, body = olga.request(
+        "POST", f"/api/panes/{pid}/answer", {"fingerprint": plain["fingerprint"], "text": "x"}
+    )
+    assert (status, body["outcome"]) == (200, "not-blocked")

@@ -137,6 +137,7 @@ export class ScreenPanel {
     this.gen = 0;
     this.audit = [];
     this.note = "";
+    this.scrollback = 0; // lines of history asked for ("Show scroll-back")
   }
 
   start(id) {
@@ -160,13 +161,14 @@ export class ScreenPanel {
   async loop(gen) {
     let failures = 0;
     while (gen === this.gen) {
-      const after = this.shot?.fingerprint;
-      const q = after ? `?wait=20&after=${encodeURIComponent(after)}` : "?wait=5";
+      const since = this.shot?.rev;
+      const sb = this.scrollback ? `&scrollback=${this.scrollback}` : "";
+      const q = (typeof since === "number" ? `?wait=20&since=${since}` : "?wait=5") + sb;
       try {
         const shot = await get(`/api/panes/${encodeURIComponent(this.id)}/screen${q}`);
         if (gen !== this.gen) return;
         failures = 0;
-        const changed = !this.shot || shot.fingerprint !== this.shot.fingerprint || shot.answers?.length !== this.shot.answers?.length;
+        const changed = !this.shot || shot.rev !== this.shot.rev || shot.fingerprint !== this.shot.fingerprint;
         this.shot = shot;
         if (changed) this.render();
         if (!shot.online || shot.error) await new Promise((r) => setTimeout(r, 3000));
@@ -254,7 +256,18 @@ export class ScreenPanel {
     }
     if (this.note) box.append(el("p", "answer-outcome", this.note));
     root.append(box);
-    if (shot.lines?.length) root.append(renderLines(shot.lines));
+    if (shot.lines?.length) {
+      const more = el("button", "scrollback", this.scrollback ? "Hide scroll-back" : "Show scroll-back");
+      more.type = "button";
+      more.addEventListener("click", () => {
+        this.scrollback = this.scrollback ? 0 : 200;
+        const gen = ++this.gen;
+        this.shot = { ...this.shot, rev: undefined };
+        this.loop(gen);
+      });
+      root.append(more, renderLines(shot.lines));
+      if (this.scrollback) root.lastElementChild.scrollTop = root.lastElementChild.scrollHeight;
+    }
     if (this.audit.length) {
       root.append(el("h3", "", "Answers from the board"));
       const t = el("table", "audit");

@@ -25,6 +25,7 @@ from .web_auth import require_viewer, require_writer
 
 Viewer = Annotated[Principal, Depends(require_viewer)]
 Writer = Annotated[Principal, Depends(require_writer)]
+SCROLLBACK_MAX = 300  # lines of history a page may ask for (the wire carries 500 in all)
 FIRST_WAIT = 3.0  # a page's first request waits this long for the collector's first capture
 
 
@@ -68,14 +69,16 @@ def make_screens_router() -> APIRouter:
         who: Viewer,
         after: Annotated[str | None, Query(max_length=64)] = None,
         wait: Annotated[float, Query(ge=0, le=25)] = 0,
+        scrollback: Annotated[int, Query(ge=0, le=SCROLLBACK_MAX)] = 0,
+        since: Annotated[int | None, Query(ge=0)] = None,
     ) -> dict[str, Any]:
         if not who.screens:
             raise HTTPException(403, "this viewer token does not show screens (create one with --screens)")
         _live_pane(request, pane_id)
         hub: ScreenHub = request.app.state.screens
-        online = hub.look(pane_id)
+        online = hub.look(pane_id, scrollback)
         first = pane_id not in hub.latest
-        shown = await hub.wait(pane_id, after, max(wait, FIRST_WAIT if first and online else 0))
+        shown = await hub.wait(pane_id, after, max(wait, FIRST_WAIT if first and online else 0), since)
         out = screen_json(shown, pane_id, hub.online(pane_id))
         out["operator"] = who.operator
         return out

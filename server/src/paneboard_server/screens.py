@@ -36,6 +36,7 @@ LONG_POLL_MAX = 25.0
 class Shown:
     screen: Screen
     received: float  # server wall time
+    rev: int = 0  # +1 per screen received for the pane (the page's `since`)
 
 
 class ScreenHub:
@@ -46,38 +47,48 @@ class ScreenHub:
         self.clock = clock
         self.latest: dict[int, Shown] = {}
         self.until: dict[int, float] = {}  # pane id -> watched until (monotonic)
+        self.scrollback: dict[int, int] = {}  # pane id -> lines of history asked for
         self.changed: dict[int, asyncio.Event] = {}
         self.replies: dict[str, asyncio.Future[Answered]] = {}  # answer request id -> its reply
         self.stats = {"screens": 0, "watches": 0}
 
     # --- pages ----------------------------------------------------------------------
-    def look(self, pane_id: int) -> bool:
-        """A page looks at this pane: keep (or start) watching it. False: its collector
+    def look(self, pane_id: int, scrollback: int = 0) -> bool:
+        """A page looks at this pane: keep (or start) watching it, with `scrollback`
+        lines of history (the largest any page asked for lately). False: its collector
         is not connected to this process."""
         target = self.core.collector_of(pane_id)
         if target is None:
             return False
         cid, key = target
         send = self.core.seen_routes.get(cid)
-        first = pane_id not in self.until
+        first = pane_id not in self.until or scrollback != self.scrollback.get(pane_id, 0)
         self.until[pane_id] = self.clock() + WATCH_FOR
+        self.scrollback[pane_id] = scrollback
         if send is None:
             return False
         if first:
             self.stats["watches"] += 1
-            send(dict(pwire.watch(key.model_dump())))
+            send(dict(pwire.watch(key.model_dump(), scrollback)))
         return True
 
     def online(self, pane_id: int) -> bool:
         target = self.core.collector_of(pane_id)
         return target is not None and target[0] in self.core.seen_routes
 
-    async def wait(self, pane_id: int, after: str | None, timeout: float) -> Shown | None:
-        """The latest screen, once it differs from `after` (or `timeout` passes)."""
+    async def wait(
+        self, pane_id: int, after: str | None, timeout: float, since: int | None = None
+    ) -> Shown | None:
+        """The latest screen, once its fingerprint differs from `after` or it is newer
+        than rev `since` (or `timeout` passes)."""
         deadline = self.clock() + min(timeout, LONG_POLL_MAX)
         while True:
             shown = self.latest.get(pane_id)
-            if shown is not None and (after is None or shown.screen.fingerprint != after):
+            if shown is not None and (
+                (after is None and since is None)
+                or (after is not None and shown.screen.fingerprint != after)
+                or (since is not None and shown.rev > since)
+            ):
                 return shown
             left = deadline - self.clock()
             if left <= 0:
@@ -99,7 +110,8 @@ class ScreenHub:
         if pane_id is None or pane_id not in self.until:
             return  # not a pane of this collector, or nobody watches it any more
         self.stats["screens"] += 1
-        self.latest[pane_id] = Shown(msg, self.core.clock())
+        old = self.latest.get(pane_id)
+        self.latest[pane_id] = Shown(msg, self.core.clock(), (old.rev if old is not None else 0) + 1)
         ev = self.changed.pop(pane_id, None)
         if ev is not None:
             ev.set()
@@ -112,7 +124,7 @@ class ScreenHub:
         for pane_id in list(self.until):
             target = self.core.collector_of(pane_id)
             if target is not None and target[0] == cid:
-                send(dict(pwire.watch(target[1].model_dump())))
+                send(dict(pwire.watch(target[1].model_dump(), self.scrollback.get(pane_id, 0))))
 
     # --- time -----------------------------------------------------------------------
     def sweep(self) -> None:
@@ -121,6 +133,7 @@ class ScreenHub:
             if until > now:
                 continue
             del self.until[pane_id]
+            self.scrollback.pop(pane_id, None)
             self.latest.pop(pane_id, None)
             target = self.core.collector_of(pane_id)
             send = self.core.seen_routes.get(target[0]) if target is not None else None
@@ -162,6 +175,7 @@ def screen_json(shown: Shown | None, pane_id: int, online: bool) -> dict[str, An
         "cursor": list(sc.cursor),
         "t": sc.t,
         "received": shown.received,
+        "rev": shown.rev,
         "online": online,
         "pending": False,
         "error": sc.error,
