@@ -96,6 +96,15 @@ def test_the_server_refuses_what_screens_and_answers_may_not_carry() -> None:
         raise AssertionError(f"accepted {m!r}")
 
 
+def test_screen_lines_keep_only_colours() -> None:
+    key = w.Key(host="h", tmux="default", pane="%1")
+    m = w.screen(
+        key, 2.0, ["\x1b[31mred\x1b[0m\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b5n end"], (80, 24), (0, 0), "c" * 64
+    )
+    parsed = sw.parse(w.encode(m), 1 << 20, 100)
+    assert parsed.lines == ["\x1b[31mred\x1b[0m end"]
+
+
 def test_docs_show_every_message_with_its_fields() -> None:
     doc = (ROOT / "docs" / "wire.md").read_text()
     groups = [("type", w.COLLECTOR_MESSAGES), ("type", w.SERVER_MESSAGES), ("op", w.OPS)]

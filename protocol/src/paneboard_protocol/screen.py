@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from paneboard_protocol.rules import Answer, Manifest, RuleSet
 
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
-# CSI, OSC/DCS/APC/PM/SOS strings (to BEL or ST), two-byte escapes
+# CSI (7- and 8-bit), OSC/DCS/APC/PM/SOS strings (to BEL or ST), two-byte escapes
 _ANY_ESCAPE = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x1b"
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
+    r"|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x1b"
 )
 _CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x80-\x9f]")
 LINE_MAX = 4096

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from paneboard_protocol import pane as pane_def
 from paneboard_protocol import wire as pwire
+from paneboard_protocol.screen import clean_line
 from paneboard_protocol.text import sanitize_text
 from pydantic import (
     AfterValidator,
@@ -206,10 +207,11 @@ class Delta(_Msg):
 
 
 def _no_controls_but_sgr(v: str) -> str:
-    """A screen line may carry SGR colour escapes (`ESC [ ... m`) and nothing else that
-    a terminal would act on: the page renders it as text, but it is stored and relayed."""
+    """A screen line keeps its SGR colour escapes (`ESC [ ... m`) and nothing else that a
+    terminal would act on: cleaned once, here, by the function the collector cleans with
+    (a collector is not trusted to have done it)."""
     _storable_str(v)
-    return v
+    return clean_line(v)
 
 
 ScreenLine = Annotated[str, Field(max_length=pwire.SCREEN_LINE_MAX), AfterValidator(_no_controls_but_sgr)]
