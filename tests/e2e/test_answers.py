@@ -219,3 +219,35 @@ def test_scrollback_on_demand_and_an_idle_pane_offers_nothing(stack: Paneboard) 
         "POST", f"/api/panes/{pid}/answer", {"fingerprint": plain["fingerprint"], "text": "x"}
     )
     assert (status, body["outcome"]) == (200, "not-blocked")
+
+
+@pytest.fixture
+def ssh_stack(tmp_path: Path, db_template: Path) -> Any:
+    require_tool("tmux", "sshd")
+    pb = Paneboard(tmp_path, template=db_template, ssh=True)
+    pb.start(collector=False)  # over SSH: tmux and sshd, no collector yet
+    pb.start_collector("--allow-input")
+    pb.cli("user", "add", "olga", "--operator", stdin=PASSWORD + "\n")
+    try:
+        yield pb
+    finally:
+        pb.close()
+
+
+def test_over_ssh_keys_and_shell_lookalikes_are_typed_literally(ssh_stack: Paneboard) -> None:
+    """Through an SSH collector each tmux command goes through a remote shell: what the
+    operator types must reach the pane byte for byte, never as shell or tmux syntax."""
+    pb = ssh_stack
+    pane, pid = _new_pane(pb, asker("question"))
+    wait_for(lambda: (_row(pb, pane) or {}).get("state") == "blocked", timeout=30, what="blocked")
+    olga = WebClient(pb.url).login("olga", PASSWORD)
+    shot = wait_for(lambda: (s := olga.get(f"/api/panes/{pid}/screen?wait=2"))["text"] and s, timeout=30)
+    text = "$(touch /tmp/pb-pwned) `id` ; \\; 'it''s' \"$HOME\" Enter C-c & | > x"
+    status, body = olga.request(
+        "POST", f"/api/panes/{pid}/answer", {"fingerprint": shot["fingerprint"], "text": text}
+    )
+    assert (status, body["outcome"]) == (200, "typed")
+    wait_for(lambda: "GOT " in _screen_text(pb, pane), timeout=20, what="the line read")
+    got = _screen_text(pb, pane).split("GOT ", 1)[1].split("\n", 1)[0].strip()
+    assert got == repr(text)
+    assert not Path("/tmp/pb-pwned").exists()
