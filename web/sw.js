@@ -19,7 +19,7 @@ self.addEventListener("push", (ev) => {
     renotify: true,
     icon: "/icons/icon-192.png",
     badge: "/icons/badge-72.png",
-    data: { pane, url: pane ? `/#/pane/${encodeURIComponent(pane)}` : "/" },
+    data: { pane, url: pane ? `/#/pane/${encodeURIComponent(pane)}/screen` : "/" },
   };
   const shown = self.registration.showNotification(title, opts);
   // The phone's icon badge: how many wait, when the push says (the page keeps it

@@ -34,6 +34,7 @@ DEMO_PANES: tuple[tuple[str, str], ...] = (
     ("codex", "codex"),  # says nothing: detected by the bundled screen rules alone
     ("claude-native", "native"),  # Claude Code without the relay: OSC 9;4, title spinner, screen
     ("remote", "remote"),  # quiet behind an ssh-like transport: goes stale
+    ("approve", "asker"),  # Claude-Code-like permission prompt, answerable from the board
 )
 
 
@@ -97,7 +98,8 @@ class Demo:
         _run(_paneboard("db", "upgrade"), self.env)
         collector_token = _run(_paneboard("token", "create", "demo-collector"), self.env)
         self.viewer_token = _run(_paneboard("token", "create", "demo-viewer", "--viewer"), self.env)
-        _run(_paneboard("user", "add", "demo"), self.env, stdin=self.password + "\n")
+        # an operator: the demo's login may answer the asker's prompt from the board
+        _run(_paneboard("user", "add", "demo", "--operator"), self.env, stdin=self.password + "\n")
         self._seed_sample_week()
 
         self._log(f"starting the server on {self.url}")
@@ -134,6 +136,9 @@ class Demo:
                 "--local",
                 "--tmux-socket",
                 self.tmux_socket,
+                # answers are typed into the demo's own private tmux only: the collector
+                # watches no other tmux server
+                "--allow-input",
             ),
             "agent.log",
         )
@@ -195,10 +200,11 @@ class Demo:
         python = shlex.quote(sys.executable)
         if agent == "claude":
             return f"{python} -m paneboard.cli run -- {python} -m paneboard.demo_agents claude"
-        if agent in {"codex", "native", "remote"}:
-            argv0 = {"codex": "codex", "native": "claude", "remote": "ssh"}[agent]
+        if agent in {"codex", "native", "remote", "asker"}:
+            argv0 = {"codex": "codex", "native": "claude", "remote": "ssh", "asker": "claude"}[agent]
             path = shlex.quote(os.pathsep.join(p for p in sys.path if p))
-            inner = f"PYTHONPATH={path} exec -a {argv0} {python} -m paneboard.demo_agents {agent}"
+            module = "demo_ask permission" if agent == "asker" else f"demo_agents {agent}"
+            inner = f"PYTHONPATH={path} exec -a {argv0} {python} -m paneboard.{module}"
             return f"bash -c {shlex.quote(inner)}"
         return f"{python} -m paneboard.demo_agents {agent}"
 

@@ -239,3 +239,32 @@ def test_ps_asks_once_for_pids_and_terminals() -> None:
     argv = ps_argv([3, 1, 3], ["/dev/pts/4", "/dev/pts/2", "", "/dev/pts/4", "weird,tty"])
     assert argv == ["ps", "-o", "pid=,ppid=,pgid=,tpgid=,args=", "-p", "1,3", "-t", "pts/2,pts/4"]
     assert ps_argv([5]) == ["ps", "-o", "pid=,ppid=,pgid=,tpgid=,args=", "-p", "5"]
+
+
+def test_screens_and_input_per_host_and_from_the_command_line() -> None:
+    import argparse
+
+    from paneboard_agent.cli import build_parser, hosts_from_args, make_targets
+    from paneboard_agent.config import ConfigError, parse_config
+
+    cfg = parse_config(
+        {
+            "hosts": [
+                {"local": True, "allow_input": True},
+                {"host": "b", "screens": False, "allow_input": True},
+            ]
+        }
+    )
+    assert [(h.screens, h.allow_input) for h in cfg.hosts] == [(True, True), (False, True)]
+    targets = make_targets(cfg.hosts, "none")
+    assert [(t.screens, t.allow_input) for t in targets] == [
+        (True, True),
+        (False, False),
+    ]  # no screen, no typing
+    assert parse_config({"hosts": [{"local": True}]}).hosts[0].allow_input is False  # off by default
+    with pytest.raises(ConfigError, match=r"hosts\[0\]\.allow_input: expected true or false"):
+        parse_config({"hosts": [{"local": True, "allow_input": "yes"}]})
+    args: argparse.Namespace = build_parser().parse_args(["--stdout", "--allow-input"])
+    assert all(h.allow_input for h in hosts_from_args(args, parse_config({})))
+    args = build_parser().parse_args(["--stdout", "--allow-input", "--no-screens"])
+    assert not any(h.allow_input or h.screens for h in hosts_from_args(args, cfg))

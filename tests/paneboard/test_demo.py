@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from support.wait import wait_for
 
 pytestmark = pytest.mark.tmux
 
@@ -61,6 +62,10 @@ def test_demo_shows_every_kind_of_agent_and_cleans_up(tmp_path: Path) -> None:
                 board = line.strip()
         assert board, "the demo never printed the board's URL on a line of its own"
         url, token = board.split("/?token=")
+        login = proc.stdout.readline()
+        m = re.search(r"as 'demo' with password (\S+)", login)
+        assert m, login
+        password = m.group(1)
 
         expected = {
             "claude": ("claude", "protocol"),  # OSC 7501 under paneboard run
@@ -111,6 +116,29 @@ def test_demo_shows_every_kind_of_agent_and_cleans_up(tmp_path: Path) -> None:
         while not live_waits() and time.monotonic() < deadline:
             time.sleep(1)
         assert live_waits(), "the demo's own agents left no wait in the ledger"
+
+        # the Claude-like asker is answered from the board, and goes on
+        from support.webclient import WebClient
+
+        demo = WebClient(url).login("demo", password)
+        asker = next(p for p in _panes(url, token) if _window(p) == "approve")
+        assert asker["input"] is True
+        shot = wait_for(
+            lambda: (s := demo.get(f"/api/panes/{asker['id']}/screen?wait=2"))["answers"] and s,
+            timeout=60,
+            what="the asker's answers",
+        )
+        status, body = demo.request(
+            "POST", f"/api/panes/{asker['id']}/answer", {"fingerprint": shot["fingerprint"], "answer": "yes"}
+        )
+        assert (status, body["outcome"]) == (200, "typed")
+        wait_for(
+            lambda: any(
+                "ANSWERED yes" in ln for ln in demo.get(f"/api/panes/{asker['id']}/screen?wait=2")["lines"]
+            ),
+            timeout=30,
+            what="the asker continuing",
+        )
 
         workdir = next(
             Path(m.group(1))

@@ -100,14 +100,15 @@ $("sign-out").addEventListener("click", async () => {
 });
 
 function route() {
-  const m = /^#\/pane\/(.+)$/.exec(location.hash) || /^\/pane\/(.+)$/.exec(location.pathname);
+  const m = /^#\/pane\/([^/]+)(\/screen)?$/.exec(location.hash) || /^\/pane\/([^/]+)$/.exec(location.pathname);
   const id = m ? decodeURIComponent(m[1]) : null;
+  const screen = !!(m && m[2]);
   view = wall ? null : id;
   $("board").hidden = !!view;
   $("empty").hidden = !!view || model.panes.size !== 0;
   if (view) {
     lastView = view;
-    paneView.open(view);
+    paneView.open(view, { screen });
   } else {
     paneView.close();
     // Back from a pane's page: its card gets focus again (keys go on from there). On

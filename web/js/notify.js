@@ -197,7 +197,9 @@ export class Notifier {
     const body = [clean(pane.msg, 300), `${clean(pane.host, 80)} · ${clean(pane.session, 80)}:${clean(pane.window, 40)}`]
       .filter(Boolean).join("\n");
     const opts = { body, tag: pane.id, renotify: true, icon: "/icons/icon-192.png", data: { pane: pane.id } };
-    this.notify(title, opts, () => { location.hash = `#/pane/${encodeURIComponent(pane.id)}`; });
+    const where = `#/pane/${encodeURIComponent(pane.id)}${pane.state === "blocked" ? "/screen" : ""}`;
+    // A blocked pane opens with its screen (and answers) in view.
+    this.notify(title, opts, () => { location.hash = where; });
     this.report([pane], pane.state === "blocked" ? "block" : pane.state);
   }
 

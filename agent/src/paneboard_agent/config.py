@@ -22,6 +22,8 @@ identity = "~/.ssh/id_ed25519"         # or a list
 known_hosts = "~/.ssh/known_hosts"     # verified strictly; default ~/.ssh/known_hosts
 include = ["agent-*"]                  # session name globs (default: all)
 exclude = ["scratch"]
+screens = true                         # pages may see this host's screens (default true)
+allow_input = false                    # answers may be typed into its panes (default false)
 ```
 
 Every error names the file and the key (`hosts[2].port: ...`), so a typo costs one
@@ -56,6 +58,8 @@ class HostConfig:
     exclude: tuple[str, ...] = ()
     connect_timeout: float = 10.0
     ssh_config: str | None = None  # None: the top-level/CLI choice; "none": read none
+    screens: bool = True  # a page may see this host's screens (docs/answers.md)
+    allow_input: bool = False  # answers may be typed into this host's panes
 
     @property
     def local(self) -> bool:
@@ -85,6 +89,8 @@ _HOST_KEYS = {
     "exclude",
     "connect_timeout",
     "ssh_config",
+    "screens",
+    "allow_input",
 }
 _TOP_KEYS = {"hosts", "transports", "rules_dir", "poll_interval", "ssh_config", "screen_reread"}
 
@@ -140,7 +146,14 @@ def parse_host(where: str, raw: Any) -> HostConfig:
         raise ConfigError(f"{where}.tmux_socket_path: give tmux_socket or tmux_socket_path, not both")
     if sock is not None and "/" in _str(f"{where}.tmux_socket", sock):
         raise ConfigError(f"{where}.tmux_socket: a name (tmux -L); use tmux_socket_path for a path")
+    flags = {}
+    for k in ("screens", "allow_input"):
+        if k in raw:
+            if not isinstance(raw[k], bool):
+                raise ConfigError(f"{where}.{k}: expected true or false")
+            flags[k] = raw[k]
     return HostConfig(
+        **flags,
         host=host,
         port=port,
         user=_str(f"{where}.user", raw["user"]) if "user" in raw else None,

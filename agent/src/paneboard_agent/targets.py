@@ -35,6 +35,8 @@ class TmuxTarget:
     socket_path: str | None = None  # tmux -S
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
+    screens: bool = True  # a page may see this server's screens (--no-screens / screens = false)
+    allow_input: bool = False  # answers may be typed into its panes (--allow-input)
 
     @property
     def label(self) -> str:

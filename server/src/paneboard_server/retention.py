@@ -38,6 +38,8 @@ async def prune_once(core) -> int:  # type: ignore[no-untyped-def]
             break
         await asyncio.sleep(0)
     await prune_waits(core, cutoff)  # not counted: `removed` is history rows
+    async with engine.begin() as conn:  # the answer audit is kept as long as the history
+        await conn.execute(delete(s.answers).where(s.answers.c.t < cutoff))
     async with engine.connect() as conn:
         heavy = (
             await conn.execute(

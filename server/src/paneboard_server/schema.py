@@ -28,6 +28,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 metadata = MetaData()
@@ -62,6 +63,8 @@ tokens = Table(
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float),
     Column("last_used", Float),
+    # A viewer token shows panes' screens only if created with --screens (docs/answers.md).
+    Column("screens", Boolean, nullable=False, default=False, server_default=false()),
     UniqueConstraint("kind", "name", name="uq_tokens_kind_name"),
 )
 
@@ -154,6 +157,8 @@ viewers = Table(
     Column("password_hash", String(255), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("settings", JSON),
+    # May answer a blocked pane's prompt from the board (`paneboard user add NAME --operator`).
+    Column("operator", Boolean, nullable=False, default=False, server_default=false()),
 )
 
 # Browser sessions (cookies): only a hash of the cookie value is stored.
@@ -246,4 +251,29 @@ quiet_rules = Table(
     Column("value", String(255)),
     Column("until", Float),
     Column("created_at", Float, nullable=False),
+)
+
+# Every answer attempt from the board, typed or refused (docs/answers.md): insert-only
+# (no code path updates or deletes a row but retention's age cut-off). The pane's key is
+# kept as text so the record outlives the pane's row.
+answers = Table(
+    "answers",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("t", Float, nullable=False),
+    Column("pane_id", Integer, ForeignKey("panes.id", ondelete="SET NULL")),
+    Column("host", String(255), nullable=False),
+    Column("tmux", String(255), nullable=False),
+    Column("pane", String(64), nullable=False),
+    Column("viewer_id", Integer, ForeignKey("viewers.id", ondelete="SET NULL")),
+    Column("who", String(128), nullable=False),
+    Column("fingerprint", String(64), nullable=False),
+    Column("prompt", Text),
+    Column("answer", String(32)),
+    Column("label", String(128)),
+    Column("text", Text),
+    Column("outcome", String(16), nullable=False),
+    Column("done_at", Float),
+    Index("ix_answers_pane", "pane_id", "id"),
+    Index("ix_answers_t", "t"),
 )

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from paneboard_protocol import pane as pane_def
 from paneboard_protocol import wire as pwire
+from paneboard_protocol.screen import clean_line
 from paneboard_protocol.text import sanitize_text
 from pydantic import (
     AfterValidator,
@@ -166,6 +167,7 @@ class Hello(_Msg):
     version: Annotated[str, Field(max_length=64), AfterValidator(sanitize_text)] = ""
     stream: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_name)]
     hosts: Annotated[list[Name], Field(max_length=1000)] = []
+    input: Annotated[list[Name], Field(max_length=1000)] = []
 
 
 class PaneOp(_Msg):
@@ -204,7 +206,52 @@ class Delta(_Msg):
     ops: Annotated[list[Op], Field(min_length=1)]
 
 
-ClientMsg = Annotated[Hello | Snapshot | Delta, Field(discriminator="type")]
+def _no_controls_but_sgr(v: str) -> str:
+    """A screen line keeps its SGR colour escapes (`ESC [ ... m`) and nothing else that a
+    terminal would act on: cleaned once, here, by the function the collector cleans with
+    (a collector is not trusted to have done it)."""
+    _storable_str(v)
+    return clean_line(v)
+
+
+ScreenLine = Annotated[str, Field(max_length=pwire.SCREEN_LINE_MAX), AfterValidator(_no_controls_but_sgr)]
+Fingerprint = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+AnswerId = Annotated[str, Field(min_length=1, max_length=pwire.ANSWER_ID_MAX, pattern=r"^[a-z0-9_-]+$")]
+RequestId = Annotated[str, Field(min_length=1, max_length=pwire.REQUEST_ID_MAX, pattern=r"^[A-Za-z0-9_-]+$")]
+
+
+class AnswerChoice(_Msg):
+    id: AnswerId
+    label: Annotated[
+        str, Field(min_length=1, max_length=pwire.ANSWER_LABEL_MAX), AfterValidator(sanitize_text)
+    ]
+
+
+class Screen(_Msg):
+    type: Literal["screen"]
+    key: Key
+    t: Time
+    lines: Annotated[list[ScreenLine], Field(max_length=pwire.SCREEN_LINES_MAX)]
+    width: Annotated[int, Field(ge=0, le=10000)]
+    height: Annotated[int, Field(ge=0, le=10000)]
+    cursor: Annotated[list[Annotated[int, Field(ge=0, le=10000)]], Field(min_length=2, max_length=2)]
+    fingerprint: Annotated[str, Field(pattern=r"^([0-9a-f]{64})?$")]
+    state: STATES | None = None
+    prompt: LongText | None = None
+    answers: Annotated[list[AnswerChoice], Field(max_length=pwire.ANSWERS_MAX)] = []
+    text: bool = False
+    input: bool = False
+    error: LongText | None = None
+
+
+class Answered(_Msg):
+    type: Literal["answered"]
+    id: RequestId
+    outcome: Literal[pwire.OUTCOMES]  # type: ignore[valid-type]
+    prompt: LongText | None = None
+
+
+ClientMsg = Annotated[Hello | Snapshot | Delta | Screen | Answered, Field(discriminator="type")]
 _client = TypeAdapter(ClientMsg)
 
 
@@ -230,7 +277,7 @@ def _seq_of(text: str | bytes) -> int | None:
     return seq if isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq <= MAX_INT else None
 
 
-def parse(text: str | bytes, max_bytes: int, max_panes: int) -> Hello | Snapshot | Delta:
+def parse(text: str | bytes, max_bytes: int, max_panes: int) -> Hello | Snapshot | Delta | Screen | Answered:
     if len(text) > max_bytes:
         raise WireError(f"message too large ({len(text)} bytes, limit {max_bytes})")
     try:
