@@ -31,8 +31,8 @@ from . import __version__, accounts
 from . import schema as s
 from .accounts import Principal
 from .api_notify import make_router, start_notify, stop_notify
-from .api_stats import make_router as make_stats_router
 from .api_screens import make_screens_router, start_screens
+from .api_stats import make_router as make_stats_router
 from .config import Config
 from .core import Core, Seen
 from .database import create_engine, is_sqlite
