@@ -34,6 +34,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import cpu_seconds, machine_line, short
+
 PG_ADMIN = os.environ.get("PANEBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -80,11 +83,13 @@ async def sse_client(port: int, token: str, until: float, stats: dict[str, Any],
     writer.close()
 
 
-def sse_worker(port: int, token: str, clients: int, until: float, start_at: float, out: str) -> None:
+def sse_worker(ports: list[int], token: str, clients: int, until: float, start_at: float, out: str) -> None:
     stats: dict[str, Any] = {"lat": [], "bytes": 0, "panes": 0, "eof": 0}
 
     async def main() -> None:
-        await asyncio.gather(*(sse_client(port, token, until, stats, start_at) for _ in range(clients)))
+        await asyncio.gather(
+            *(sse_client(ports[i % len(ports)], token, until, stats, start_at) for i in range(clients))
+        )
 
     asyncio.run(main())
     Path(out).write_text(json.dumps(stats))
@@ -248,13 +253,56 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process: what it cost, whatever else the machine was doing."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return float("nan")
+def profile(pid: int, seconds: float, tmp: Path) -> None:
+    """PB_BENCH_PROFILE=FILE: sample the server with py-spy for the measured window and
+    write its flat top (own time per function) to FILE, so where the time goes is
+    measured in the run that gave the figures."""
+    dest = os.environ.get("PB_BENCH_PROFILE")
+    spy = shutil.which("py-spy") or str(Path.home() / ".local/bin/py-spy")
+    if not dest or not Path(spy).exists():
+        return
+    raw = tmp / "profile.txt"
+    spy_proc = subprocess.Popen(
+        [
+            spy,
+            "record",
+            "-p",
+            str(pid),
+            "-d",
+            str(max(1, int(seconds) - 1)),
+            "-r",
+            "50",
+            "-f",
+            "raw",
+            "-o",
+            str(raw),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def summarise() -> None:
+        spy_proc.wait(seconds + 30)
+        own: dict[str, int] = {}
+        total_with: dict[str, int] = {}
+        n = 0
+        for line in raw.read_text().splitlines() if raw.exists() else []:
+            stack, _, count = line.rpartition(" ")
+            c = int(count)
+            frames = stack.split(";")
+            n += c
+            own[frames[-1]] = own.get(frames[-1], 0) + c
+            for f in set(frames):
+                total_with[f] = total_with.get(f, 0) + c
+        lines = [f"{n} samples; own time:"]
+        lines += [f"{v / n:6.1%}  {k}" for k, v in sorted(own.items(), key=lambda kv: -kv[1])[:40]]
+        lines += ["", "inclusive:"]
+        lines += [f"{v / n:6.1%}  {k}" for k, v in sorted(total_with.items(), key=lambda kv: -kv[1])[:60]]
+        Path(dest).write_text("\n".join(lines) + "\n")
+
+    import threading
+
+    threading.Thread(target=summarise, daemon=False).start()
 
 
 def pct(values: list[float], q: float) -> float:
@@ -306,34 +354,53 @@ def make_tokens(url: str, collectors: int) -> tuple[list[str], str]:
     return asyncio.run(go())
 
 
-def run_one(kind: str, args: argparse.Namespace, batch: int) -> dict[str, Any]:
+def start_server(url: str, batch: int, tmp: Path, i: int) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    env = {**os.environ, "PANEBOARD_WRITER_BATCH": str(batch)}
+    log = open(tmp / f"server{i}.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "paneboard.cli", "serve", "--port", str(port), "--db", url],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+    )
+    return proc, port
+
+
+def wait_healthy(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise RuntimeError(log.read_text()[-2000:])
+        time.sleep(0.1)
+
+
+def run_one(
+    kind: str, args: argparse.Namespace, batch: int, servers: int = 1, rate: float = 0
+) -> dict[str, Any]:
+    """One configuration: `servers` processes on one database (PostgreSQL when more than
+    one), collectors and SSE clients spread round-robin over them."""
+    rate = rate or args.rate[0]
     tmp = Path(tempfile.mkdtemp(prefix="pb-bench-"))
     url, cleanup = prepare_db(kind, tmp)
-    server = None
+    procs: list[subprocess.Popen[bytes]] = []
     try:
         col_tokens, viewer = make_tokens(url, args.collectors)
-        port = free_port()
-        env = {**os.environ, "PANEBOARD_WRITER_BATCH": str(batch)}
-        log = open(tmp / "server.log", "wb")  # noqa: SIM115
-        server = subprocess.Popen(
-            [sys.executable, "-m", "paneboard.cli", "serve", "--port", str(port), "--db", url],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-        import httpx
-
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise RuntimeError((tmp / "server.log").read_text()[-2000:])
-            time.sleep(0.1)
+        ports = []
+        for i in range(servers):
+            proc, port = start_server(url, batch, tmp, i)
+            procs.append(proc)
+            ports.append(port)
+        for i, (proc, port) in enumerate(zip(procs, ports, strict=True)):
+            wait_healthy(proc, port, tmp / f"server{i}.log")
         t_start = time.time() + 1.0
         start_at = t_start + args.warmup
         until = start_at + args.duration
@@ -343,7 +410,7 @@ def run_one(kind: str, args: argparse.Namespace, batch: int) -> dict[str, Any]:
                 sys.executable,
                 __file__,
                 "--_sse-worker",
-                str(port),
+                ",".join(map(str, ports)),
                 viewer,
                 str(args.sse),
                 str(until),
@@ -353,15 +420,19 @@ def run_one(kind: str, args: argparse.Namespace, batch: int) -> dict[str, Any]:
         )
         time.sleep(1.0)
         counters = {"sent": 0}
+        cpu: dict[str, float] = {}
+
+        def ingested() -> float:
+            return sum(reports_ingested(p, viewer) for p in ports)
 
         async def load() -> float:
             tasks = [
                 collector(
-                    port,
+                    ports[i % servers],
                     col_tokens[i],
                     i,
                     args.panes,
-                    args.rate / args.collectors,
+                    rate / args.collectors,
                     until,
                     args.probe_every,
                     counters,
@@ -371,15 +442,19 @@ def run_one(kind: str, args: argparse.Namespace, batch: int) -> dict[str, Any]:
             gather = asyncio.gather(*tasks)
             while time.time() < start_at:
                 await asyncio.sleep(0.05)
-            before = await asyncio.to_thread(reports_ingested, port, viewer)
-            cpu["before"] = cpu_seconds(server.pid)
+            before = await asyncio.to_thread(ingested)
+            cpu["server"] = sum(cpu_seconds(p.pid) for p in procs)
+            cpu["sse"] = cpu_seconds(sse.pid)
+            cpu["self"] = time.process_time()
+            profile(procs[0].pid, args.duration, tmp)
             await gather
             return before
 
-        cpu: dict[str, float] = {}
         before = asyncio.run(load())
-        after = reports_ingested(port, viewer)
-        cpu_used = cpu_seconds(server.pid) - cpu["before"]
+        after = ingested()
+        cpu_used = sum(cpu_seconds(p.pid) for p in procs) - cpu["server"]
+        sse_cpu = cpu_seconds(sse.pid) - cpu["sse"]
+        self_cpu = time.process_time() - cpu["self"]
         sse.wait(args.duration + 30)
         stats = json.loads(out.read_text())
         if os.environ.get("PB_BENCH_DEBUG"):
@@ -388,7 +463,8 @@ def run_one(kind: str, args: argparse.Namespace, batch: int) -> dict[str, Any]:
         return {
             "db": kind,
             "batch": batch,
-            "offered": args.rate,
+            "servers": servers,
+            "offered": rate,
             "reports_per_s": (after - before) / args.duration,
             "sse_panes_per_s": stats["panes"] / args.duration / max(1, args.sse),
             "p50_ms": pct(lat, 0.5) * 1000,
@@ -396,17 +472,22 @@ def run_one(kind: str, args: argparse.Namespace, batch: int) -> dict[str, Any]:
             "samples": len(lat),
             "sse_mb_per_s": stats["bytes"] / args.duration / 1e6,
             "eof": stats["eof"],
-            "peak_rss_mb": peak_rss_mb(server.pid),
+            "peak_rss_mb": max(peak_rss_mb(p.pid) for p in procs),
             "cpu_us_per_report": cpu_used / max(1.0, after - before) * 1e6,
             "server_cpu_share": cpu_used / args.duration,
+            "sse_cpu_share": sse_cpu / args.duration,
+            "collectors_cpu_share": self_cpu / args.duration,
+            "load": os.getloadavg()[0],
         }
     finally:
-        if server is not None and server.poll() is None:
-            server.send_signal(signal.SIGTERM)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in procs:
             try:
-                server.wait(15)
+                proc.wait(15)
             except subprocess.TimeoutExpired:
-                server.kill()
+                proc.kill()
         cleanup()
         if os.environ.get("PB_BENCH_KEEP"):
             print("kept", tmp, file=sys.stderr)
@@ -416,44 +497,59 @@ def run_one(kind: str, args: argparse.Namespace, batch: int) -> dict[str, Any]:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--_sse-worker":
-        port, token, clients, until, start_at, out = sys.argv[2:8]
-        sse_worker(int(port), token, int(clients), float(until), float(start_at), out)
+        ports, token, clients, until, start_at, out = sys.argv[2:8]
+        sse_worker(
+            [int(p) for p in ports.split(",")], token, int(clients), float(until), float(start_at), out
+        )
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--collectors", type=int, default=10)
     p.add_argument("--panes", type=int, default=100, help="panes per collector")
-    p.add_argument("--rate", type=float, default=5000, help="reports/s offered, all collectors together")
+    p.add_argument(
+        "--rate", type=float, nargs="+", default=[5000], help="reports/s offered, all collectors together"
+    )
     p.add_argument("--sse", type=int, default=100, help="SSE clients")
-    p.add_argument("--duration", type=float, default=15)
-    p.add_argument("--warmup", type=float, default=3)
+    p.add_argument("--duration", type=float, default=short(15, 6))
+    p.add_argument("--warmup", type=float, default=short(3, 2))
     p.add_argument("--probe-every", type=int, default=20)
     p.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
+    p.add_argument("--servers", type=int, nargs="+", default=[1, 2, 4], help="process counts on PostgreSQL")
     p.add_argument("--no-baseline", action="store_true", help="skip the one-commit-per-operation baseline")
     args = p.parse_args()
+    print(machine_line("start"), flush=True)
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     rows = []
     for kind in kinds:
-        rows.append(run_one(kind, args, 4000))
+        for rate in args.rate:
+            rows.append(run_one(kind, args, 4000, 1, rate))
         if not args.no_baseline:
-            rows.append(run_one(kind, args, 1))
+            rows.append(run_one(kind, args, 1, 1, args.rate[-1]))
+        if kind == "postgres":
+            for n in args.servers:
+                if n > 1:
+                    rows.append(run_one(kind, args, 4000, n, args.rate[-1]))
     print(
-        f"\n{args.collectors} collectors x {args.panes} panes, {args.rate:.0f} reports/s offered, "
-        f"{args.sse} SSE clients, {args.duration:.0f} s measured (goal: >= 5000/s, p99 <= 250 ms on SQLite)"
+        f"\n{args.collectors} collectors x {args.panes} panes, {args.sse} SSE clients, {args.duration:.0f} s "
+        "measured per row (goal: 5000/s offered with p99 <= 250 ms)"
     )
     head = (
-        f"{'db':<9}{'writer':<18}{'reports/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'probes':>8}{'SSE MB/s':>10}"
-        f"{'peak RSS MB':>12}{'CPU us/rep':>11}{'srv cores':>10}"
+        f"{'db':<9}{'writer':<20}{'offered':>8}{'reports/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'probes':>8}"
+        f"{'SSE MB/s':>9}{'RSS MB':>7}{'us/rep':>7}{'srv':>6}{'sse':>6}{'col':>6}{'load':>6}"
     )
     print(head)
     for r in rows:
-        label = "batched" if r["batch"] > 1 else "baseline: 1/commit"
+        label = "baseline: 1/commit" if r["batch"] == 1 else f"batched, {r['servers']} proc"
         print(
-            f"{r['db']:<9}{label:<18}{r['reports_per_s']:>10.0f}{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}"
-            f"{r['samples']:>8}{r['sse_mb_per_s']:>10.1f}{r['peak_rss_mb']:>12.0f}"
-            f"{r['cpu_us_per_report']:>11.0f}{r['server_cpu_share']:>10.2f}"
+            f"{r['db']:<9}{label:<20}{r['offered']:>8.0f}{r['reports_per_s']:>10.0f}{r['p50_ms']:>9.1f}"
+            f"{r['p99_ms']:>9.1f}{r['samples']:>8}{r['sse_mb_per_s']:>9.1f}{r['peak_rss_mb']:>7.0f}"
+            f"{r['cpu_us_per_report']:>7.0f}{r['server_cpu_share']:>6.2f}{r['sse_cpu_share']:>6.2f}"
+            f"{r['collectors_cpu_share']:>6.2f}{r['load']:>6.1f}"
         )
-    print("CPU us/rep: server CPU time per ingested report (incl. its SSE fan-out); srv cores: CPU the")
-    print("server got per second of wall time. On a shared machine the second bounds the first row.")
+    print("us/rep: server CPU time per ingested report (incl. its SSE fan-out), all processes together;")
+    print("srv/sse/col: cores used by the server process(es), the SSE readers and the bench collectors;")
+    print("load: 1-min load average at the end of the row. The three share the machine's cores with")
+    print("anything else running, so on a busy machine their sum bounds what the first row can reach.")
+    print(machine_line("end"))
     return 0
 
 
