@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 sys.path.insert(0, str(ROOT / "bench"))
 
-from machine import cpu_seconds, machine_line, short  # noqa: E402
+from machine import cpu_seconds, machine_line, profile, short  # noqa: E402
 from support.sshd import Sshd  # noqa: E402
 from support.tmux import TmuxServer  # noqa: E402
 
@@ -72,8 +72,9 @@ while True:
         os.write(1, rep)
         written += len(rep)
         next_report += 0.5
-    with open(count_file, "w") as f:
+    with open(count_file + ".tmp", "w") as f:  # replaced whole: a reader never sees it empty
         f.write(str(written))
+    os.replace(count_file + ".tmp", count_file)
     time.sleep(0.1)
 """
 
@@ -111,7 +112,7 @@ def setup(n: int, rate: int, work: Path, mode: str) -> TmuxServer:
     script.write_text(PRINTER)
     for i in range(n):
         session = f"s{i // 10}"
-        cmd = f"python3 {script} {rate} {work / f'count{i}'} {mode}"
+        cmd = f"{sys.executable} -S {script} {rate} {work / f'count{i}'} {mode}"
         if i % 10 == 0 and i:
             tmux.new_session(session, cmd)
         elif i == 0:
@@ -148,6 +149,7 @@ def run_collector(
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
+    threading.Timer(WARMUP + n / 20, profile, (proc.pid, seconds)).start()
     w = Window([proc], work, n, seconds)
     reader.join(timeout=5)
     return w, [arrived - sent for arrived, sent in stamped if w.t0 <= sent <= w.t1]

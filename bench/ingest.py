@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import cpu_seconds, machine_line, short
+from machine import cpu_seconds, machine_line, profile, short
 
 PG_ADMIN = os.environ.get("PANEBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -253,58 +253,6 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def profile(pid: int, seconds: float, tmp: Path) -> None:
-    """PB_BENCH_PROFILE=FILE: sample the server with py-spy for the measured window and
-    write its flat top (own time per function) to FILE, so where the time goes is
-    measured in the run that gave the figures."""
-    dest = os.environ.get("PB_BENCH_PROFILE")
-    spy = shutil.which("py-spy") or str(Path.home() / ".local/bin/py-spy")
-    if not dest or not Path(spy).exists():
-        return
-    raw = tmp / "profile.txt"
-    spy_proc = subprocess.Popen(
-        [
-            spy,
-            "record",
-            "-p",
-            str(pid),
-            "-d",
-            str(max(1, int(seconds) - 1)),
-            "-r",
-            "50",
-            "-f",
-            "raw",
-            "-o",
-            str(raw),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-    def summarise() -> None:
-        spy_proc.wait(seconds + 30)
-        own: dict[str, int] = {}
-        total_with: dict[str, int] = {}
-        n = 0
-        for line in raw.read_text().splitlines() if raw.exists() else []:
-            stack, _, count = line.rpartition(" ")
-            c = int(count)
-            frames = stack.split(";")
-            n += c
-            own[frames[-1]] = own.get(frames[-1], 0) + c
-            for f in set(frames):
-                total_with[f] = total_with.get(f, 0) + c
-        lines = [f"{n} samples; own time:"]
-        lines += [f"{v / n:6.1%}  {k}" for k, v in sorted(own.items(), key=lambda kv: -kv[1])[:40]]
-        lines += ["", "inclusive:"]
-        lines += [f"{v / n:6.1%}  {k}" for k, v in sorted(total_with.items(), key=lambda kv: -kv[1])[:60]]
-        Path(dest).write_text("\n".join(lines) + "\n")
-
-    import threading
-
-    threading.Thread(target=summarise, daemon=False).start()
-
-
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -446,7 +394,7 @@ def run_one(
             cpu["server"] = sum(cpu_seconds(p.pid) for p in procs)
             cpu["sse"] = cpu_seconds(sse.pid)
             cpu["self"] = time.process_time()
-            profile(procs[0].pid, args.duration, tmp)
+            profile(procs[0].pid, args.duration)
             await gather
             return before
 

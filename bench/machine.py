@@ -11,6 +11,9 @@ a quick re-run: the same comparisons side by side, noisier figures.
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import threading
 from pathlib import Path
 
 SHORT = os.environ.get("PB_BENCH_SHORT", "") not in ("", "0")
@@ -50,3 +53,58 @@ def cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return float("nan")
+
+
+IDLE = ("select (selectors.py", "aiosqlite/core.py:59)", "wait (threading.py")
+
+
+def profile(pid: int, seconds: float) -> None:
+    """PB_BENCH_PROFILE=FILE: sample process `pid` with py-spy for the measured window and
+    write its flat top (own time per function) to FILE, so where the time goes is
+    measured in the run that gave the figures."""
+    dest = os.environ.get("PB_BENCH_PROFILE")
+    spy = shutil.which("py-spy") or str(Path.home() / ".local/bin/py-spy")
+    if not dest or not Path(spy).exists():
+        return
+    raw = Path(dest + ".raw")
+    spy_proc = subprocess.Popen(
+        [
+            spy,
+            "record",
+            "-p",
+            str(pid),
+            "-d",
+            str(max(1, int(seconds) - 1)),
+            "-r",
+            "50",
+            "-f",
+            "raw",
+            "-o",
+            str(raw),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def summarise() -> None:
+        spy_proc.wait(seconds + 30)
+        own: dict[str, int] = {}
+        total_with: dict[str, int] = {}
+        n = 0
+        for line in raw.read_text().splitlines() if raw.exists() else []:
+            stack, _, count = line.rpartition(" ")
+            c = int(count)
+            frames = stack.split(";")
+            if any(idle in frames[-1] for idle in IDLE):
+                continue
+            n += c
+            own[frames[-1]] = own.get(frames[-1], 0) + c
+            for f in set(frames):
+                total_with[f] = total_with.get(f, 0) + c
+        lines = [f"{n} busy samples at 50 Hz (waits in epoll/queues left out); own time:"]
+        lines += [f"{v / n:6.1%}  {k}" for k, v in sorted(own.items(), key=lambda kv: -kv[1])[:40]]
+        lines += ["", "inclusive:"]
+        lines += [f"{v / n:6.1%}  {k}" for k, v in sorted(total_with.items(), key=lambda kv: -kv[1])[:60]]
+        Path(dest).write_text("\n".join(lines) + "\n")
+
+    threading.Thread(target=summarise, daemon=False).start()
