@@ -1,19 +1,27 @@
-"""Ingest benchmark: K collectors x M panes sending reports at a rate to one
-`paneboard serve` process, with S live-stream (SSE) clients reading.
+"""Ingest benchmark: K collectors x M panes sending reports at a rate to `paneboard serve`,
+with S live-stream (SSE) clients reading.
 
-Prints, per database, sustained reports/s ingested, p50/p99 delay from a report
-leaving its collector to its arrival at every SSE client, and the server's peak
-memory, beside a baseline: the same run with the writer committing one operation
-per transaction (PANEBOARD_WRITER_BATCH=1), i.e. what batching buys.
+Prints, per row, sustained reports/s ingested, p50/p99 delay from a report leaving its
+collector to its arrival at every SSE client, the server's peak memory and CPU per
+report, and the cores used by the server(s), the SSE readers and the bench collectors
+(all three share the machine). Rows, in one run: the batched writer on SQLite and on
+PostgreSQL; the baseline, the same with the writer committing one operation per
+transaction (PANEBOARD_WRITER_BATCH=1), i.e. what batching buys; and on PostgreSQL 2
+and 4 `serve` processes on one database (LISTEN/NOTIFY fan-out), collectors and SSE
+clients spread round-robin over them, beside the single process.
 
-    uv run python bench/ingest.py                       # SQLite and PostgreSQL, goal settings
-    uv run python bench/ingest.py --db sqlite --duration 10 --no-baseline
+    uv run python bench/ingest.py                       # everything, goal settings (~3 min)
+    PB_BENCH_SHORT=1 uv run python bench/ingest.py      # the same rows, 6 s each
+    uv run python bench/ingest.py --db sqlite --rate 2000 3000 4000 5000 --no-baseline
+    PB_BENCH_PROFILE=/tmp/prof.txt uv run python bench/ingest.py --db sqlite --no-baseline
 
-Goal on a 2-core machine: >= 5,000 reports/s with p99 <= 250 ms to 100 SSE clients on
-SQLite. The SSE clients run in their own process and read raw sockets; only one report
-in `--probe-every` carries a timestamp (found with bytes.find, so the readers cost
-little), and every client measures every probe. Runtime is bounded: warm-up +
-duration per configuration (defaults keep the whole run under 3 minutes).
+Goal on a 2-core machine: 5,000 reports/s with p99 <= 250 ms to 100 SSE clients. The SSE
+clients run in their own process and read raw sockets; only one report in
+`--probe-every` carries a timestamp (found with bytes.find, so the readers cost
+little), and every client measures every probe. `--rate` takes several rates (a sweep:
+where p99 crosses 250 ms). PB_BENCH_PROFILE samples the (first) server with py-spy
+during the measured window and writes the top of the profile to the file. Runtime is
+bounded: warm-up + duration per row.
 """
 
 from __future__ import annotations
