@@ -310,12 +310,12 @@ def make_tokens(url: str, collectors: int) -> tuple[list[str], str]:
     return asyncio.run(go())
 
 
-def start_server(url: str, batch: int, tmp: Path, i: int) -> tuple[subprocess.Popen[bytes], int]:
+def start_server(url: str, batch: int, tmp: Path, i: int, python: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     env = {**os.environ, "PANEBOARD_WRITER_BATCH": str(batch)}
     log = open(tmp / f"server{i}.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
-        [sys.executable, "-m", "paneboard.cli", "serve", "--port", str(port), "--db", url],
+        [python, "-m", "paneboard.cli", "serve", "--port", str(port), "--db", url],
         stdout=log,
         stderr=subprocess.STDOUT,
         env=env,
@@ -340,11 +340,12 @@ def wait_healthy(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
 
 
 def run_one(
-    kind: str, args: argparse.Namespace, batch: int, servers: int = 1, rate: float = 0
+    kind: str, args: argparse.Namespace, batch: int, servers: int = 1, rate: float = 0, python: str = ""
 ) -> dict[str, Any]:
     """One configuration: `servers` processes on one database (PostgreSQL when more than
     one), collectors and SSE clients spread round-robin over them."""
     rate = rate or args.rate[0]
+    python = python or sys.executable
     tmp = Path(tempfile.mkdtemp(prefix="pb-bench-"))
     url, cleanup = prepare_db(kind, tmp)
     procs: list[subprocess.Popen[bytes]] = []
@@ -352,7 +353,7 @@ def run_one(
         col_tokens, viewer = make_tokens(url, args.collectors)
         ports = []
         for i in range(servers):
-            proc, port = start_server(url, batch, tmp, i)
+            proc, port = start_server(url, batch, tmp, i, python)
             procs.append(proc)
             ports.append(port)
         for i, (proc, port) in enumerate(zip(procs, ports, strict=True)):
@@ -434,6 +435,7 @@ def run_one(
             "sse_cpu_share": sse_cpu / args.duration,
             "collectors_cpu_share": self_cpu / args.duration,
             "load": os.getloadavg()[0],
+            "python": python,
         }
     finally:
         for proc in procs:
@@ -471,12 +473,20 @@ def main() -> int:
     p.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     p.add_argument("--servers", type=int, nargs="+", default=[1, 2, 4], help="process counts on PostgreSQL")
     p.add_argument("--no-baseline", action="store_true", help="skip the one-commit-per-operation baseline")
+    p.add_argument(
+        "--compare-python",
+        default="",
+        help="also run the batched single-process rows with this interpreter's paneboard "
+        "(e.g. another checkout's .venv/bin/python): before/after in one run",
+    )
     args = p.parse_args()
     print(machine_line("start"), flush=True)
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     rows = []
     for kind in kinds:
         for rate in args.rate:
+            if args.compare_python:
+                rows.append(run_one(kind, args, 4000, 1, rate, args.compare_python))
             rows.append(run_one(kind, args, 4000, 1, rate))
         if not args.no_baseline:
             rows.append(run_one(kind, args, 1, 1, args.rate[-1]))
@@ -495,6 +505,8 @@ def main() -> int:
     print(head)
     for r in rows:
         label = "baseline: 1/commit" if r["batch"] == 1 else f"batched, {r['servers']} proc"
+        if r["python"] != sys.executable:
+            label = "compared: " + label
         print(
             f"{r['db']:<9}{label:<20}{r['offered']:>8.0f}{r['reports_per_s']:>10.0f}{r['p50_ms']:>9.1f}"
             f"{r['p99_ms']:>9.1f}{r['samples']:>8}{r['sse_mb_per_s']:>9.1f}{r['peak_rss_mb']:>7.0f}"
