@@ -315,7 +315,9 @@ def start_server(url: str, batch: int, tmp: Path, i: int, python: str) -> tuple[
     env = {**os.environ, "PANEBOARD_WRITER_BATCH": str(batch)}
     log = open(tmp / f"server{i}.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
-        [python, "-m", "paneboard.cli", "serve", "--port", str(port), "--db", url],
+        # another checkout may carry newer migrations: let its server bring the schema up
+        [python, "-m", "paneboard.cli", "serve", "--port", str(port), "--db", url]
+        + (["--migrate"] if python != sys.executable else []),
         stdout=log,
         stderr=subprocess.STDOUT,
         env=env,
