@@ -38,6 +38,7 @@ from typing import Any
 
 from paneboard_protocol.encode import probe_reply, tmux_passthrough
 
+from paneboard_agent.proctitle import set_title
 from paneboard_agent.relay_child import FORWARD_TO_CHILD, FORWARD_TO_FOREGROUND, HANDLED, session_leader
 from paneboard_agent.relay_scan import OutputScanner
 from paneboard_agent.relay_state import RelayState
@@ -466,6 +467,7 @@ def main(argv: list[str]) -> int:
         print(HELP)
         return 0
     wrap, command = parsed
+    set_title(command)  # tmux and ps name the program, not `python` (proctitle.py)
     try:
         return Relay(command, wrap=wrap).run()
     except OSError as exc:
