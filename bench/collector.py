@@ -1,6 +1,7 @@
 """Benchmark the collector: N panes printing steadily on one host, watched through sshd.
 
     uv run python bench/collector.py [--panes 50 200] [--seconds 20] [--rate 2000]
+                                     [--spinners 50] [--case all|stream|spinner]
 
 A private tmux server on this machine holds N panes (10 windows per session), each
 running a printer that writes `--rate` bytes/s of ordinary text plus, every 0.5 s, an
@@ -25,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,6 +65,20 @@ while True:
         with open(count_file, "w") as f:
             f.write(str(written))
     time.sleep(0.1)
+"""
+
+
+SPINNER = r"""
+import os, time
+frames = "\u280b\u2819\u2839\u2838\u283c\u2834\u2826\u2827\u2807\u280f"
+os.write(1, b"\x1b[2J\x1b[H > Please do the task now\r\n")
+t0, i = time.time(), 0
+while True:
+    line = f"\x1b[20;1H {frames[i % 10]} Thinking... (esc to cancel, {int(time.time() - t0)}s)\x1b[K"
+    line += "\x1b[22;1H >   Type your message or @path/to/file\x1b[K"
+    os.write(1, line.encode())
+    i += 1
+    time.sleep(0.08)
 """
 
 
@@ -111,6 +127,104 @@ def setup(n: int, rate: int, work: Path) -> TmuxServer:
         else:
             tmux.new_window(session, f"p{i}", cmd)
     return tmux
+
+
+def setup_spinners(n: int, work: Path) -> TmuxServer:
+    """N panes running `gemini` (the spinner above, named so the Gemini CLI rules apply)."""
+    tmux = TmuxServer().start("s0", "sleep 100000")
+    script = work / "bin" / "gemini"
+    script.parent.mkdir()
+    script.write_text("#!/usr/bin/env python3\n" + SPINNER)
+    script.chmod(0o755)
+    for i in range(n):
+        session = f"s{i // 10}"
+        if i % 10 == 0 and i:
+            tmux.new_session(session, str(script))
+        elif i == 0:
+            tmux.cmd("respawn-pane", "-k", "-t", "s0:0", str(script))
+        else:
+            tmux.new_window(session, f"p{i}", str(script))
+    return tmux
+
+
+def proc_times(pid: int, children: bool = False) -> float:
+    """CPU seconds of a process (with `children`: also of its reaped descendants)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+COUNTING_TMUX = """#!/bin/sh
+case " $* " in *" capture-pane "*) echo c >> {count} ;; esac
+exec {tmux} "$@"
+"""
+
+
+def counting_tmux(work: Path) -> tuple[Path, Path]:
+    """A `tmux` first on the watched host's PATH that counts capture-pane calls (one
+    line each in the returned file) and execs the real one: (its directory, the file)."""
+    real = shutil.which("tmux")
+    assert real is not None
+    d, count = work / "count-bin", work / "captures"
+    d.mkdir()
+    (d / "tmux").write_text(COUNTING_TMUX.format(count=count, tmux=real))
+    (d / "tmux").chmod(0o755)
+    count.touch()
+    return d, count
+
+
+def captures(count: Path) -> int:
+    return len(count.read_bytes()) // 2  # one "c\n" per capture
+
+
+def run_spinner_case(
+    sshd: Sshd, tmux: TmuxServer, work: Path, count: Path, n: int, seconds: float, reread: float
+) -> tuple[float, float, float, float, float]:
+    """One collector run over the spinner panes: captures/s, collector CPU %, tmux server
+    CPU % (both over the measured window), sshd-and-children CPU % (over the collector's
+    life: child times land only once reaped), peak RSS MiB."""
+    config = work / f"reread-{reread:g}.toml"
+    config.write_text(f"screen_reread = {reread}\n")
+    argv = [sys.executable, "-m", "paneboard.cli", "agent", "--stdout", "--config", str(config)]
+    argv += [*sshd.ssh_args(), "--tmux-socket", tmux.name]
+    assert sshd.proc is not None and tmux.pid is not None
+    host0, life0 = proc_times(sshd.proc.pid, children=True), time.time()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(WARMUP + n / 20)
+    t0, cpu0, tm0, c0 = time.time(), cpu_seconds(proc.pid), proc_times(tmux.pid), captures(count)
+    time.sleep(seconds)
+    t1, cpu1, tm1, c1 = time.time(), cpu_seconds(proc.pid), proc_times(tmux.pid), captures(count)
+    rss = stop_and_peak_rss(proc)
+    time.sleep(1.0)  # the connection's sshd exits and is reaped: its children's times land
+    host1, life1 = proc_times(sshd.proc.pid, children=True), time.time()
+    span = t1 - t0
+    return (
+        (c1 - c0) / span,
+        100 * (cpu1 - cpu0) / span,
+        100 * (tm1 - tm0) / span,
+        100 * (host1 - host0) / (life1 - life0),
+        rss / 1024,
+    )
+
+
+def spinner_rows(n: int, seconds: float) -> list[tuple[str, float, float, float, float]]:
+    with tempfile.TemporaryDirectory(prefix="pb-bench-", ignore_cleanup_errors=True) as d:
+        work = Path(d)
+        bin_dir, count = counting_tmux(work)
+        path = f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+        sshd = Sshd(work / "sshd", extra=(f"SetEnv PATH={path}",)).start()
+        tmux = setup_spinners(n, work)
+        try:
+            rows = []
+            for reread in (0.4, 0.0):
+                row = run_spinner_case(sshd, tmux, work, count, n, seconds, reread)
+                rows.append((f"{reread:g}", *row))
+        finally:
+            tmux.kill()
+            sshd.stop()
+    return rows
 
 
 def output_bytes(work: Path, n: int) -> int:
@@ -186,7 +300,35 @@ def main() -> int:
     ap.add_argument("--panes", type=int, nargs="+", default=[50, 200])
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--rate", type=int, default=2000, help="bytes per second per pane")
+    ap.add_argument("--spinners", type=int, default=50, help="panes animating a spinner (spinner case)")
+    ap.add_argument("--case", choices=["all", "stream", "spinner"], default="all")
     args = ap.parse_args()
+    if args.case in ("all", "stream"):
+        stream_case(args)
+    if args.case in ("all", "spinner"):
+        spinner_case(args)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    return 0
+
+
+def spinner_case(args: argparse.Namespace) -> None:
+    rows = spinner_rows(args.spinners, args.seconds)
+    print(
+        f"spinner case over sshd: {args.spinners} panes of `gemini` redrawing a spinner every 80 ms,"
+        f" {args.seconds:g} s measured per run"
+    )
+    print(
+        f"{'screen_reread':>13} | {'captures/s':>10} | {'collector CPU %':>15} | {'tmux CPU %':>10} |"
+        f" {'sshd+children CPU %':>19} | {'RSS MiB':>7}"
+    )
+    for name, caps, cpu, tm, host, rss in rows:
+        print(f"{name:>13} | {caps:>10.1f} | {cpu:>15.1f} | {tm:>10.1f} | {host:>19.1f} | {rss:>7.1f}")
+    print("captures/s: capture-pane calls on the watched host (a counting tmux wrapper on its PATH);")
+    print("tmux CPU: the tmux server; sshd+children: sshd and all it ran for the collector (the shell,")
+    print("each tmux client and ps), per second of the collector's life. 0 = no re-read while output flows.")
+
+
+def stream_case(args: argparse.Namespace) -> None:
     rows = []
     for n in args.panes:
         with tempfile.TemporaryDirectory(prefix="pb-bench-", ignore_cleanup_errors=True) as d:
@@ -217,8 +359,6 @@ def main() -> int:
             f" {pct(delays, 50) * 1000:>12.1f} {pct(delays, 99) * 1000:>8.1f} {len(delays):>6}"
         )
     print("base = drain-only SSH client reading the same control-mode streams (no parsing/decoding)")
-    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    return 0
 
 
 if __name__ == "__main__":

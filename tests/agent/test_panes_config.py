@@ -85,6 +85,7 @@ def test_config_full_and_errors_name_the_key(tmp_path) -> None:
     cfg = parse_config(
         {
             "poll_interval": 0.5,
+            "screen_reread": 0,
             "transports": ["ssh", "kubectl exec"],
             "hosts": [
                 {"local": True, "tmux_socket": "work"},
@@ -93,6 +94,7 @@ def test_config_full_and_errors_name_the_key(tmp_path) -> None:
         }
     )
     assert cfg.poll_interval == 0.5 and cfg.transports == ("ssh", "kubectl exec")
+    assert cfg.screen_reread == 0 and parse_config({}).screen_reread == 0.4
     assert cfg.hosts[0].local and cfg.hosts[0].tmux_socket == "work"
     assert cfg.hosts[1].identity == ("~/.ssh/k",) and cfg.hosts[1].include == ("a*",)
     cases = {
@@ -104,6 +106,7 @@ def test_config_full_and_errors_name_the_key(tmp_path) -> None:
         "hosts[0].host: not a host name": {"hosts": [{"host": "-oProxyCommand=x"}]},
         "transports[1]: expected a non-empty string": {"transports": ["ssh", 3]},
         "poll_interval: expected a number": {"poll_interval": "fast"},
+        "screen_reread: expected a number from 0 to 10": {"screen_reread": -1},
         "hosts: expected an array of tables": {"hosts": {"host": "x"}},
         "colour: unknown key": {"colour": 1},
     }

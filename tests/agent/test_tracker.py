@@ -13,7 +13,7 @@ import pytest
 from helpers import b64, osc7501
 from paneboard_agent.panes import Observation, PaneInfo
 from paneboard_agent.sink import PaneKey
-from paneboard_agent.tracker import FRESH_OBSERVATION, SETTLE, PaneTracker
+from paneboard_agent.tracker import FRESH_OBSERVATION, REREAD, SETTLE, PaneTracker
 from paneboard_protocol.encode import encode_agent
 from paneboard_protocol.rules import load_rules
 
@@ -33,9 +33,9 @@ BLOCKED = osc7501(f"state=blocked:kind=question:app=builder:msg={b64('Deploy?')}
 NO_UPDATE = "no update"
 
 
-def run(steps: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+def run(steps: list[tuple[Any, ...]], reread: float = REREAD) -> list[dict[str, Any]]:
     """Apply steps; for each, what came out (update state, capture started, hold, settle)."""
-    t = PaneTracker(KEY, "main", RULES, ("ssh",))
+    t = PaneTracker(KEY, "main", RULES, ("ssh",), reread=reread)
     out = []
     for step in steps:
         now, op, *args = step
@@ -179,6 +179,136 @@ SCENARIOS: dict[str, tuple[list[tuple[Any, ...]], list[dict[str, Any]]]] = {
         [{"capture": True}, {"settle": 1 + SETTLE}, {"settle": None}, {"capture": True}],
     ),
 }
+
+
+def spinner(start: float, n: int = 5, every: float = 0.08) -> list[tuple[Any, ...]]:
+    """`n` spinner frames, one every `every` s from `start` (never a quiet SETTLE)."""
+    return [(start + i * every, "output", b"\r\xe2\xa0\x8b Working") for i in range(n)]
+
+
+#: A timer fires at (not before) its time; the table's times add this, as floats at
+#: T0 + t cannot name an instant exactly.
+E = 0.001
+
+#: A pane that keeps writing (REREAD = 0.4 s, SETTLE = 0.15 s): steps, reread, outputs.
+#: Only the settle timers that matter are fired; the ones that would only wait on are
+#: left out where the scenario above already shows them waiting on.
+ANIMATED: dict[str, tuple[list[tuple[Any, ...]], float, list[dict[str, Any]]]] = {
+    "an animating pane with rules is re-read REREAD after the output that armed the settle": (
+        [
+            (0, "listed", info(command="codex"), CODEX),
+            (0.05, "captured", "screen\n"),
+            (1.0, "output", b"a"),
+            (1.1, "output", b"b"),
+            (1.0 + SETTLE + E, "settled"),
+            (1.2, "output", b"c"),
+            (1.1 + SETTLE + E, "settled"),
+            (1.3, "output", b"d"),
+            (1.2 + SETTLE + E, "settled"),
+            (1.38, "output", b"e"),
+            (1.0 + REREAD + E, "settled"),
+            (1.42, "output", b"f"),
+            (1.45, "captured", "screen 2\n"),
+            (1.42 + SETTLE + E, "settled"),
+        ],
+        REREAD,
+        [
+            {"capture": True},
+            {"capture": False, "settle": None},
+            {"settle": 1.0 + SETTLE},
+            {"settle": 1.0 + SETTLE},
+            {"settle": 1.1 + SETTLE, "capture": False},  # not quiet: wait on
+            {"settle": 1.1 + SETTLE},
+            {"settle": 1.2 + SETTLE, "capture": False},
+            {"settle": 1.2 + SETTLE},
+            {"settle": 1.0 + REREAD, "capture": False},  # the re-read comes before quiet would
+            {"settle": 1.0 + REREAD},
+            {"settle": None, "capture": True},  # kept writing for REREAD s: read it anyway
+            {"settle": 1.42 + SETTLE},  # the next frame arms the next round
+            {"capture": False, "settle": 1.42 + SETTLE},
+            {"settle": None, "capture": True},  # quiet: read once more, the final screen
+        ],
+    ),
+    "with re-reading off (0), an animating pane is read only once quiet": (
+        [
+            (0, "listed", info(command="codex"), CODEX),
+            (0.05, "captured", "screen\n"),
+            *spinner(1.0, 10),
+            (1.0 + REREAD + E, "settled"),
+            (1.72 + SETTLE + E, "settled"),
+        ],
+        0,
+        [
+            {"capture": True},
+            {},
+            *[{"settle": 1.0 + SETTLE} for _ in range(10)],
+            {"settle": 1.72 + SETTLE, "capture": False},  # past REREAD: still waits for quiet
+            {"settle": None, "capture": True},
+        ],
+    ),
+    "a re-read due while a capture runs is read right after it, not at the next quiet": (
+        [
+            (0, "listed", info(command="codex"), CODEX),
+            (0.05, "captured", "screen\n"),
+            *spinner(1.0),
+            (1.0 + REREAD + E, "settled"),  # capture 1 starts
+            *spinner(1.48),
+            (1.48 + REREAD + E, "settled"),  # capture 1 still runs: one more is due after it
+            (1.9, "captured", "screen 2\n"),  # capture 1 ends; the spinner goes on
+            *spinner(1.96),
+            (1.9 + REREAD + E, "settled"),
+        ],
+        REREAD,
+        [
+            {"capture": True},
+            {},
+            *[{} for _ in range(5)],
+            {"capture": True, "settle": None},
+            {"settle": 1.48 + SETTLE},
+            *[{} for _ in range(4)],
+            {"capture": False, "settle": None},  # one is in flight
+            {"capture": False, "settle": 1.9 + SETTLE},  # armed again as it ended
+            *[{} for _ in range(5)],
+            {"capture": True, "settle": None},  # output never paused: REREAD after that
+        ],
+    ),
+    "an animating shell pane is never read": (
+        [(0, "listed", info(), SHELL), *spinner(1.0, 12), (1.0 + REREAD + E, "settled")],
+        REREAD,
+        [{"capture": False}, *[{"settle": None, "capture": False} for _ in range(13)]],
+    ),
+    "an animating agent that reports OSC 7501 is never read (RI-2)": (
+        [
+            (0, "listed", info(command="codex"), CODEX),
+            (0.05, "captured", "screen\n"),
+            (0.5, "output", osc7501("state=working:app=codex")),
+            (0.55, "released"),
+            *spinner(1.0, 12),
+            (1.0 + REREAD + E, "settled"),
+        ],
+        REREAD,
+        [
+            {"capture": True},
+            {},
+            {"hold": True, "settle": 0.5 + SETTLE},  # armed before the report was read
+            {"state": "working"},
+            *[{"capture": False} for _ in range(12)],  # the frames arm nothing more
+            {"settle": None, "capture": False},  # and the armed time reads nothing
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ANIMATED))
+def test_tracker_animated(name: str) -> None:
+    steps, reread, expected = ANIMATED[name]
+    got = run(steps, reread)
+    assert len(got) == len(expected), [s[:2] for s in steps]
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        for k, v in e.items():
+            want = pytest.approx(v, abs=1e-6) if isinstance(v, float) else v
+            at = f"step {i} at {steps[i][0]:.3f} {steps[i][1]!r}"
+            assert g[k] == want, f"{at}: {k} = {g[k]!r}, expected {v!r}"
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))

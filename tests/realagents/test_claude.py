@@ -5,6 +5,7 @@ answered -> working -> finished, checked at every step as the collector prints i
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,50 @@ def test_claude_code_start_report_under_paneboard_run(stage: Stage, agent_cli, t
     raw = stage.raw.read_bytes()
     assert b"\x1b]7501;state=idle:app=claude-code" in raw, "Claude Code reported idle at start"
     stage.wait_class({"agent": "claude", "state": "idle", "source": "protocol"}, 20, "the reported idle")
+
+
+RECIPE = Path(__file__).resolve().parents[2] / "docs" / "recipes" / "claude-settings.json"
+
+
+def test_claude_code_turn_with_the_hooks_recipe(stage: Stage, agent_cli, tmp_path: Path) -> None:
+    """docs/recipes/claude-settings.json, verbatim, as the real Claude Code's user settings
+    (no `paneboard run`): the hooks' reports carry the turn, `protocol` from the prompt on."""
+    claude = agent_cli("claude")
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    claude_home(home, work)
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text(RECIPE.read_text())
+    env = claude_env(home, stage.api.url) | {"PATH": f"{Path(PANEBOARD).parent}:{os.environ['PATH']}"}
+    stage.open(f"{claude} --permission-mode default", env, work)
+    stage.wait_class({"agent": "claude", "state": "idle", "kind": None}, 90, "idle at start")
+    stage.wait_screen(lambda s: "? for shortcuts" in s, 30, "the prompt")
+
+    stage.press_until(
+        ["Please do PBTASK now"],
+        lambda: "PBTASK" in stage.screen(),
+        "the prompt typed",
+        tries=1,
+        each=20,
+        literal=True,
+    )
+    stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
+    stage.check(
+        {"agent": "claude", "state": "working", "source": "protocol"}, 30, "working (UserPromptSubmit)"
+    )
+    stage.api.release(1)
+    stage.wait_screen(lambda s: "Do you want to proceed?" in s, 60, "the permission prompt")
+    stage.check(
+        {"agent": "claude", "state": "blocked", "kind": "permission", "source": "protocol"},
+        30,
+        "blocked/permission (Notification permission_prompt)",
+    )
+    stage.press_until(["Enter"], lambda: stage.api.held(2), "the approval")
+    stage.check({"agent": "claude", "state": "working", "source": "protocol"}, 30, "working (PostToolUse)")
+    stage.api.release(2)
+    stage.wait_screen(lambda s: "All done: pb-ran exists." in s, 60, "the final answer")
+    stage.check({"agent": "claude", "state": "done", "source": "protocol"}, 30, "done (Stop)")
+    seen = stage.states()
+    if seen != ["idle", "working", "blocked", "working", "done"]:
+        stage.gaps.append(f"states seen: {stage.walk()}")
+    assert not stage.gaps, "\n".join(stage.gaps)

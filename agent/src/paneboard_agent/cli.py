@@ -212,6 +212,7 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
     rules = read_rules()
     options = Options(
         poll_interval=config.poll_interval,
+        reread=config.screen_reread,
         transports=config.transports,
         rules=rules,
         wait_for_tmux=args.wait_for_tmux,

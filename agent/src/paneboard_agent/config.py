@@ -2,6 +2,8 @@
 
 ```toml
 poll_interval = 1.0            # seconds between pane/process polls
+screen_reread = 0.4            # seconds: how often the screen of an agent that keeps
+                               # animating is re-read (0: only once its output pauses)
 transports = ["ssh", "mosh"]   # replaces the default list of "transport" programs
 rules_dir = "~/.config/paneboard/rules"
 
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from paneboard_agent.panes import DEFAULT_TRANSPORTS
+from paneboard_agent.tracker import REREAD
 
 
 class ConfigError(Exception):
@@ -70,6 +73,7 @@ class Config:
     rules_dir: str | None = None
     poll_interval: float = 1.0
     ssh_config: str | None = None  # None: ~/.ssh/config when it exists; "none": read none
+    screen_reread: float = REREAD  # seconds between screen reads of a pane that animates; 0: off
 
 
 _HOST_KEYS = {
@@ -88,7 +92,7 @@ _HOST_KEYS = {
     "screens",
     "allow_input",
 }
-_TOP_KEYS = {"hosts", "transports", "rules_dir", "poll_interval", "ssh_config"}
+_TOP_KEYS = {"hosts", "transports", "rules_dir", "poll_interval", "ssh_config", "screen_reread"}
 
 
 def _str(where: str, value: Any) -> str:
@@ -177,10 +181,16 @@ def parse_config(raw: dict[str, Any], name: str = "config") -> Config:
         rules_dir = _str("rules_dir", raw["rules_dir"]) if "rules_dir" in raw else None
         poll = _num("poll_interval", raw.get("poll_interval", 1.0), 0.1, 60)
         ssh_cfg = _str("ssh_config", raw["ssh_config"]) if "ssh_config" in raw else None
+        reread = _num("screen_reread", raw.get("screen_reread", REREAD), 0, 10)
     except ConfigError as exc:
         raise ConfigError(f"{name}: {exc}") from None
     return Config(
-        hosts=hosts, transports=transports, rules_dir=rules_dir, poll_interval=poll, ssh_config=ssh_cfg
+        hosts=hosts,
+        transports=transports,
+        rules_dir=rules_dir,
+        poll_interval=poll,
+        ssh_config=ssh_cfg,
+        screen_reread=reread,
     )
 
 

@@ -7,6 +7,10 @@ done comes back out as plain values it reads after each input:
 * `take_update()`: the classification changed (what the sink gets), else None;
 * `take_capture()`: start one `capture-pane` now (at most one is ever in flight);
 * `settle_at` / `deadline_at`: when to call `settled(now)` / `deadline(now)`;
+  a screen is read once output has been quiet for `settle` seconds, or, for a pane
+  that never pauses that long (an agent animating a spinner), `reread` seconds after
+  the output that armed the settle time: an animating agent's screen is re-read at most
+  every `reread` seconds, never only once it stops;
 * the return value of `output()`: the pane holds a report until its foreground
   process has been looked at (see `output`).
 
@@ -39,6 +43,9 @@ FRESH_OBSERVATION = 0.1
 MAX_HELD = 10000
 #: quiet time (seconds) before a pane's screen is captured
 SETTLE = 0.15
+#: while output keeps flowing (a spinner, a progress bar), the screen of a pane whose
+#: classifier wants it is re-read at most this often (seconds); 0: only once quiet
+REREAD = 0.4
 
 
 class PaneTracker:
@@ -51,10 +58,12 @@ class PaneTracker:
         rules: Any = None,
         transports: Iterable[str] = (),
         settle: float = SETTLE,
+        reread: float = REREAD,
     ) -> None:
         self.key = key
         self.session = session
         self.settle = settle
+        self.reread = reread
         self.decoder = Decoder()
         self.classifier = PaneClassifier(rules, transports=transports)
         self.info: PaneInfo | None = None
@@ -69,6 +78,7 @@ class PaneTracker:
         self._last_sig: Any = None
         self._pending: PaneUpdate | None = None
         self._last_output = 0.0
+        self._armed_at = 0.0  # the output that set settle_at (the start of an animation)
         self._recapture = True
         self._capture_wanted = False
         self._capture_again = False
@@ -145,12 +155,18 @@ class PaneTracker:
         self.capturing = self._capture_wanted = False
 
     def settled(self, now: float) -> None:
-        """The settle time came: capture if the pane stayed quiet, else wait on."""
+        """The settle time came: capture if the pane stayed quiet, or if it has kept
+        writing for `reread` seconds (an animation would otherwise never let a screen be
+        read: the prompt just answered would stay on the last one); else wait on."""
         if self.settle_at is None:
             return
-        quiet = now - self._last_output
-        if quiet < self.settle:
-            self.settle_at = self._last_output + self.settle
+        if not self._wants_screen:  # a report since made the screen irrelevant (RI-2)
+            self.settle_at = None
+            return
+        quiet_at = self._last_output + self.settle
+        reread_at = self._armed_at + self.reread if self.reread > 0 else None
+        if now < quiet_at and (reread_at is None or now < reread_at):
+            self.settle_at = quiet_at if reread_at is None else min(quiet_at, reread_at)
             return
         self.settle_at = None
         self._request_capture()
@@ -186,6 +202,15 @@ class PaneTracker:
         if self._wants_screen:
             self._request_capture()
 
+    def restored(self, now: float, events: list[Any]) -> None:
+        """Reports read back from the pane's stored state after attaching (`late_state`):
+        fed exactly like the pane's output, then its screen read where it applies."""
+        if events:
+            self.classifier.feed(now, events)
+            self._evaluate(now)
+            if self._wants_screen:
+                self._settle(now)
+
     # --- outputs -----------------------------------------------------------------
 
     def take_update(self) -> PaneUpdate | None:
@@ -205,6 +230,7 @@ class PaneTracker:
     def _settle(self, now: float) -> None:
         self._last_output = now
         if self.settle_at is None:
+            self._armed_at = now
             self.settle_at = now + self.settle
 
     def _request_capture(self) -> None:

@@ -11,9 +11,7 @@ reports, when to capture, when to re-evaluate) is decided by its pure
 
 What it sends to tmux: see `control.READ_COMMANDS`; the one-shot commands are
 `tmux -V`, `list-sessions`, `list-panes`, `list-clients`, `capture-pane -p`, `ps`,
-and `detach-client` for a stale control client this process itself attached earlier;
-for panes a page watches, `capture-pane -p -e` and `display-message -p`, and, only
-with `--allow-input`, the `send-keys` of an answer (module `screens`).
+and `detach-client` for a stale control client this process itself attached earlier.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from paneboard_agent import queries
+from paneboard_agent import late_state, queries
 from paneboard_agent.clients import ControlClients
 from paneboard_agent.control import (
     ControlClient,
@@ -129,7 +127,7 @@ class TmuxWatcher:
         self._full_due = 0.0
         # the classifier sees a name only; "docker exec"-style entries are judged here
         self._classifier_transports = [t for t in options.transports if " " not in t]
-        self.screens = PaneScreens(self)  # watched screens and answers (screens.py)
+        self.screens = PaneScreens(self)  # pages' screens, answers; what they send to tmux
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -195,10 +193,15 @@ class TmuxWatcher:
         )
         self._set_status(True, None)
         self._need_sessions = True
+        since, first = time.time(), True
         while True:
             self._wake.clear()  # before the sync: a wake-up during it means "again"
             started = time.monotonic()
-            await self._sync()
+            if first:  # ... and then the state stored before we came (late_state.py)
+                first = False
+                await late_state.first_sync(self, since)
+            else:
+                await self._sync()
             if not self._wake.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.opt.poll_interval)
@@ -300,6 +303,7 @@ class TmuxWatcher:
                 self.opt.rules,
                 self._classifier_transports,
                 self.opt.settle,
+                self.opt.reread,
             )
         )
         self.panes[pane_id] = pane
@@ -412,7 +416,6 @@ class TmuxWatcher:
                     del self.panes[pane_id]
 
     def _gone(self, pane: _Pane, now: float) -> None:
-        self.screens.gone(pane.tracker.key.pane)
         pane.cancel()
         self.panes.pop(pane.tracker.key.pane, None)
         self.pump.gone(pane.tracker.key, now)
@@ -425,7 +428,6 @@ class TmuxWatcher:
         update = t.take_update()
         if update is not None:
             self.pump.changed(update)
-            self.screens.changed(t.key.pane)
         if t.take_capture():
             pane.capture_task = asyncio.create_task(self._do_capture(pane))
         loop = asyncio.get_running_loop()
