@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "answer_0002"
-down_revision = "0001"
+down_revision = "ledger_0002"
 branch_labels = None
 depends_on = None
 

@@ -100,6 +100,7 @@ class Demo:
         self.viewer_token = _run(_paneboard("token", "create", "demo-viewer", "--viewer"), self.env)
         # an operator: the demo's login may answer the asker's prompt from the board
         _run(_paneboard("user", "add", "demo", "--operator"), self.env, stdin=self.password + "\n")
+        self._seed_sample_week()
 
         self._log(f"starting the server on {self.url}")
         server = self._spawn(
@@ -147,6 +148,25 @@ class Demo:
         self._log("starting the demo agents")
         for window, agent in DEMO_PANES:
             self._tmux(*tmux, "new-window", "-d", "-t", "demo", "-n", window, self._pane_command(agent))
+
+    def _seed_sample_week(self) -> None:
+        """A week of sample waits (hosts `sample-…`, session "sample day"), so the stats
+        page of this throw-away database shows something beside the live agents."""
+        import asyncio
+
+        from paneboard_server.database import create_engine
+        from paneboard_server.database import resolve_url as _url
+        from paneboard_server.ledger_seed import seed_sample
+
+        async def go() -> int:
+            engine = create_engine(_url(self.env["PANEBOARD_DB"]))
+            try:
+                return await seed_sample(engine, time.time())
+            finally:
+                await engine.dispose()
+
+        n = asyncio.run(go())
+        self._log(f"seeded {n} sample waits (hosts sample-…, labelled 'sample day') for the stats page")
 
     def _tmux(self, *args: str) -> None:
         subprocess.run(list(args), env=self.env, check=True, timeout=30, capture_output=True)
@@ -261,6 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(board, flush=True)
         print(f"Sign in at {demo.url}/ as 'demo' with password {demo.password}", flush=True)
         print(f"Watch the panes: tmux -L {demo.tmux_socket} attach", flush=True)
+        print(f"Time waiting on you: {demo.url}/stats.html (with a seeded sample week)", flush=True)
         print("Press Ctrl-C to stop and remove everything.", flush=True)
         if not args.no_browser:
             with contextlib.suppress(webbrowser.Error):

@@ -13,7 +13,7 @@ import pytest
 from helpers import b64, osc7501
 from paneboard_agent.panes import Observation, PaneInfo
 from paneboard_agent.sink import PaneKey
-from paneboard_agent.tracker import FRESH_OBSERVATION, REREAD, SETTLE, PaneTracker
+from paneboard_agent.tracker import REREAD, SETTLE, PaneTracker
 from paneboard_protocol.encode import encode_agent
 from paneboard_protocol.rules import load_rules
 
@@ -29,6 +29,7 @@ def info(window: str = "w", command: str = "bash", pid: int = 100) -> PaneInfo:
 SHELL = Observation(None, 100, True)
 CODEX = Observation("codex", 200, True)
 APP = Observation("builder", 300, True)
+SCRIPT = Observation(None, 400, True)  # `./deploy.sh` typed at bash: tmux names it `bash` too
 BLOCKED = osc7501(f"state=blocked:kind=question:app=builder:msg={b64('Deploy?')}")
 NO_UPDATE = "no update"
 
@@ -44,8 +45,10 @@ def run(steps: list[tuple[Any, ...]], reread: float = REREAD) -> list[dict[str, 
             t.listed(T0 + now, *args)
         elif op == "output":
             hold = t.output(T0 + now, *args)
+        elif op == "polling":
+            t.polling()
         elif op == "released":
-            t.released(T0 + now)
+            hold = t.released(T0 + now)
         elif op == "settled":
             t.settled(T0 + now)
         elif op == "captured":
@@ -82,30 +85,89 @@ SCENARIOS: dict[str, tuple[list[tuple[Any, ...]], list[dict[str, Any]]]] = {
         [(0, "listed", info(), SHELL), (1, "listed", info(window="x"), None)],
         [{"state": None}, {"state": None}],
     ),
-    "a report long after the last look is held until released": (
-        [(0, "listed", info(), SHELL), (1, "output", BLOCKED), (1.05, "released")],
-        [{"state": None}, {"state": NO_UPDATE, "hold": True}, {"state": "blocked"}],
+    "a report is held until the poll after it has run": (
+        [(0, "listed", info(), SHELL), (1, "output", BLOCKED), (1.01, "polling"), (1.05, "released")],
+        [{"state": None}, {"state": NO_UPDATE, "hold": True}, {"state": NO_UPDATE}, {"state": "blocked"}],
     ),
-    "a report right after a look is fed at once": (
-        [(0, "listed", info(), SHELL), (FRESH_OBSERVATION / 2, "output", BLOCKED)],
-        [{"state": None}, {"state": "blocked", "hold": False}],
+    # The race CI caught: a script started right after a poll reports at once. Filed under
+    # the shell that poll saw, its record ended as "the process left" at the next poll.
+    "a report right after a look at the shell waits for a look after it: the script's": (
+        [
+            (0, "listed", info(), SHELL),
+            (0.03, "output", BLOCKED),
+            (0.04, "polling"),
+            (0.05, "listed", info(), SCRIPT),
+            (0.05, "released"),
+            (1, "listed", info(), SCRIPT),
+        ],
+        [
+            {"state": None},
+            {"state": NO_UPDATE, "hold": True},
+            {"state": NO_UPDATE},
+            {"state": None},  # the script is in front (its record is not filed yet)
+            {"state": "blocked", "hold": False},
+            {"state": NO_UPDATE},  # still the script's: nothing left
+        ],
+    ),
+    "a report that arrives while a poll runs waits for the next poll": (
+        [
+            (0, "listed", info(), SHELL),
+            (1, "output", osc7501("state=working")),  # the shell's (a prompt hook)
+            (1.01, "polling"),
+            (1.015, "output", BLOCKED),  # the script's, started after the poll looked
+            (1.02, "listed", info(), SHELL),
+            (1.02, "released"),
+            (1.03, "polling"),
+            (1.04, "listed", info(), SCRIPT),
+            (1.04, "released"),
+            (2, "listed", info(), SCRIPT),
+        ],
+        [
+            {"state": None},
+            {"hold": True},
+            {"state": NO_UPDATE},
+            {"state": NO_UPDATE, "hold": False},
+            {"state": NO_UPDATE},
+            {"state": "working", "hold": True},  # the shell's report only; the other waits
+            {"state": NO_UPDATE},
+            {"state": None},  # the script is in front: the shell's record ended
+            {"state": "blocked", "hold": False},
+            {"state": NO_UPDATE},
+        ],
+    ),
+    "plain text that arrives while a poll runs does not keep the pane held": (
+        [
+            (0, "listed", info(), SHELL),
+            (1, "output", BLOCKED),
+            (1.01, "polling"),
+            (1.015, "output", b"Deploy? [y/N] "),
+            (1.02, "released"),
+        ],
+        [{"state": None}, {"hold": True}, {}, {"hold": False}, {"state": "blocked", "hold": False}],
     ),
     "output while held joins the held events, in order": (
         [
             (0, "listed", info(), SHELL),
             (1, "output", BLOCKED),
             (1.01, "output", osc7501("state=working:app=builder")),
+            (1.02, "polling"),
             (1.05, "released"),
         ],
-        [{"state": None}, {"hold": True}, {"state": NO_UPDATE, "hold": False}, {"state": "working"}],
+        [{"state": None}, {"hold": True}, {"state": NO_UPDATE, "hold": False}, {}, {"state": "working"}],
     ),
     "a held THINKTERM blocked asks for the screen once released, to read its question": (
         [
             (0, "listed", info(), SHELL),
             (1, "output", encode_agent("my-agent", "blocked", ts=int(T0 + 1)) + b"Push to? [main/dev]\r\n"),
+            (1.01, "polling"),
             (1.05, "released"),
         ],
-        [{"state": None}, {"state": NO_UPDATE, "hold": True}, {"state": "blocked", "settle": 1.05 + SETTLE}],
+        [
+            {"state": None},
+            {"state": NO_UPDATE, "hold": True},
+            {},
+            {"state": "blocked", "settle": 1.05 + SETTLE},
+        ],
     ),
     "plain text is never held": (
         [(0, "listed", info(), SHELL), (5, "output", b"hello\r\n")],
@@ -115,9 +177,11 @@ SCENARIOS: dict[str, tuple[list[tuple[Any, ...]], list[dict[str, Any]]]] = {
         [
             (0, "listed", info(command="builder"), APP),
             (0.01, "output", BLOCKED),
+            (0.02, "polling"),
+            (0.03, "released"),
             (1, "listed", info(), SHELL),
         ],
-        [{"state": None}, {"state": "blocked"}, {"state": None}],
+        [{"state": None}, {"hold": True}, {}, {"state": "blocked"}, {"state": None}],
     ),
     "a pane with screen rules is captured once listed, then after output settles": (
         [
@@ -282,6 +346,7 @@ ANIMATED: dict[str, tuple[list[tuple[Any, ...]], float, list[dict[str, Any]]]] =
             (0, "listed", info(command="codex"), CODEX),
             (0.05, "captured", "screen\n"),
             (0.5, "output", osc7501("state=working:app=codex")),
+            (0.52, "polling"),  # a look at the process, started after the report
             (0.55, "released"),
             *spinner(1.0, 12),
             (1.0 + REREAD + E, "settled"),
@@ -291,6 +356,7 @@ ANIMATED: dict[str, tuple[list[tuple[Any, ...]], float, list[dict[str, Any]]]] =
             {"capture": True},
             {},
             {"hold": True, "settle": 0.5 + SETTLE},  # armed before the report was read
+            {},
             {"state": "working"},
             *[{"capture": False} for _ in range(12)],  # the frames arm nothing more
             {"settle": None, "capture": False},  # and the armed time reads nothing
@@ -329,7 +395,9 @@ def test_the_classifier_deadline_is_handed_out_and_honoured() -> None:
     t = PaneTracker(KEY, "main", RULES)
     t.listed(T0, info(), SHELL)
     t.take_update()
-    t.output(T0 + 0.01, thinkterm("my-agent", "working", ts=int(T0)))
+    assert t.output(T0 + 0.01, thinkterm("my-agent", "working", ts=int(T0)))  # held for a look
+    t.polling()
+    assert not t.released(T0 + 0.02)
     assert t.take_update().state == "working"
     assert t.deadline_at is not None and t.deadline_at > T0
     t.deadline(t.deadline_at)
@@ -341,6 +409,8 @@ def test_seen_turns_done_into_idle() -> None:
     t = PaneTracker(KEY, "main", RULES)
     t.listed(T0, info(command="builder"), APP)
     t.output(T0 + 0.01, osc7501("state=done:app=builder"))
+    t.polling()
+    t.released(T0 + 0.02)
     assert t.take_update().state == "done"
     t.seen(T0 + 1)
     assert t.take_update().state in ("idle", None)

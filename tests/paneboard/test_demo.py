@@ -30,6 +30,12 @@ def _panes(url: str, token: str) -> list[dict]:
         return json.load(response)
 
 
+def _get(url: str, token: str, path: str) -> dict:
+    request = urllib.request.Request(f"{url}{path}", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
 def _window(pane: dict) -> str:
     return pane["window"].split(":", 1)[-1]
 
@@ -94,6 +100,22 @@ def test_demo_shows_every_kind_of_agent_and_cleans_up(tmp_path: Path) -> None:
             ), f"{name}: only saw {seen[name]}"
         assert "remote-agent" in remote_agents, f"the remote pane was never identified: {remote_agents}"
         assert remote_agents[-1] is None, "the stale remote report kept its identity (TA-13)"
+
+        # The stats page has a labelled sample week, and the live agents' waits beside it.
+        stats = _get(url, token, "/api/stats")
+        assert stats["totals"]["count"] > 100 and len(stats["per_day"]["days"]) == 8
+        assert {"sample-build1", "sample-gpu2", "sample-laptop"} <= set(stats["options"]["hosts"])
+        assert all(p["session"] == "sample day" for p in stats["panes"] if p["host"].startswith("sample-"))
+
+        def live_waits() -> list[dict]:
+            blocks = _get(url, token, "/api/blocks?limit=10000")["blocks"]
+            dones = _get(url, token, "/api/blocks?state=done&limit=10000")["blocks"]
+            return [b for b in blocks + dones if not b["host"].startswith("sample-")]
+
+        deadline = time.monotonic() + 120
+        while not live_waits() and time.monotonic() < deadline:
+            time.sleep(1)
+        assert live_waits(), "the demo's own agents left no wait in the ledger"
 
         # the Claude-like asker is answered from the board, and goes on
         from support.webclient import WebClient

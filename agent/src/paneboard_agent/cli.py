@@ -59,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the collector token for --server (default: $PANEBOARD_TOKEN, which keeps it "
         "out of the process list)",
     )
+    out.add_argument(
+        "--explain",
+        action="store_true",
+        help="with --stdout: each line also names the process taken for the pane's program "
+        '("process") and, when a wrapper leads the pane, why that one ("why")',
+    )
     p.add_argument(
         "--local", action="store_true", help="watch tmux on this machine (the default when no host is given)"
     )
@@ -221,7 +227,7 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
     if args.stdout:
         from paneboard_agent.stdout_sink import StdoutSink
 
-        sink = StdoutSink()
+        sink = StdoutSink(explain=args.explain)
     else:
         try:
             from paneboard_agent.uplink import UplinkSink
@@ -296,6 +302,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.stdout == bool(args.server):
         print("paneboard agent: give exactly one of --stdout or --server URL", file=sys.stderr)
+        return 2
+    if args.explain and not args.stdout:
+        print("paneboard agent: --explain goes with --stdout", file=sys.stderr)
         return 2
     if args.server and not args.token:
         print("paneboard agent: --server needs --token (or $PANEBOARD_TOKEN)", file=sys.stderr)

@@ -11,8 +11,8 @@ done comes back out as plain values it reads after each input:
   that never pauses that long (an agent animating a spinner), `reread` seconds after
   the output that armed the settle time: an animating agent's screen is re-read at most
   every `reread` seconds, never only once it stops;
-* the return value of `output()`: the pane holds a report until its foreground
-  process has been looked at (see `output`).
+* the return value of `output()` and `released()`: the pane holds a report until its
+  foreground process has been looked at after the report arrived (see `output`).
 
 Kept apart so that the decisions (which report waits for an observation, when a
 screen is read, when the classification is re-evaluated) are tested as tables,
@@ -37,8 +37,9 @@ _FROM_CLASSIFICATION = tuple(k for k in CLASSIFICATION_FIELDS if k != "records")
 
 #: events that are attributed to the foreground process (see PaneTracker.output)
 REPORTS = (StatusReport, ClearReport, AgentReport)
-#: an observation younger than this (seconds) is taken as current for a report
-FRESH_OBSERVATION = 0.1
+#: False (diagnostics only, bench/e2e.py): reports go to the classifier at once, filed
+#: under whatever process was last seen in front
+HOLD_REPORTS = True
 #: events held per pane while its process is looked at; more are fed unheld
 MAX_HELD = 10000
 #: quiet time (seconds) before a pane's screen is captured
@@ -70,8 +71,8 @@ class PaneTracker:
         self.obs: Observation | None = None
         self.last_update: PaneUpdate | None = None
         self.unlisted_polls = 0
-        self.observed_at = 0.0  # wall time of the last process observation (or listing)
         self.held: list[Any] | None = None  # events waiting for a fresh observation
+        self._cut = 0  # how many of `held` arrived before the poll now running started
         self.settle_at: float | None = None
         self.deadline_at: float | None = None
         self.capturing = False
@@ -89,19 +90,22 @@ class PaneTracker:
     def output(self, now: float, data: bytes) -> bool:
         """Bytes the pane wrote. True: hold them for a fresh look at the process.
 
-        A report belongs to the process in front when it was written (RI-2, RI-5); the
-        poll lags by up to a second, so a program that reports right after starting
-        would otherwise have its report filed under the shell and dropped as soon as
-        the poll noticed the program. Held events wait for `released`, which the
-        manager calls after its next poll (started at once for every held pane).
+        A report belongs to the process in front when it was written (RI-2, RI-5). Only
+        a look taken after the report arrived can say who that is: any earlier one, however
+        recent, may predate the program (a script that reports at once, a program started
+        a moment after a poll), and a report filed under the shell is dropped as "the
+        process left" as soon as the next poll names the program. So every report waits
+        for the manager's next poll, started at once: `polling` when it starts, then
+        `released` when it has run. Later output joins the held events, in order.
         """
         hold = False
         events = self.decoder.feed(data) if data else []
         if events:
             if self.held is not None and len(self.held) < MAX_HELD:
                 self.held += events
-            elif any(isinstance(e, REPORTS) for e in events) and now - self.observed_at > FRESH_OBSERVATION:
+            elif HOLD_REPORTS and self.held is None and any(isinstance(e, REPORTS) for e in events):
                 self.held = list(events)
+                self._cut = 0
                 hold = True
             else:
                 self.classifier.feed(now, events)
@@ -110,9 +114,22 @@ class PaneTracker:
             self._settle(now)
         return hold
 
-    def released(self, now: float) -> None:
-        """The poll that held events waited for has run (or none is coming)."""
-        events, self.held = self.held or [], None
+    def polling(self) -> None:
+        """A poll starts: its look at the process serves the events held so far."""
+        self._cut = len(self.held or ())
+
+    def released(self, now: float, everything: bool = False) -> bool:
+        """The poll announced by `polling` has run (`everything`: no poll is coming).
+
+        Feeds the events held before that poll started; those that arrived while it ran
+        stay held for the next one. True: some are still held (the manager polls again).
+        """
+        held = self.held or []
+        cut = len(held) if everything else self._cut
+        if not any(isinstance(e, REPORTS) for e in held[cut:]):
+            cut = len(held)  # what came during the poll attributes nothing: no need to wait
+        events, rest = held[:cut], held[cut:]
+        self.held, self._cut = (rest or None), 0
         if events:
             self.classifier.feed(now, events)
             self._evaluate(now)
@@ -120,6 +137,7 @@ class PaneTracker:
                 # The held output may have been the last for a while (a THINKTERM contract's
                 # blocked with its question printed after it): read the screen once it settles.
                 self._settle(now)
+        return self.held is not None
 
     def listed(self, now: float, info: PaneInfo, obs: Observation | None) -> None:
         """tmux listed the pane; `obs` is its foreground process when it was looked at."""
@@ -128,12 +146,11 @@ class PaneTracker:
         if obs is not None:
             self.info = info
             if obs != self.obs:
-                self.classifier.set_process(now, obs.name, obs.pid, obs.observable)
+                self.classifier.set_process(now, obs.name, obs.pid, obs.observable, obs.why)
                 self.obs = obs
                 self._evaluate(now)
         self.info = info
         self.session = info.session
-        self.observed_at = now  # tmux's listing confirms the command in front
         if self._recapture:
             self._recapture = False
             if self.classifier.wants_screen:

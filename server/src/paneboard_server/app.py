@@ -32,6 +32,7 @@ from . import schema as s
 from .accounts import Principal
 from .api_notify import make_router, start_notify, stop_notify
 from .api_screens import make_screens_router, start_screens
+from .api_stats import make_router as make_stats_router
 from .config import Config
 from .core import Core, Seen
 from .database import create_engine, is_sqlite
@@ -392,6 +393,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         )
 
     app.include_router(make_router())
+    app.include_router(make_stats_router())
     app.include_router(make_screens_router())
     d = web_dir()
     if d is not None:

@@ -207,7 +207,38 @@ notification_log = Table(
     Column("t", Float, nullable=False),
     Column("ok", Boolean, nullable=False),
     Column("detail", Text),
+    # Why it was sent: "block" (first block), "done", "escalation", "grouped", "test".
+    Column("reason", String(16)),
+    # The wait (`waits.id`) it was about, when one.
+    Column("wait_id", Integer),
     Index("ix_notification_log_t", "t"),
+)
+
+# The ledger (`ledger.py`): every stretch a pane spent blocked or done, derived from
+# history in the transaction that wrote the history. Host, pane and the rest are copied
+# so an interval outlives its pane; `end_t` NULL: still waiting. `answered_by`: who
+# answered it from paneboard, when it was answered there (the answer feature sets it).
+waits = Table(
+    "waits",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("pane_id", Integer, ForeignKey("panes.id", ondelete="SET NULL")),
+    Column("host", String(255), nullable=False),
+    Column("tmux", String(255), nullable=False),
+    Column("pane", String(64), nullable=False),
+    Column("session", Text),
+    Column("agent", String(255)),
+    Column("state", String(16), nullable=False),
+    Column("kind", String(32)),
+    Column("msg", Text),
+    Column("start_t", Float, nullable=False),
+    Column("end_t", Float),
+    Column("ended", String(16)),
+    Column("end_state", String(16)),
+    Column("answered_by", String(128)),
+    Index("ix_waits_start", "start_t"),
+    Index("ix_waits_pane", "pane_id", "start_t"),
+    Index("ix_waits_open", "end_t"),
 )
 
 # Mutes / snoozes / do-not-disturb (scope: pane, host, agent, global).

@@ -46,9 +46,51 @@ def _storable_str(v: str) -> str:
 
 
 def storable_json(v: Any, depth: int = 0) -> Any:
-    """Refuse what a JSON column cannot hold on every backend (free-form evidence)."""
+    """Refuse what a JSON column cannot hold on every backend (free-form evidence).
+
+    Every report carries evidence of a few dozen values, so this walk is on the ingest
+    hot path: containers are walked in a loop that checks the JSON scalar types inline
+    (a function call per value was most of its cost) and falls back to `_storable_value`
+    for anything else. The checks and their order, so the first error named, are those
+    of `_storable_value` alone."""
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"nested deeper than {MAX_JSON_DEPTH}")
+    t = type(v)
+    if t is dict or t is list:
+        _walk(v, depth)
+        return v
+    return _storable_value(v, depth)
+
+
+def _walk(v: dict[str, Any] | list[Any], depth: int) -> None:
+    child = depth + 1
+    if type(v) is dict:
+        items: Any = v.items()
+    else:
+        items = ((None, x) for x in v)
+    for k, x in items:
+        if k is not None:
+            _storable_str(k)
+        if child > MAX_JSON_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH}")
+        t = type(x)
+        if t is str:
+            if "\x00" in x or not x.isascii():
+                _storable_str(x)
+        elif t is float:
+            if not math.isfinite(x):
+                raise ValueError("NaN and Infinity not allowed")
+        elif t is int:
+            if not MIN_INT <= x <= MAX_INT:
+                raise ValueError("integer outside the signed 64-bit range")
+        elif t is dict or t is list:
+            _walk(x, child)
+        elif not (t is bool or x is None):
+            _storable_value(x, child)
+
+
+def _storable_value(v: Any, depth: int) -> Any:
+    """The one-value check (any type, subclasses too), recursing through `storable_json`."""
     if isinstance(v, str):
         return _storable_str(v)
     if isinstance(v, bool) or v is None:
