@@ -43,5 +43,7 @@ def test_viewer_tokens_show_screens_only_when_made_so(db_url: str) -> None:
     p1, p2 = _principal(db_url, plain), _principal(db_url, screens)
     assert p1 is not None and p1.screens is False and p1.operator is False and p1.readonly
     assert p2 is not None and p2.screens is True and p2.operator is False and p2.readonly
+    listed = paneboard("token", "list", db=db_url).stdout.splitlines()
+    assert [ln.endswith("\tshows screens") for ln in listed] == [False, True]
     refused = paneboard("token", "create", "c1", "--screens", db=db_url, check=False)
     assert refused.returncode != 0 and "--viewer" in refused.stderr

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from paneboard_agent.pump import Pump
+from paneboard_agent.screens import ScreensPump
 from paneboard_agent.sink import PaneKey, PaneUpdate, Sink
 from paneboard_agent.targets import Options, TmuxTarget
 from paneboard_agent.watcher import TmuxWatcher
@@ -28,7 +29,8 @@ class Collector:
     def __init__(self, targets: Sequence[TmuxTarget], sink: Sink, options: Options | None = None) -> None:
         self.options = options or Options()
         self.pump = Pump(sink)
-        self.watchers = [TmuxWatcher(t, self.options, self.pump) for t in targets]
+        screens_pump: Any = ScreensPump(self.pump, lambda: self.watchers)  # screens.py's hooks
+        self.watchers = [TmuxWatcher(t, self.options, screens_pump) for t in targets]
 
     def snapshot(self) -> tuple[list[PaneUpdate], dict[str, tuple[bool, str | None]]]:
         panes: list[PaneUpdate] = []

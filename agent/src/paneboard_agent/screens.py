@@ -284,6 +284,37 @@ class PaneScreens:
                 self.send(msg)
 
 
+class ScreensPump:
+    """The collector's `Pump`, also telling each watcher's `PaneScreens` that a pane's
+    classification changed (its answers may have) or that it went: kept out of the
+    watcher, which only calls `screens.output` for each output."""
+
+    def __init__(self, pump: Any, watchers: Callable[[], list[TmuxWatcher]]) -> None:
+        self.pump = pump
+        self.watchers = watchers
+
+    def _screens(self, key: Any) -> PaneScreens | None:
+        for w in self.watchers():
+            if w.host == key.host and w.target.label == key.tmux:
+                return w.screens
+        return None
+
+    def changed(self, update: Any) -> None:
+        self.pump.changed(update)
+        s = self._screens(update.key)
+        if s is not None:
+            s.changed(update.key.pane)
+
+    def gone(self, key: Any, t: float) -> None:
+        self.pump.gone(key, t)
+        s = self._screens(key)
+        if s is not None:
+            s.gone(key.pane)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.pump, name)
+
+
 def _typable(text: str) -> bool:
     """Free text is typed literally, one line: no control characters at all (a newline
     would be an Enter the operator did not press), within the wire's bound."""

@@ -11,9 +11,7 @@ reports, when to capture, when to re-evaluate) is decided by its pure
 
 What it sends to tmux: see `control.READ_COMMANDS`; the one-shot commands are
 `tmux -V`, `list-sessions`, `list-panes`, `list-clients`, `capture-pane -p`, `ps`,
-and `detach-client` for a stale control client this process itself attached earlier;
-for panes a page watches, `capture-pane -p -e` and `display-message -p`, and, only
-with `--allow-input`, the `send-keys` of an answer (module `screens`).
+and `detach-client` for a stale control client this process itself attached earlier.
 """
 
 from __future__ import annotations
@@ -131,7 +129,7 @@ class TmuxWatcher:
         self._full_due = 0.0
         # the classifier sees a name only; "docker exec"-style entries are judged here
         self._classifier_transports = [t for t in options.transports if " " not in t]
-        self.screens = PaneScreens(self)  # watched screens and answers (screens.py)
+        self.screens = PaneScreens(self)  # pages' screens, answers; what they send to tmux
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -444,7 +442,6 @@ class TmuxWatcher:
         return manifest.agent if manifest is not None else None
 
     def _gone(self, pane: _Pane, now: float) -> None:
-        self.screens.gone(pane.tracker.key.pane)
         pane.cancel()
         self.panes.pop(pane.tracker.key.pane, None)
         self.pump.gone(pane.tracker.key, now)
@@ -457,7 +454,6 @@ class TmuxWatcher:
         update = t.take_update()
         if update is not None:
             self.pump.changed(update)
-            self.screens.changed(t.key.pane)
         if t.take_capture():
             pane.capture_task = asyncio.create_task(self._do_capture(pane))
         loop = asyncio.get_running_loop()

@@ -51,6 +51,7 @@ class TokenInfo:
     created_at: float
     revoked_at: float | None
     last_used: float | None
+    screens: bool = False  # a viewer token that shows screens (--screens)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,10 @@ async def create_token(engine: AsyncEngine, name: str, kind: str, screens: bool 
 async def list_tokens(engine: AsyncEngine) -> list[TokenInfo]:
     async with engine.connect() as conn:
         rows = (await conn.execute(select(s.tokens).order_by(s.tokens.c.kind, s.tokens.c.name))).all()
-    return [TokenInfo(r.id, r.name, r.kind, r.created_at, r.revoked_at, r.last_used) for r in rows]
+    return [
+        TokenInfo(r.id, r.name, r.kind, r.created_at, r.revoked_at, r.last_used, bool(r.screens))
+        for r in rows
+    ]
 
 
 async def revoke_token(engine: AsyncEngine, name: str, kind: str | None = None) -> int:

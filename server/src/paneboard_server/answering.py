@@ -26,6 +26,7 @@ from typing import Any
 
 from paneboard_protocol import wire as pwire
 from sqlalchemy import insert, select
+from sqlalchemy.exc import IntegrityError
 
 from . import schema as s
 from .accounts import Principal
@@ -99,11 +100,17 @@ class AnswerDesk:
             "outcome": outcome,
             "done_at": self.core.clock(),
         }
-        async with self.core.engine.begin() as conn:
-            res = await conn.execute(insert(s.answers).values(**row))
-            row["id"] = res.inserted_primary_key[0] if res.inserted_primary_key else None
+        try:
+            row["id"] = await self._insert(row)
+        except IntegrityError:  # the login or the pane row went meanwhile: keep the record
+            row["id"] = await self._insert({**row, "viewer_id": None, "pane_id": None})
         log.info("answer by %s to pane %s: %s", who.name, pane_id, outcome)
         return outcome, row
+
+    async def _insert(self, row: dict[str, Any]) -> int | None:
+        async with self.core.engine.begin() as conn:
+            res = await conn.execute(insert(s.answers).values(**{k: v for k, v in row.items() if k != "id"}))
+        return res.inserted_primary_key[0] if res.inserted_primary_key else None
 
     async def _relay(
         self,

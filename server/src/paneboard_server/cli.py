@@ -174,7 +174,8 @@ def token_main(argv: list[str]) -> int:
                 used = (
                     time.strftime("%Y-%m-%d %H:%M", time.localtime(t.last_used)) if t.last_used else "never"
                 )
-                print(f"{t.name}\t{t.kind}\t{state}\tlast used {used}")
+                shows = "\tshows screens" if t.screens else ""
+                print(f"{t.name}\t{t.kind}\t{state}\tlast used {used}{shows}")
             return 0
         kind = "viewer" if args.viewer else "collector" if args.collector else None
         n = await _with_engine(url, lambda e: accounts.revoke_token(e, args.name, kind))
