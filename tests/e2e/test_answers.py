@@ -156,6 +156,10 @@ def test_screen_and_answer_with_every_refusal(stack: Paneboard) -> None:
     assert "Do you want to proceed?" in (typed["prompt"] or "")
     assert {a["who"] for a in audit} >= {"olga", "otto", "ann"}
     assert len(audit) == 8
+    # the ledger's block names who answered it from paneboard
+    blocks = olga.get("/api/blocks?limit=100")["blocks"]
+    mine = [b for b in blocks if str(b["pane_id"]) == pid]
+    assert mine and mine[0]["answered_by"] == typed["who"] and mine[0]["end_t"] is not None, mine
     # a token without --screens sees the audit, not the screen's text
     assert all(a["prompt"] is None for a in wall.get(f"/api/panes/{pid}/answers")["answers"])
 

@@ -31,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from . import schema as s
 from .accounts import Principal
 from .core import Core
+from .ledger_store import mark_answered
 from .screens import ScreenHub
 
 log = logging.getLogger("paneboard.answers")
@@ -52,6 +53,7 @@ class AnswerDesk:
         self, who: Principal, pane_id: int, fingerprint: str, answer: str | None, text: str | None
     ) -> tuple[str, dict[str, Any]]:
         """The outcome, and the audit row written for it."""
+        asked_at = self.core.clock()
         shown = self.hub.latest.get(pane_id)
         sc = shown.screen if shown is not None else None
         label = None
@@ -101,15 +103,18 @@ class AnswerDesk:
             "done_at": self.core.clock(),
         }
         try:
-            row["id"] = await self._insert(row)
+            row["id"] = await self._insert(row, asked_at)
         except IntegrityError:  # the login or the pane row went meanwhile: keep the record
             row["id"] = await self._insert({**row, "viewer_id": None, "pane_id": None})
         log.info("answer by %s to pane %s: %s", who.name, pane_id, outcome)
         return outcome, row
 
-    async def _insert(self, row: dict[str, Any]) -> int | None:
+    async def _insert(self, row: dict[str, Any], asked_at: float | None = None) -> int | None:
         async with self.core.engine.begin() as conn:
             res = await conn.execute(insert(s.answers).values(**{k: v for k, v in row.items() if k != "id"}))
+            if row["outcome"] == "typed" and row["pane_id"] is not None and asked_at is not None:
+                # the ledger's block says who answered it (its time-to-answer is ours)
+                await mark_answered(conn, row["pane_id"], row["who"], at=asked_at)
         return res.inserted_primary_key[0] if res.inserted_primary_key else None
 
     async def _relay(

@@ -174,13 +174,22 @@ def _ends(iv: Interval) -> dict[str, Any]:
     return {"end_t": iv.end_t, "ended": iv.ended, "end_state": iv.end_state}
 
 
-async def mark_answered(conn: AsyncConnection, pane_id: int, who: str) -> int:
-    """The answer feature's hook: the pane's open block was answered from paneboard by
-    `who`. Call it in the transaction that sends the answer (before the block closes;
-    a rebuild keeps the mark). Returns how many open blocks it marked (0 or 1)."""
-    res = await conn.execute(
-        update(W)
-        .where(W.c.pane_id == pane_id, W.c.state == "blocked", W.c.end_t.is_(None))
-        .values(answered_by=who[:128])
-    )
+async def mark_answered(conn: AsyncConnection, pane_id: int, who: str, at: float | None = None) -> int:
+    """The answer feature's hook: the pane's block was answered from paneboard by `who`.
+
+    Without `at`, the open block is marked. With `at` (when the answer was asked for),
+    the latest block that was open then, even if the change the keys caused has already
+    closed it: the collector's outcome and the pane's next state race each other. A
+    rebuild keeps the mark. Returns how many blocks it marked (0 or 1)."""
+    cond = [W.c.pane_id == pane_id, W.c.state == "blocked"]
+    if at is None:
+        cond.append(W.c.end_t.is_(None))
+    else:
+        cond += [W.c.start_t <= at, or_(W.c.end_t.is_(None), W.c.end_t >= at)]
+    latest = (
+        await conn.execute(select(W.c.id).where(*cond).order_by(W.c.start_t.desc()).limit(1))
+    ).scalar_one_or_none()
+    if latest is None:
+        return 0
+    res = await conn.execute(update(W).where(W.c.id == latest).values(answered_by=who[:128]))
     return int(res.rowcount or 0)
