@@ -445,13 +445,13 @@ def effective_app(
 
     Pass `by_id` (id -> record) when calling for many records: it keeps this linear."""
     if rec.get("app"):
-        return rec["app"]
+        return str(rec["app"])
     if by_id is None:
         by_id = {r["id"]: r for r in records}
     for up in ancestors(rec["id"]):
         parent = by_id.get(up)
         if parent is not None and parent.get("app"):
-            return parent["app"]
+            return str(parent["app"])
     return None
 
 

@@ -41,7 +41,8 @@ def _record(self: SSHClientConfig, option: str, args: list[str]) -> None:
 class _Probe(SSHClientConfig):
     """asyncssh's client config parser, plus the options it would otherwise drop."""
 
-    _handlers: ClassVar[dict[str, tuple[str, Any]]] = {
+    # asyncssh annotates its table as an instance variable; it is one table for the class.
+    _handlers: ClassVar[dict[str, tuple[str, Any]]] = {  # type: ignore[misc]
         **SSHClientConfig._handlers,
         **{name.lower(): (name, _record) for name in UNSUPPORTED},
     }
