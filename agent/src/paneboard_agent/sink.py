@@ -58,8 +58,8 @@ class _UpdateMethods:
     def wire_json(self) -> dict[str, Any]:
         """Everything, for the server uplink."""
         out = asdict(self)  # type: ignore[call-overload]  # a dataclass, made below
-        out["key"] = asdict(self.key)  # type: ignore[attr-defined]
-        out["records"] = list(self.records)  # type: ignore[attr-defined]
+        out["key"] = asdict(self.key)  # type: ignore[attr-defined]  # a field, made below
+        out["records"] = list(self.records)  # type: ignore[attr-defined]  # a field, made below
         return out
 
 

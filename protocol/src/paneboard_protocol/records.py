@@ -394,7 +394,7 @@ class RecordStore:
             eff = rec.app or self._inherited(rec.id)
             if eff != rec.eff_app:
                 rec.eff_app = eff
-                rec.pub = public_record(rec.ev, eff)  # type: ignore[arg-type]
+                rec.pub = public_record(rec.ev, eff)  # type: ignore[arg-type]  # ev is set once the record is filed
                 self._pub[rec.id] = rec.pub
         self._ctx = None  # eligibility depends on the effective app: rebuild when asked
 

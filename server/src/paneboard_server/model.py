@@ -36,7 +36,7 @@ class _PaneMethods:
         return replace(self)  # type: ignore[type-var,return-value]  # a Pane dataclass, made below
 
     def triple(self) -> tuple[str | None, str | None, str | None]:
-        return (self.agent, self.state, self.kind)  # type: ignore[attr-defined]
+        return (self.agent, self.state, self.kind)  # type: ignore[attr-defined]  # fields, made below
 
     def row(self) -> dict[str, Any]:
         """The panes-table columns this object owns (what an update writes)."""

@@ -106,7 +106,7 @@ Time = Annotated[float, Field(ge=0, le=1e11, allow_inf_nan=False)]
 Seq = Annotated[int, Field(ge=0, le=MAX_INT)]
 Evidence = Annotated[dict[str, Any], AfterValidator(storable_json)]
 Record = Annotated[dict[str, Any], AfterValidator(_clean_record)]
-STATES = Literal[pane_def.STATES]  # type: ignore[valid-type]
+STATES = Literal[pane_def.STATES]  # type: ignore[valid-type]  # a Literal of a runtime tuple
 
 
 class _Msg(BaseModel):
