@@ -85,7 +85,9 @@ def build_parser() -> OneLineParser:
 def parse_args(argv: list[str]) -> tuple[bool, list[str]]:
     """(wrap, command); a usage error or `--help` exits as every subcommand's does."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(f"unknown option {unknown[0]!r} (put the command after --)")
     command: list[str] = args.command
     if command[:1] == ["--"]:  # argparse leaves the `--` that ended the options in place
         command = command[1:]

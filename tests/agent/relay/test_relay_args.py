@@ -29,8 +29,8 @@ def test_options_stop_at_the_command(argv: list[str], expected: tuple[bool, list
         ([], "no command given"),
         (["--wrap"], "no command given"),
         (["--"], "no command given"),
-        (["-x", "claude"], "unrecognized arguments: -x"),
-        (["--wr", "claude"], "unrecognized arguments: --wr"),  # no abbreviations
+        (["-x", "claude"], "unknown option '-x' (put the command after --)"),
+        (["--wr", "claude"], "unknown option '--wr' (put the command after --)"),  # no abbreviations
     ],
 )
 def test_usage_errors_are_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
