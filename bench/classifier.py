@@ -27,12 +27,16 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import time
 from pathlib import Path
 
 from paneboard_protocol.classifier import PaneClassifier, classify_evidence
 from paneboard_protocol.decoder import Decoder
 from paneboard_protocol.rules import load_rules
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import machine_line, short
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "protocol" / "fixtures" / "screens" / "claude-own__interrupt_line_working.txt"
@@ -132,9 +136,10 @@ def bench_screen(n: int) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--events", type=int, default=5000)
-    ap.add_argument("--readings", type=int, default=2000)
+    ap.add_argument("--events", type=int, default=int(short(5000, 1000)))
+    ap.add_argument("--readings", type=int, default=int(short(2000, 400)))
     args = ap.parse_args()
+    print(machine_line("start"))
     print(f"{'workload':<34}{'baseline':>22}{'classifier':>22}{'ratio':>8}")
     for ids in (1, 16, 256):
         base, full = bench_reports(args.events, ids)
@@ -154,6 +159,7 @@ def main() -> None:
     label = "screen reading, 64 rows"
     print(f"{label:<34}{base_us:>15.1f} µs/op{full_us:>15.1f} µs/op{full_us / base_us:>7.1f}x")
     print("baseline: decoder alone (reports, collector) / json.loads (server) / one re.search (screen)")
+    print(machine_line("end"))
 
 
 if __name__ == "__main__":

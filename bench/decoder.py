@@ -22,10 +22,15 @@ from __future__ import annotations
 import argparse
 import base64
 import random
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from paneboard_protocol import Decoder
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import machine_line, short
 
 ESC = "\x1b"
 CSI = ESC + "["
@@ -148,10 +153,13 @@ def interleaved_best(fns: dict[str, Callable[[], int]], repeat: int) -> dict[str
 
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    p.add_argument("--mb", type=float, default=16, help="TUI corpus size in MB (default 16)")
+    p.add_argument("--mb", type=float, default=short(16, 4), help="TUI corpus size in MB (default 16)")
     p.add_argument("--pyte-mb", type=float, default=0.5, help="bytes fed to pyte (it is slow), MB")
-    p.add_argument("--repeat", type=int, default=7, help="runs per measurement; the best is kept")
+    p.add_argument(
+        "--repeat", type=int, default=int(short(7, 3)), help="runs per measurement; the best is kept"
+    )
     args = p.parse_args()
+    print(machine_line("start"))
 
     corpus = tui_corpus(int(args.mb * 1e6))
     mb = len(corpus) / 1e6
@@ -195,6 +203,7 @@ def main() -> None:
         f"{n_dense / t['decoder']:,.0f} events/s, {dense_mb / t['decoder']:.1f} MB/s "
         f"(bare scan {dense_mb / t['bare']:.1f} MB/s)"
     )
+    print(machine_line("end"))
 
 
 if __name__ == "__main__":

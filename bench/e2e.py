@@ -164,9 +164,9 @@ class StdoutWatch(threading.Thread):
         assert stack.sshd is not None and stack.tmux is not None
         env = {k: v for k, v in os.environ.items() if k != "TMUX"}
         # no_hold (diagnostic only): the collector hands a report to the classifier at
-        # once instead of first re-reading the pane's process (FRESH_OBSERVATION), to
+        # once instead of first re-reading the pane's process (HOLD_REPORTS), to
         # show what that look costs
-        prelude = "import paneboard_agent.tracker as c; c.FRESH_OBSERVATION = 1e12; " if no_hold else ""
+        prelude = "import paneboard_agent.tracker as c; c.HOLD_REPORTS = False; " if no_hold else ""
         self.proc = subprocess.Popen(
             [
                 sys.executable,

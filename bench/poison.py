@@ -29,6 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ingest import free_port, make_tokens, prepare_db
+from machine import machine_line, short
 
 
 def pane(host: str, pane_id: str, **extra: Any) -> dict[str, Any]:
@@ -174,11 +175,12 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, float]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
-    p.add_argument("--duration", type=float, default=2.5, help="seconds per phase")
+    p.add_argument("--duration", type=float, default=short(2.5, 1.5), help="seconds per phase")
     p.add_argument("--rounds", type=int, default=2, help="alone/beside pairs per database")
     p.add_argument("--window", type=int, default=32, help="honest deltas in flight")
     args = p.parse_args()
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+    print(machine_line("start"))
     print(f"{'db':<10} {'alone acks/s':>13} {'beside acks/s':>14} {'ratio':>7} {'closed':>7} {'poison/s':>9}")
     for kind in kinds:
         r = run(kind, args)
@@ -188,6 +190,7 @@ def main() -> int:
             f"{r['closed']:>7.0f} {r['poison']:>9.0f}",
             flush=True,
         )
+    print(machine_line("end"))
     return 0
 
 

@@ -150,7 +150,10 @@ def main() -> int:
         (f"output throughput, {args.mb} MiB, best of {args.rounds} (MB/s)", mbps["bare"], mbps["relay"])
     )
 
-    print(f"paneboard run benchmark ({len(lat['bare'])} keystrokes, {args.mb} MiB; {os.cpu_count()} CPUs)")
+    print(
+        f"paneboard run benchmark ({len(lat['bare'])} keystrokes, {args.mb} MiB;"
+        f" {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f})"
+    )
     print(f"{'measure':<48} {'bare pty':>10} {'relay':>10} {'relay/bare':>11}")
     for label, bare, relay in rows:
         print(f"{label:<48} {bare:>10.1f} {relay:>10.1f} {relay / bare:>10.2f}x")

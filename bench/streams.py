@@ -65,7 +65,9 @@ def healthz_while(url: str, until: threading.Event) -> list[float]:
     return out
 
 
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+ROUNDS = int(
+    os.environ.get("BENCH_ROUNDS", "1" if os.environ.get("PB_BENCH_SHORT", "") not in ("", "0") else "3")
+)
 
 
 def rss_mb(pid: int) -> float:
@@ -184,7 +186,7 @@ def main() -> int:
             srv.terminate()
             srv.wait(10)
     ms = 1000
-    print(f"machine: {os.cpu_count()} cores, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"machine at end: {os.cpu_count()} cores, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{args.panes} panes, {args.streams} streams opening at once (run {took:.1f} s)")
     print(f"{'':24}{'median':>10}{'max':>10}{'n':>6}")
     for name, xs in (("/healthz, baseline", baseline), ("/healthz, streams open", loaded)):

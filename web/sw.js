@@ -19,9 +19,16 @@ self.addEventListener("push", (ev) => {
     renotify: true,
     icon: "/icons/icon-192.png",
     badge: "/icons/badge-72.png",
-    data: { pane, url: pane ? `/#/pane/${encodeURIComponent(pane)}` : "/" },
+    data: { pane, url: pane ? `/#/pane/${encodeURIComponent(pane)}/screen` : "/" },
   };
-  ev.waitUntil(self.registration.showNotification(title, opts));
+  const shown = self.registration.showNotification(title, opts);
+  // The phone's icon badge: how many wait, when the push says (the page keeps it
+  // exact while it is open).
+  const waiting = Number.isInteger(d.waiting) && d.waiting >= 0 ? d.waiting : null;
+  const badge = waiting !== null && "setAppBadge" in self.navigator
+    ? (waiting ? self.navigator.setAppBadge(waiting) : self.navigator.clearAppBadge()).catch(() => {})
+    : Promise.resolve();
+  ev.waitUntil(Promise.all([shown, badge]));
 });
 
 self.addEventListener("notificationclick", (ev) => {

@@ -35,6 +35,7 @@ DEMO_PANES: tuple[tuple[str, str], ...] = (
     ("codex", "codex"),  # says nothing: detected by the bundled screen rules alone
     ("claude-native", "native"),  # Claude Code without the relay: OSC 9;4, title spinner, screen
     ("remote", "remote"),  # quiet behind an ssh-like transport: goes stale
+    ("approve", "asker"),  # Claude-Code-like permission prompt, answerable from the board
 )
 
 
@@ -98,7 +99,9 @@ class Demo:
         _run(_paneboard("db", "upgrade"), self.env)
         collector_token = _run(_paneboard("token", "create", "demo-collector"), self.env)
         self.viewer_token = _run(_paneboard("token", "create", "demo-viewer", "--viewer"), self.env)
-        _run(_paneboard("user", "add", "demo"), self.env, stdin=self.password + "\n")
+        # an operator: the demo's login may answer the asker's prompt from the board
+        _run(_paneboard("user", "add", "demo", "--operator"), self.env, stdin=self.password + "\n")
+        self._seed_sample_week()
 
         self._log(f"starting the server on {self.url}")
         server = self._spawn(
@@ -134,6 +137,9 @@ class Demo:
                 "--local",
                 "--tmux-socket",
                 self.tmux_socket,
+                # answers are typed into the demo's own private tmux only: the collector
+                # watches no other tmux server
+                "--allow-input",
             ),
             "agent.log",
         )
@@ -143,6 +149,25 @@ class Demo:
         self._log("starting the demo agents")
         for window, agent in DEMO_PANES:
             self._tmux(*tmux, "new-window", "-d", "-t", "demo", "-n", window, self._pane_command(agent))
+
+    def _seed_sample_week(self) -> None:
+        """A week of sample waits (hosts `sample-…`, session "sample day"), so the stats
+        page of this throw-away database shows something beside the live agents."""
+        import asyncio
+
+        from paneboard_server.database import create_engine
+        from paneboard_server.database import resolve_url as _url
+        from paneboard_server.ledger_seed import seed_sample
+
+        async def go() -> int:
+            engine = create_engine(_url(self.env["PANEBOARD_DB"]))
+            try:
+                return await seed_sample(engine, time.time())
+            finally:
+                await engine.dispose()
+
+        n = asyncio.run(go())
+        self._log(f"seeded {n} sample waits (hosts sample-…, labelled 'sample day') for the stats page")
 
     def _tmux(self, *args: str) -> None:
         subprocess.run(list(args), env=self.env, check=True, timeout=30, capture_output=True)
@@ -177,10 +202,11 @@ class Demo:
         python = shlex.quote(sys.executable)
         if agent == "claude":
             return f"{python} -m paneboard.cli run -- {python} -m paneboard.demo_agents claude"
-        if agent in {"codex", "native", "remote"}:
-            argv0 = {"codex": "codex", "native": "claude", "remote": "ssh"}[agent]
+        if agent in {"codex", "native", "remote", "asker"}:
+            argv0 = {"codex": "codex", "native": "claude", "remote": "ssh", "asker": "claude"}[agent]
             path = shlex.quote(os.pathsep.join(p for p in sys.path if p))
-            inner = f"PYTHONPATH={path} exec -a {argv0} {python} -m paneboard.demo_agents {agent}"
+            module = "demo_ask permission" if agent == "asker" else f"demo_agents {agent}"
+            inner = f"PYTHONPATH={path} exec -a {argv0} {python} -m paneboard.{module}"
             return f"bash -c {shlex.quote(inner)}"
         return f"{python} -m paneboard.demo_agents {agent}"
 
@@ -258,6 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(board, flush=True)
         print(f"Sign in at {demo.url}/ as 'demo' with password {demo.password}", flush=True)
         print(f"Watch the panes: tmux -L {demo.tmux_socket} attach", flush=True)
+        print(f"Time waiting on you: {demo.url}/stats.html (with a seeded sample week)", flush=True)
         print("Press Ctrl-C to stop and remove everything.", flush=True)
         if not args.no_browser:
             with contextlib.suppress(webbrowser.Error):

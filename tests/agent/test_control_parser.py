@@ -77,6 +77,35 @@ def test_unescape() -> None:
     assert unescape(b"no escapes") == b"no escapes"
     assert unescape(b"\\9zz") == b"\\9zz"  # not octal: kept as is
     assert unescape(b"\\377") == b"\xff"
+    assert unescape(b"\\134015") == b"\\015"  # an escaped backslash then digits: not CR
+
+
+_PIECES = [
+    b"\\",
+    b"0",
+    b"1",
+    b"5",
+    b"7",
+    b"8",
+    b"a",
+    b"\\015",
+    b"\\012",
+    b"\\033",
+    b"\\011",
+    b"\\134",
+    b"\\377",
+]
+
+
+@settings(max_examples=500)
+@given(st.lists(st.sampled_from(_PIECES), max_size=16))
+def test_unescape_is_the_one_regex_pass(pieces: list[bytes]) -> None:
+    """The common escapes replaced first give exactly what one left-to-right pass does."""
+    import re
+
+    data = b"".join(pieces)
+    reference = re.sub(rb"\\([0-7]{3})", lambda m: bytes((int(m[1], 8) & 0xFF,)), data)
+    assert unescape(data) == reference
 
 
 def test_overlong_line_is_dropped_with_its_pane_and_parsing_recovers() -> None:

@@ -12,6 +12,7 @@ from paneboard_agent.panes import (
     parse_panes,
     parse_ps,
     parse_sessions,
+    ps_argv,
     session_selected,
 )
 
@@ -39,10 +40,14 @@ def test_parse_sessions_and_ps() -> None:
         ("$0", "main"),
         ("$3", "with\ttab"),
     ]
-    procs = parse_ps(b"  100   200 -bash\n  200   200 node /usr/lib/claude/cli.js --x\n junk\n 300 -1\n")
-    assert procs[100] == ProcInfo(100, 200, "-bash")
+    procs = parse_ps(
+        b"  100    90   100   200 -bash\n  200   100   200   200 node /usr/lib/claude/cli.js --x\n"
+        b" junk\n 300 1 300 -1\n 400 1 x 2 bad pgid\n"
+    )
+    assert procs[100] == ProcInfo(100, 200, "-bash", ppid=90, pgid=100)
     assert procs[200].args == "node /usr/lib/claude/cli.js --x"
-    assert procs[300].tpgid == -1
+    assert procs[300].tpgid == -1 and procs[300].args == ""
+    assert 400 not in procs
 
 
 def test_observe_shell_program_transport_and_unknown() -> None:
@@ -85,6 +90,7 @@ def test_config_full_and_errors_name_the_key(tmp_path) -> None:
     cfg = parse_config(
         {
             "poll_interval": 0.5,
+            "screen_reread": 0,
             "transports": ["ssh", "kubectl exec"],
             "hosts": [
                 {"local": True, "tmux_socket": "work"},
@@ -93,6 +99,7 @@ def test_config_full_and_errors_name_the_key(tmp_path) -> None:
         }
     )
     assert cfg.poll_interval == 0.5 and cfg.transports == ("ssh", "kubectl exec")
+    assert cfg.screen_reread == 0 and parse_config({}).screen_reread == 0.4
     assert cfg.hosts[0].local and cfg.hosts[0].tmux_socket == "work"
     assert cfg.hosts[1].identity == ("~/.ssh/k",) and cfg.hosts[1].include == ("a*",)
     cases = {
@@ -104,6 +111,7 @@ def test_config_full_and_errors_name_the_key(tmp_path) -> None:
         "hosts[0].host: not a host name": {"hosts": [{"host": "-oProxyCommand=x"}]},
         "transports[1]: expected a non-empty string": {"transports": ["ssh", 3]},
         "poll_interval: expected a number": {"poll_interval": "fast"},
+        "screen_reread: expected a number from 0 to 10": {"screen_reread": -1},
         "hosts: expected an array of tables": {"hosts": {"host": "x"}},
         "colour: unknown key": {"colour": 1},
     }
@@ -171,3 +179,92 @@ def test_observe_trusts_ps_over_a_tmux_name_that_lags() -> None:
     vanished = {100: ProcInfo(100, 150, "-bash")}  # leader 150 gone before the second ps
     assert observe(_info("python"), vanished, previous=shell) == shell
     assert observe(_info("python"), vanished) == Observation("python", 150, True)
+
+
+def _agent_of(name: str) -> str | None:
+    from paneboard_protocol.identity import process_identity
+    from paneboard_protocol.rules import load_rules
+
+    m = load_rules("/nonexistent-paneboard-rules").for_process(process_identity(name))
+    return m.agent if m is not None else None
+
+
+def test_observe_finds_the_agent_behind_a_wrapper_in_the_foreground_group() -> None:
+    # `bash -c 'claude; exec bash'` as the pane's command: tmux says bash, the group has claude
+    wrapped = {
+        100: ProcInfo(100, 100, "bash -c claude; exec bash", ppid=1, pgid=100),
+        101: ProcInfo(101, 100, "claude --permission-mode default", ppid=100, pgid=100),
+    }
+    got = observe(_info("bash"), wrapped, agent_of=_agent_of)
+    assert (got.name, got.pid, got.observable) == ("claude", 101, True)
+    assert got.why and "bash -c claude" in got.why
+    # without the manifest match (no rules) the leader is all there is: a shell in front
+    assert observe(_info("bash"), wrapped) == Observation(None, 100, True)
+    # typed at an interactive prompt: the wrapper is a job of its own, led by bash -c
+    typed = {
+        100: ProcInfo(100, 150, "-bash", ppid=1, pgid=100),
+        150: ProcInfo(150, 150, "npm exec claude", ppid=100, pgid=150),
+        151: ProcInfo(151, 150, "sh -c claude", ppid=150, pgid=150),
+        152: ProcInfo(152, 150, "node /x/node_modules/@anthropic-ai/claude-code/cli.js", ppid=151, pgid=150),
+    }
+    got = observe(_info("npm"), typed, agent_of=_agent_of)
+    assert got.pid == 152 and got.name.startswith("node ") and "2 levels below" in (got.why or "")
+
+
+def test_observe_never_takes_a_job_outside_the_foreground_group() -> None:
+    # `claude &` / a stopped claude: its own group, not in front; the shell is at its prompt
+    bg = {
+        100: ProcInfo(100, 100, "-bash", ppid=1, pgid=100),
+        120: ProcInfo(120, 100, "claude", ppid=100, pgid=120),
+    }
+    assert observe(_info("bash"), bg, agent_of=_agent_of) == Observation(None, 100, True)
+
+
+def test_observe_keeps_a_leader_that_names_the_agent_and_a_transport_in_front() -> None:
+    lead = {
+        100: ProcInfo(100, 150, "-bash", ppid=1, pgid=100),
+        150: ProcInfo(150, 150, "codex", ppid=100, pgid=150),
+        151: ProcInfo(151, 150, "claude", ppid=150, pgid=150),  # codex runs claude as a tool
+    }
+    assert observe(_info("codex"), lead, agent_of=_agent_of) == Observation("codex", 150, True)
+    ssh = {
+        100: ProcInfo(100, 150, "-bash", ppid=1, pgid=100),
+        150: ProcInfo(150, 150, "ssh build", ppid=100, pgid=150),
+        151: ProcInfo(151, 150, "claude", ppid=150, pgid=150),  # a ProxyCommand named so
+    }
+    assert observe(_info("ssh"), ssh, agent_of=_agent_of).observable is False
+
+
+def test_ps_asks_once_for_pids_and_terminals() -> None:
+    argv = ps_argv([3, 1, 3], ["/dev/pts/4", "/dev/pts/2", "", "/dev/pts/4", "weird,tty"])
+    assert argv == ["ps", "-o", "pid=,ppid=,pgid=,tpgid=,args=", "-p", "1,3", "-t", "pts/2,pts/4"]
+    assert ps_argv([5]) == ["ps", "-o", "pid=,ppid=,pgid=,tpgid=,args=", "-p", "5"]
+
+
+def test_screens_and_input_per_host_and_from_the_command_line() -> None:
+    import argparse
+
+    from paneboard_agent.cli import build_parser, hosts_from_args, make_targets
+    from paneboard_agent.config import ConfigError, parse_config
+
+    cfg = parse_config(
+        {
+            "hosts": [
+                {"local": True, "allow_input": True},
+                {"host": "b", "screens": False, "allow_input": True},
+            ]
+        }
+    )
+    assert [(h.screens, h.allow_input) for h in cfg.hosts] == [(True, True), (False, True)]
+    targets = make_targets(cfg.hosts, "none")
+    assert [(t.screens, t.allow_input) for t in targets] == [
+        (True, True),
+        (False, False),
+    ]  # no screen, no typing
+    assert parse_config({"hosts": [{"local": True}]}).hosts[0].allow_input is False  # off by default
+    with pytest.raises(ConfigError, match=r"hosts\[0\]\.allow_input: expected true or false"):
+        parse_config({"hosts": [{"local": True, "allow_input": "yes"}]})
+    args: argparse.Namespace = build_parser().parse_args(["--stdout", "--allow-input"])
+    assert all(h.allow_input for h in hosts_from_args(args, parse_config({})))
+    args = build_parser().parse_args(["--stdout", "--allow-input", "--no-screens"])
+    assert not any(h.allow_input or h.screens for h in hosts_from_args(args, cfg))

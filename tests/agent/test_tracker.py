@@ -13,7 +13,7 @@ import pytest
 from helpers import b64, osc7501
 from paneboard_agent.panes import Observation, PaneInfo
 from paneboard_agent.sink import PaneKey
-from paneboard_agent.tracker import FRESH_OBSERVATION, SETTLE, PaneTracker
+from paneboard_agent.tracker import REREAD, SETTLE, PaneTracker
 from paneboard_protocol.encode import encode_agent
 from paneboard_protocol.rules import load_rules
 
@@ -29,13 +29,14 @@ def info(window: str = "w", command: str = "bash", pid: int = 100) -> PaneInfo:
 SHELL = Observation(None, 100, True)
 CODEX = Observation("codex", 200, True)
 APP = Observation("builder", 300, True)
+SCRIPT = Observation(None, 400, True)  # `./deploy.sh` typed at bash: tmux names it `bash` too
 BLOCKED = osc7501(f"state=blocked:kind=question:app=builder:msg={b64('Deploy?')}")
 NO_UPDATE = "no update"
 
 
-def run(steps: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+def run(steps: list[tuple[Any, ...]], reread: float = REREAD) -> list[dict[str, Any]]:
     """Apply steps; for each, what came out (update state, capture started, hold, settle)."""
-    t = PaneTracker(KEY, "main", RULES, ("ssh",))
+    t = PaneTracker(KEY, "main", RULES, ("ssh",), reread=reread)
     out = []
     for step in steps:
         now, op, *args = step
@@ -44,8 +45,10 @@ def run(steps: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
             t.listed(T0 + now, *args)
         elif op == "output":
             hold = t.output(T0 + now, *args)
+        elif op == "polling":
+            t.polling()
         elif op == "released":
-            t.released(T0 + now)
+            hold = t.released(T0 + now)
         elif op == "settled":
             t.settled(T0 + now)
         elif op == "captured":
@@ -82,30 +85,89 @@ SCENARIOS: dict[str, tuple[list[tuple[Any, ...]], list[dict[str, Any]]]] = {
         [(0, "listed", info(), SHELL), (1, "listed", info(window="x"), None)],
         [{"state": None}, {"state": None}],
     ),
-    "a report long after the last look is held until released": (
-        [(0, "listed", info(), SHELL), (1, "output", BLOCKED), (1.05, "released")],
-        [{"state": None}, {"state": NO_UPDATE, "hold": True}, {"state": "blocked"}],
+    "a report is held until the poll after it has run": (
+        [(0, "listed", info(), SHELL), (1, "output", BLOCKED), (1.01, "polling"), (1.05, "released")],
+        [{"state": None}, {"state": NO_UPDATE, "hold": True}, {"state": NO_UPDATE}, {"state": "blocked"}],
     ),
-    "a report right after a look is fed at once": (
-        [(0, "listed", info(), SHELL), (FRESH_OBSERVATION / 2, "output", BLOCKED)],
-        [{"state": None}, {"state": "blocked", "hold": False}],
+    # The race CI caught: a script started right after a poll reports at once. Filed under
+    # the shell that poll saw, its record ended as "the process left" at the next poll.
+    "a report right after a look at the shell waits for a look after it: the script's": (
+        [
+            (0, "listed", info(), SHELL),
+            (0.03, "output", BLOCKED),
+            (0.04, "polling"),
+            (0.05, "listed", info(), SCRIPT),
+            (0.05, "released"),
+            (1, "listed", info(), SCRIPT),
+        ],
+        [
+            {"state": None},
+            {"state": NO_UPDATE, "hold": True},
+            {"state": NO_UPDATE},
+            {"state": None},  # the script is in front (its record is not filed yet)
+            {"state": "blocked", "hold": False},
+            {"state": NO_UPDATE},  # still the script's: nothing left
+        ],
+    ),
+    "a report that arrives while a poll runs waits for the next poll": (
+        [
+            (0, "listed", info(), SHELL),
+            (1, "output", osc7501("state=working")),  # the shell's (a prompt hook)
+            (1.01, "polling"),
+            (1.015, "output", BLOCKED),  # the script's, started after the poll looked
+            (1.02, "listed", info(), SHELL),
+            (1.02, "released"),
+            (1.03, "polling"),
+            (1.04, "listed", info(), SCRIPT),
+            (1.04, "released"),
+            (2, "listed", info(), SCRIPT),
+        ],
+        [
+            {"state": None},
+            {"hold": True},
+            {"state": NO_UPDATE},
+            {"state": NO_UPDATE, "hold": False},
+            {"state": NO_UPDATE},
+            {"state": "working", "hold": True},  # the shell's report only; the other waits
+            {"state": NO_UPDATE},
+            {"state": None},  # the script is in front: the shell's record ended
+            {"state": "blocked", "hold": False},
+            {"state": NO_UPDATE},
+        ],
+    ),
+    "plain text that arrives while a poll runs does not keep the pane held": (
+        [
+            (0, "listed", info(), SHELL),
+            (1, "output", BLOCKED),
+            (1.01, "polling"),
+            (1.015, "output", b"Deploy? [y/N] "),
+            (1.02, "released"),
+        ],
+        [{"state": None}, {"hold": True}, {}, {"hold": False}, {"state": "blocked", "hold": False}],
     ),
     "output while held joins the held events, in order": (
         [
             (0, "listed", info(), SHELL),
             (1, "output", BLOCKED),
             (1.01, "output", osc7501("state=working:app=builder")),
+            (1.02, "polling"),
             (1.05, "released"),
         ],
-        [{"state": None}, {"hold": True}, {"state": NO_UPDATE, "hold": False}, {"state": "working"}],
+        [{"state": None}, {"hold": True}, {"state": NO_UPDATE, "hold": False}, {}, {"state": "working"}],
     ),
     "a held THINKTERM blocked asks for the screen once released, to read its question": (
         [
             (0, "listed", info(), SHELL),
             (1, "output", encode_agent("my-agent", "blocked", ts=int(T0 + 1)) + b"Push to? [main/dev]\r\n"),
+            (1.01, "polling"),
             (1.05, "released"),
         ],
-        [{"state": None}, {"state": NO_UPDATE, "hold": True}, {"state": "blocked", "settle": 1.05 + SETTLE}],
+        [
+            {"state": None},
+            {"state": NO_UPDATE, "hold": True},
+            {},
+            {"state": "blocked", "settle": 1.05 + SETTLE},
+        ],
     ),
     "plain text is never held": (
         [(0, "listed", info(), SHELL), (5, "output", b"hello\r\n")],
@@ -115,9 +177,11 @@ SCENARIOS: dict[str, tuple[list[tuple[Any, ...]], list[dict[str, Any]]]] = {
         [
             (0, "listed", info(command="builder"), APP),
             (0.01, "output", BLOCKED),
+            (0.02, "polling"),
+            (0.03, "released"),
             (1, "listed", info(), SHELL),
         ],
-        [{"state": None}, {"state": "blocked"}, {"state": None}],
+        [{"state": None}, {"hold": True}, {}, {"state": "blocked"}, {"state": None}],
     ),
     "a pane with screen rules is captured once listed, then after output settles": (
         [
@@ -181,6 +245,138 @@ SCENARIOS: dict[str, tuple[list[tuple[Any, ...]], list[dict[str, Any]]]] = {
 }
 
 
+def spinner(start: float, n: int = 5, every: float = 0.08) -> list[tuple[Any, ...]]:
+    """`n` spinner frames, one every `every` s from `start` (never a quiet SETTLE)."""
+    return [(start + i * every, "output", b"\r\xe2\xa0\x8b Working") for i in range(n)]
+
+
+#: A timer fires at (not before) its time; the table's times add this, as floats at
+#: T0 + t cannot name an instant exactly.
+E = 0.001
+
+#: A pane that keeps writing (REREAD = 0.4 s, SETTLE = 0.15 s): steps, reread, outputs.
+#: Only the settle timers that matter are fired; the ones that would only wait on are
+#: left out where the scenario above already shows them waiting on.
+ANIMATED: dict[str, tuple[list[tuple[Any, ...]], float, list[dict[str, Any]]]] = {
+    "an animating pane with rules is re-read REREAD after the output that armed the settle": (
+        [
+            (0, "listed", info(command="codex"), CODEX),
+            (0.05, "captured", "screen\n"),
+            (1.0, "output", b"a"),
+            (1.1, "output", b"b"),
+            (1.0 + SETTLE + E, "settled"),
+            (1.2, "output", b"c"),
+            (1.1 + SETTLE + E, "settled"),
+            (1.3, "output", b"d"),
+            (1.2 + SETTLE + E, "settled"),
+            (1.38, "output", b"e"),
+            (1.0 + REREAD + E, "settled"),
+            (1.42, "output", b"f"),
+            (1.45, "captured", "screen 2\n"),
+            (1.42 + SETTLE + E, "settled"),
+        ],
+        REREAD,
+        [
+            {"capture": True},
+            {"capture": False, "settle": None},
+            {"settle": 1.0 + SETTLE},
+            {"settle": 1.0 + SETTLE},
+            {"settle": 1.1 + SETTLE, "capture": False},  # not quiet: wait on
+            {"settle": 1.1 + SETTLE},
+            {"settle": 1.2 + SETTLE, "capture": False},
+            {"settle": 1.2 + SETTLE},
+            {"settle": 1.0 + REREAD, "capture": False},  # the re-read comes before quiet would
+            {"settle": 1.0 + REREAD},
+            {"settle": None, "capture": True},  # kept writing for REREAD s: read it anyway
+            {"settle": 1.42 + SETTLE},  # the next frame arms the next round
+            {"capture": False, "settle": 1.42 + SETTLE},
+            {"settle": None, "capture": True},  # quiet: read once more, the final screen
+        ],
+    ),
+    "with re-reading off (0), an animating pane is read only once quiet": (
+        [
+            (0, "listed", info(command="codex"), CODEX),
+            (0.05, "captured", "screen\n"),
+            *spinner(1.0, 10),
+            (1.0 + REREAD + E, "settled"),
+            (1.72 + SETTLE + E, "settled"),
+        ],
+        0,
+        [
+            {"capture": True},
+            {},
+            *[{"settle": 1.0 + SETTLE} for _ in range(10)],
+            {"settle": 1.72 + SETTLE, "capture": False},  # past REREAD: still waits for quiet
+            {"settle": None, "capture": True},
+        ],
+    ),
+    "a re-read due while a capture runs is read right after it, not at the next quiet": (
+        [
+            (0, "listed", info(command="codex"), CODEX),
+            (0.05, "captured", "screen\n"),
+            *spinner(1.0),
+            (1.0 + REREAD + E, "settled"),  # capture 1 starts
+            *spinner(1.48),
+            (1.48 + REREAD + E, "settled"),  # capture 1 still runs: one more is due after it
+            (1.9, "captured", "screen 2\n"),  # capture 1 ends; the spinner goes on
+            *spinner(1.96),
+            (1.9 + REREAD + E, "settled"),
+        ],
+        REREAD,
+        [
+            {"capture": True},
+            {},
+            *[{} for _ in range(5)],
+            {"capture": True, "settle": None},
+            {"settle": 1.48 + SETTLE},
+            *[{} for _ in range(4)],
+            {"capture": False, "settle": None},  # one is in flight
+            {"capture": False, "settle": 1.9 + SETTLE},  # armed again as it ended
+            *[{} for _ in range(5)],
+            {"capture": True, "settle": None},  # output never paused: REREAD after that
+        ],
+    ),
+    "an animating shell pane is never read": (
+        [(0, "listed", info(), SHELL), *spinner(1.0, 12), (1.0 + REREAD + E, "settled")],
+        REREAD,
+        [{"capture": False}, *[{"settle": None, "capture": False} for _ in range(13)]],
+    ),
+    "an animating agent that reports OSC 7501 is never read (RI-2)": (
+        [
+            (0, "listed", info(command="codex"), CODEX),
+            (0.05, "captured", "screen\n"),
+            (0.5, "output", osc7501("state=working:app=codex")),
+            (0.52, "polling"),  # a look at the process, started after the report
+            (0.55, "released"),
+            *spinner(1.0, 12),
+            (1.0 + REREAD + E, "settled"),
+        ],
+        REREAD,
+        [
+            {"capture": True},
+            {},
+            {"hold": True, "settle": 0.5 + SETTLE},  # armed before the report was read
+            {},
+            {"state": "working"},
+            *[{"capture": False} for _ in range(12)],  # the frames arm nothing more
+            {"settle": None, "capture": False},  # and the armed time reads nothing
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ANIMATED))
+def test_tracker_animated(name: str) -> None:
+    steps, reread, expected = ANIMATED[name]
+    got = run(steps, reread)
+    assert len(got) == len(expected), [s[:2] for s in steps]
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+        for k, v in e.items():
+            want = pytest.approx(v, abs=1e-6) if isinstance(v, float) else v
+            at = f"step {i} at {steps[i][0]:.3f} {steps[i][1]!r}"
+            assert g[k] == want, f"{at}: {k} = {g[k]!r}, expected {v!r}"
+
+
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_tracker_table(name: str) -> None:
     steps, expected = SCENARIOS[name]
@@ -199,7 +395,9 @@ def test_the_classifier_deadline_is_handed_out_and_honoured() -> None:
     t = PaneTracker(KEY, "main", RULES)
     t.listed(T0, info(), SHELL)
     t.take_update()
-    t.output(T0 + 0.01, thinkterm("my-agent", "working", ts=int(T0)))
+    assert t.output(T0 + 0.01, thinkterm("my-agent", "working", ts=int(T0)))  # held for a look
+    t.polling()
+    assert not t.released(T0 + 0.02)
     assert t.take_update().state == "working"
     assert t.deadline_at is not None and t.deadline_at > T0
     t.deadline(t.deadline_at)
@@ -211,6 +409,8 @@ def test_seen_turns_done_into_idle() -> None:
     t = PaneTracker(KEY, "main", RULES)
     t.listed(T0, info(command="builder"), APP)
     t.output(T0 + 0.01, osc7501("state=done:app=builder"))
+    t.polling()
+    t.released(T0 + 0.02)
     assert t.take_update().state == "done"
     t.seen(T0 + 1)
     assert t.take_update().state in ("idle", None)

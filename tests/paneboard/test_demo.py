@@ -19,12 +19,19 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from support.wait import wait_for
 
 pytestmark = pytest.mark.tmux
 
 
 def _panes(url: str, token: str) -> list[dict]:
     request = urllib.request.Request(f"{url}/api/panes", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def _get(url: str, token: str, path: str) -> dict:
+    request = urllib.request.Request(f"{url}{path}", headers={"Authorization": f"Bearer {token}"})
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.load(response)
 
@@ -55,6 +62,10 @@ def test_demo_shows_every_kind_of_agent_and_cleans_up(tmp_path: Path) -> None:
                 board = line.strip()
         assert board, "the demo never printed the board's URL on a line of its own"
         url, token = board.split("/?token=")
+        login = proc.stdout.readline()
+        m = re.search(r"as 'demo' with password (\S+)", login)
+        assert m, login
+        password = m.group(1)
 
         expected = {
             "claude": ("claude", "protocol"),  # OSC 7501 under paneboard run
@@ -89,6 +100,45 @@ def test_demo_shows_every_kind_of_agent_and_cleans_up(tmp_path: Path) -> None:
             ), f"{name}: only saw {seen[name]}"
         assert "remote-agent" in remote_agents, f"the remote pane was never identified: {remote_agents}"
         assert remote_agents[-1] is None, "the stale remote report kept its identity (TA-13)"
+
+        # The stats page has a labelled sample week, and the live agents' waits beside it.
+        stats = _get(url, token, "/api/stats")
+        assert stats["totals"]["count"] > 100 and len(stats["per_day"]["days"]) == 8
+        assert {"sample-build1", "sample-gpu2", "sample-laptop"} <= set(stats["options"]["hosts"])
+        assert all(p["session"] == "sample day" for p in stats["panes"] if p["host"].startswith("sample-"))
+
+        def live_waits() -> list[dict]:
+            blocks = _get(url, token, "/api/blocks?limit=10000")["blocks"]
+            dones = _get(url, token, "/api/blocks?state=done&limit=10000")["blocks"]
+            return [b for b in blocks + dones if not b["host"].startswith("sample-")]
+
+        deadline = time.monotonic() + 120
+        while not live_waits() and time.monotonic() < deadline:
+            time.sleep(1)
+        assert live_waits(), "the demo's own agents left no wait in the ledger"
+
+        # the Claude-like asker is answered from the board, and goes on
+        from support.webclient import WebClient
+
+        demo = WebClient(url).login("demo", password)
+        asker = next(p for p in _panes(url, token) if _window(p) == "approve")
+        assert asker["input"] is True
+        shot = wait_for(
+            lambda: (s := demo.get(f"/api/panes/{asker['id']}/screen?wait=2"))["answers"] and s,
+            timeout=60,
+            what="the asker's answers",
+        )
+        status, body = demo.request(
+            "POST", f"/api/panes/{asker['id']}/answer", {"fingerprint": shot["fingerprint"], "answer": "yes"}
+        )
+        assert (status, body["outcome"]) == (200, "typed")
+        wait_for(
+            lambda: any(
+                "ANSWERED yes" in ln for ln in demo.get(f"/api/panes/{asker['id']}/screen?wait=2")["lines"]
+            ),
+            timeout=30,
+            what="the asker continuing",
+        )
 
         workdir = next(
             Path(m.group(1))

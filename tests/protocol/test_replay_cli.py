@@ -75,8 +75,8 @@ def test_bad_lines_are_reported_with_their_number_and_skipped(tmp_path: Path):
     assert err == [
         f"paneboard replay: {trace}:2: not JSON: Expecting value (column 1)",
         f"paneboard replay: {trace}:3: time goes backwards (0.5 after 1)",
-        f"paneboard replay: {trace}:4: unknown key 'colour' (known: observable, output, output_b64, pid, "
-        "process, screen, seen, t)",
+        f"paneboard replay: {trace}:4: unknown key 'colour' (known: group, observable, output, output_b64, "
+        "pid, process, screen, seen, t)",
         f"paneboard replay: {trace}:5: 'output_b64' is not valid base64",
     ]
     assert [(o["t"], o["state"]) for o in _lines(got.stdout)] == [(1, "working"), (4, None)]
@@ -199,3 +199,32 @@ def test_explain_names_the_rule_behind_a_screen_state(tmp_path: Path):
     trace = TRACES / "TA-2__screen_rule.jsonl"
     got = paneboard("replay", "--explain", str(trace), "--rules", str(tmp_path))
     assert [o["rule"] for o in _lines(got.stdout)] == [None, "claude-code/permission_prompt"]
+
+
+def test_a_group_line_chooses_the_agent_behind_a_wrapper_and_explain_says_why():
+    trace = b"\n".join(
+        json.dumps(o).encode()
+        for o in [
+            {"t": 1, "group": [[10, 1, "npm exec claude"], [11, 10, "sh -c claude"], [12, 11, "claude"]]},
+            {"t": 2, "output": "\u001b]7501;state=working:app=claude-code\u0007"},
+            {"t": 3, "group": [[10, 1, "npm exec claude"]]},  # claude left; npm still in front
+        ]
+    )
+    got = paneboard("replay", "-", "--explain", stdin=trace)
+    assert got.returncode == 0, got.stderr.decode()
+    lines = _lines(got.stdout)
+    want = [("claude", "idle"), ("claude", "working"), (None, None)]
+    assert [(x["agent"], x["state"]) for x in lines] == want
+    assert "`claude` (pid 12)" in lines[0]["why"] and "2 levels below" in lines[0]["why"]
+    assert lines[2]["why"] is None
+    # without --explain, the same lines carry no why
+    assert "why" not in _lines(paneboard("replay", "-", stdin=trace).stdout)[0]
+
+
+@pytest.mark.parametrize(
+    "group",
+    [[], [[1, 2]], [[1, 2, 3]], [[-1, 0, "x"]], [[True, 0, "x"]], "bash", [[1, 0, "x"]] * 1025],
+)
+def test_a_bad_group_is_a_bad_line(group):
+    got = paneboard("replay", "-", stdin=json.dumps({"t": 1, "group": group}).encode())
+    assert got.returncode == 1 and b"'group' must be" in got.stderr

@@ -126,7 +126,10 @@ class Stage:
         self.tmp = tmp
         self.tmux = IsolatedTmux().start()
         self.api = ModelApi(self.tmux, tmp / "api")
-        self.collector = AgentProcess("--local", "--tmux-socket", self.tmux.name, env=self.tmux.env)
+        # --explain: every line also names the process taken for the program, and why
+        self.collector = AgentProcess(
+            "--local", "--tmux-socket", self.tmux.name, "--explain", env=self.tmux.env
+        )
         self.pane = ""
         self.screens: dict[str, str] = {}
         self.gaps: list[str] = []
@@ -139,6 +142,9 @@ class Stage:
         self.pane = self.tmux.new_window("main", "agent", f"bash --noprofile --norc -c {shlex.quote(line)}")
         self.raw = self.tmp / "pane.raw"
         self.tmux.cmd("pipe-pane", "-t", self.pane, f"cat >> {shlex.quote(str(self.raw))}")
+        # ... and the collector follows the pane before it does: one that starts late has
+        # missed what was written before (tmux keeps no raw history), a start-up report too.
+        self.collector.wait_line(lambda o: o["pane"] == self.pane, timeout=30, what="the pane's first line")
         self.keys("Enter")
         return self.pane
 
@@ -244,10 +250,12 @@ class Stage:
         return out
 
     def states(self) -> list[str]:
-        """The pane's states as the collector printed them, repeats collapsed."""
+        """The pane's states as the collector printed them, repeats collapsed, from the
+        program's first (the lines before it are the shell that waits to start it)."""
         out: list[str] = []
         for line in self.collector.snapshot():
-            if line["pane"] == self.pane and (not out or out[-1] != line["state"]):
+            fresh = not out or out[-1] != line["state"]
+            if line["pane"] == self.pane and fresh and (out or line["state"] is not None):
                 out.append(line["state"])
         return out
 

@@ -5,10 +5,13 @@ inside tmux; the collector must follow it through every state."""
 
 from __future__ import annotations
 
+import json
+import os
+import tomllib
 from pathlib import Path
 
 import pytest
-from harness import Stage
+from harness import PANEBOARD, Stage, wait_until
 from install import AGENTS
 
 pytestmark = [pytest.mark.realagent, pytest.mark.tmux, pytest.mark.timeout(150)]
@@ -107,6 +110,69 @@ def test_codex_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
     walk = stage.walk()
     it = iter(seen)
     assert all(step in it for step in ["idle", "working", "blocked", "working", "done"]), walk
+    assert "done" not in seen[:-1], walk
+    first = seen.index("blocked")
+    assert "blocked" not in seen[first + 1 :], walk
+
+
+RECIPE = Path(__file__).resolve().parents[2] / "docs" / "recipes" / "codex-config.toml"
+
+
+def test_codex_turn_with_the_notify_recipe(stage: Stage, agent_cli, tmp_path: Path) -> None:
+    """docs/recipes/codex-config.toml's `notify`, verbatim, in the real Codex's config.
+    Codex runs it twice per prompt: for its own side request that names the thread, right
+    after the prompt is sent (the turn still running), and at the turn's end. Only the
+    second may report: no `done` before the end, and the end's `done` carries the
+    answer (the recipe's msg; Codex's own report has none)."""
+    codex = agent_cli("codex")
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    ch = codex_home(home, work, stage.api.url)
+    notify = tomllib.loads(RECIPE.read_text())["notify"]
+    config = ch / "config.toml"
+    config.write_text(f"notify = {json.dumps(notify)}\n" + config.read_text())
+    env = {
+        "HOME": str(home),
+        "CODEX_HOME": str(ch),
+        "PB_API_KEY": "pb-dummy",
+        "TERM": "xterm-256color",
+        "PATH": f"{Path(PANEBOARD).parent}:{os.environ['PATH']}",  # `paneboard` as the recipe names it
+    }
+    stage.open(f"{codex} --no-daemon", env, work)
+    stage.wait_screen(lambda s: "›" in s and "for shortcuts" in s, 60, "Codex's prompt")
+    stage.wait_class({"agent": "codex", "state": "idle", "kind": None}, 30, "idle at start")
+
+    stage.press_until(
+        ["Please do PBTASK now"],
+        lambda: "PBTASK" in stage.screen(),
+        "the prompt typed",
+        tries=1,
+        each=20,
+        literal=True,
+    )
+    stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
+    # The side request is answered at once (the stand-in holds only the turn's requests),
+    # so its notify runs while the turn waits here, long before the turn can end: a
+    # `done` it reported would show in the walk before the end (checked last).
+    side = "Generate a concise, single-line task title"
+    wait_until(
+        lambda: any(side in json.dumps(r["body"]) for r in stage.api.requests()), 30, "the title request"
+    )
+    stage.wait_class({"agent": "codex", "state": "working"}, 30, "working")
+
+    stage.api.release(1)
+    stage.wait_class({"agent": "codex", "state": "blocked", "kind": "permission"}, 60, "the approval prompt")
+    stage.press_until(["y"], lambda: stage.api.held(2), "the approval")
+    stage.wait_class({"agent": "codex", "state": "working", "kind": None}, 60, "working after the approval")
+    stage.api.release(2)
+    stage.wait_screen(lambda s: "All done: pb-ran exists." in s, 60, "the final answer")
+    stage.wait_class(
+        {"agent": "codex", "state": "done", "source": "protocol", "msg": "All done: pb-ran exists."},
+        60,
+        "done with the answer, from the recipe",
+    )
+    seen = stage.states()
+    walk = stage.walk()
     assert "done" not in seen[:-1], walk
     first = seen.index("blocked")
     assert "blocked" not in seen[first + 1 :], walk

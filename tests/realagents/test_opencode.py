@@ -43,12 +43,6 @@ def opencode_env(home: Path, url: str) -> dict[str, str]:
     }
 
 
-@pytest.mark.xfail(
-    strict=False,  # a race: now and then a capture lands in a pause of the animation and it passes
-    reason="screens are not re-read while an agent animates: OpenCode's progress bar rarely lets the "
-    "output settle for the collector's 150 ms, so usually no screen is captured during the turn and "
-    "the pane reads idle (source none) for the whole working phase",
-)
 def test_opencode_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
     opencode = agent_cli("opencode")
     home, work = tmp_path / "home", tmp_path / "work"

@@ -62,3 +62,76 @@ def test_change_on_one_process_reaches_sse_client_of_the_other(db_url: str, serv
                 await up.close()
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+def test_a_burst_on_one_process_leaves_the_other_with_every_pane_current(
+    db_url: str, server_factory: Any
+) -> None:
+    """Many commits on A in a row: B merges the notifications that arrive before its
+    writer re-reads (one re-read per batch), and must still end with every pane's last
+    state, none lost or stale."""
+    tokens = asyncio.run(make_tokens(db_url))
+    a = server_factory(db_url)
+    b = server_factory(db_url)
+    auth = {"Authorization": f"Bearer {tokens['viewer']}"}
+
+    async def go() -> None:
+        up = UplinkSink(a.url, tokens["collector"])
+        await up.start()
+        try:
+            for round_, state in enumerate(("working", "blocked", "done")):
+                for i in range(150):
+                    await up.pane_changed(pane_update("h", f"%{i}", state, msg=f"{round_}-{i}"))
+                    if i % 10 == 0:
+                        await asyncio.sleep(0.005)  # several messages, so several commits on A
+
+            async def b_current() -> bool:
+                async with httpx.AsyncClient() as c:
+                    got = (await c.get(b.url + "/api/panes", headers=auth)).json()
+                return len(got) == 150 and all(p["msg"] == f"2-{p['pane'][1:]}" for p in got)
+
+            await wait_until(b_current, timeout=30, what="B to show every pane's last state")
+            async with httpx.AsyncClient() as c:
+                got_a = (await c.get(a.url + "/api/panes", headers=auth)).json()
+                got_b = (await c.get(b.url + "/api/panes", headers=auth)).json()
+            key = lambda p: p["id"]  # noqa: E731
+            assert [(p["id"], p["rev"], p["state"]) for p in sorted(got_a, key=key)] == [
+                (p["id"], p["rev"], p["state"]) for p in sorted(got_b, key=key)
+            ]
+        finally:
+            await up.close()
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+def test_notifications_before_the_writer_takes_a_refresh_join_it(db_url: str) -> None:
+    """Notifications that arrive while a re-read is queued add their ids to it (one
+    re-read per writer batch, not one per commit elsewhere); once the writer has begun
+    it, the next notification queues a new one, so no id waits for a later change."""
+    from paneboard_server.app import create_app
+    from paneboard_server.config import Config
+    from paneboard_server.database import resolve_url
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(Config(), resolve_url(db_url))
+        async with app.router.lifespan_context(app):
+            fan = app.state.fanout
+            await asyncio.wait_for(fan.ready.wait(), 10)
+            # Without yielding, the writer cannot take the first before the others arrive.
+            fan._on_change(None, 0, "paneboard_change", "peer:1,2")
+            first = fan._open
+            fan._on_change(None, 0, "paneboard_change", "peer:2,3")
+            fan._on_change(None, 0, "paneboard_change", "peer:4")
+            fan._on_change(None, 0, "paneboard_change", f"{app.state.core.instance}:9")  # our own
+            assert fan._open is first and sorted(first.pane_ids) == [1, 2, 3, 4] and fan.merged == 2
+            done = asyncio.get_running_loop().create_future()
+            first.on_commit = lambda: done.set_result(None)
+            await asyncio.wait_for(done, 10)
+            assert first.taken
+            fan._on_change(None, 0, "paneboard_change", "peer:5")
+            assert fan._open is not first and fan._open.pane_ids == [5]
+
+    asyncio.run(go())

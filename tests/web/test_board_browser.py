@@ -125,9 +125,9 @@ def test_unwatched_tab_notifies_and_watched_one_does_not(page, board):
     assert page.evaluate("document.documentElement.dataset.lastBeep") is not None  # waiting: a beep
     assert notes(page, pid)[1]["tag"] == pid and "blocked" in notes(page, pid)[1]["title"]
     focus(page, cdp)
-    # Clicking the notification opens the pane.
+    # Clicking the notification opens the pane, a blocked one with its screen in view.
     page.evaluate("window.__noteObjs.at(-1).dispatchEvent(new Event('click'))")
-    page.wait_for_url(re.compile(r"#/pane/" + re.escape(pid) + "$"))
+    page.wait_for_url(re.compile(r"#/pane/" + re.escape(pid) + "/screen$"))
     page.wait_for_selector("#pane-view:not([hidden])")
     assert page.errors == []
 
@@ -462,7 +462,7 @@ def test_service_worker_shows_a_push_tagged_per_pane(page, board):
     [note] = got
     assert note["tag"] == "42" and note["title"] == "claude blocked"
     assert "\u202e" not in note["body"]
-    assert note["data"]["url"] == "/#/pane/42"
+    assert note["data"]["url"] == "/#/pane/42/screen"  # opens with the screen in view
     cdp.detach()
 
 

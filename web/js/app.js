@@ -7,7 +7,7 @@ import { Unauthorized, get, post } from "./api.js";
 import { Board } from "./board.js";
 import { showCounts } from "./favicon.js";
 import { Model, clock } from "./model.js";
-import { Notifier, sound } from "./notify.js";
+import { Notifier, doneSwitch, sound } from "./notify.js";
 import { clean } from "./sanitize.js";
 import { PaneView } from "./pane.js";
 import { registerWorker } from "./push.js";
@@ -81,6 +81,8 @@ function showSound() {
   b.setAttribute("aria-pressed", String(sound.on));
 }
 $("sound-btn").addEventListener("click", () => { sound.set(!sound.on); showSound(); });
+$("notify-done").checked = doneSwitch.on;
+$("notify-done").addEventListener("change", () => doneSwitch.set($("notify-done").checked));
 showSound();
 
 /** Who is looking: an account (with Sign out) or a viewer token (with Sign in). */
@@ -98,14 +100,15 @@ $("sign-out").addEventListener("click", async () => {
 });
 
 function route() {
-  const m = /^#\/pane\/(.+)$/.exec(location.hash) || /^\/pane\/(.+)$/.exec(location.pathname);
+  const m = /^#\/pane\/([^/]+)(\/screen)?$/.exec(location.hash) || /^\/pane\/([^/]+)$/.exec(location.pathname);
   const id = m ? decodeURIComponent(m[1]) : null;
+  const screen = !!(m && m[2]);
   view = wall ? null : id;
   $("board").hidden = !!view;
   $("empty").hidden = !!view || model.panes.size !== 0;
   if (view) {
     lastView = view;
-    paneView.open(view);
+    paneView.open(view, { screen });
   } else {
     paneView.close();
     // Back from a pane's page: its card gets focus again (keys go on from there). On

@@ -33,6 +33,8 @@ export class Board {
     root.addEventListener("click", (ev) => {
       const copy = ev.target.closest(".copy-attach");
       if (copy) { ev.stopPropagation(); copyText(copy.dataset.cmd, copy); return; }
+      const show = ev.target.closest(".show-screen");
+      if (show) { ev.stopPropagation(); location.hash = `#/pane/${encodeURIComponent(show.dataset.id)}/screen`; return; }
       const card = ev.target.closest(".card");
       if (card) this.onOpen(card.dataset.id);
     });
@@ -319,6 +321,12 @@ export function fillCard(card, p, { quiet = null, localHost = "" } = {}) {
     }
   }
   if (p.source && p.source !== "protocol") add(`via ${p.source}`);
+  if (p.input) add("⌨ takes answers", "marker-input", "its collector types answers from the board (--allow-input)");
+  const show = card.querySelector(".show-screen");
+  if (show) {
+    show.hidden = p.state !== "blocked";
+    show.dataset.id = p.id;
+  }
   const copy = card.querySelector(".copy-attach");
   copy.dataset.cmd = attachCommand(p, localHost);
   copy.title = `copy: ${copy.dataset.cmd}`;

@@ -25,9 +25,19 @@ export function showCounts({ blocked, error, done, waitSince }, countsEl, now) {
   const key = `${blocked}/${error}/${done}`;
   if (key === last) return;
   last = key;
+  setBadge(blocked);
   const link = document.getElementById("favicon");
   if (!link) return;
   link.href = drawIcon(blocked + error, done, error && !blocked);
+}
+
+/** The installed app's icon badge (Badging API; phones and desktops that have it): how
+ * many panes wait on you. The longest wait is in the title and the notifications. */
+export function setBadge(n) {
+  if (!("setAppBadge" in navigator)) return;
+  const p = n ? navigator.setAppBadge(n) : navigator.clearAppBadge();
+  p?.catch?.(() => {}); // not installed, or not allowed: the title and favicon still say it
+  document.documentElement.dataset.badge = String(n);
 }
 
 export function drawIcon(blocked, done, red = false) {

@@ -73,6 +73,7 @@ export function normalise(p) {
     lastSeen: time(p.last_seen),
     reachable: p.reachable !== false,
     stale: Boolean(p.stale),
+    input: Boolean(p.input),
     records: Array.isArray(p.records) ? p.records : [],
     lastKnown: lk && lk.state && STATES[lk.state]
       ? { state: lk.state, kind: lk.kind ?? null, agent: lk.agent ?? null, msg: lk.msg ?? null, at: time(lk.at) }

@@ -4,12 +4,16 @@
 // beeps (blocked/error, when the sound switch is on) and shows a Notification tagged with the pane id, so each pane has at most one on
 // screen and a newer one replaces it. Tabs tell each other what they are watching over
 // a BroadcastChannel, and tell the server over POST /api/watch so it only sends Web
-// Push when no tab of this viewer is watching. No debounce here: the classifier
-// already debounces screen-inferred states, and explicit reports must not wait.
+// Push when no tab of this viewer is watching. No debounce of one pane's states (the
+// classifier debounces screen-inferred ones); but changes that come within GROUP_MS of
+// each other are one notification ("5 agents waiting: …"), and a change older than
+// REPLAY_S (what happened while the page was closed or away, delivered when the stream
+// catches up) is not notified at all: the board and the title show it. Each
+// notification shown is reported to the server's log (POST /api/notify/shown).
 
 import { post } from "./api.js";
 import { clean } from "./sanitize.js";
-import { stateInfo } from "./model.js";
+import { clock, stateInfo } from "./model.js";
 import { quietReason } from "./quiet.js";
 
 const TAB = Math.random().toString(36).slice(2) + Date.now().toString(36);
@@ -20,6 +24,19 @@ const NOTIFY_STATES = new Set(["blocked", "error", "done"]);
 // The beep is for a pane that now needs you: waiting on a question, or failed.
 const SOUND_STATES = new Set(["blocked", "error"]);
 const SOUND_KEY = "paneboard.sound";
+const DONE_KEY = "paneboard.notifyDone";
+export const GROUP_MS = 1000;
+export const REPLAY_S = 30;
+
+/** This browser's switch for "done" notifications (on until switched off). */
+export const doneSwitch = {
+  get on() {
+    try { return localStorage.getItem(DONE_KEY) !== "off"; } catch { return true; }
+  },
+  set(on) {
+    try { localStorage.setItem(DONE_KEY, on ? "on" : "off"); } catch { /* private mode */ }
+  },
+};
 
 /** The sound switch, remembered in this browser; off until someone turns it on. */
 export const sound = {
@@ -41,6 +58,8 @@ export class Notifier {
     this.peers = new Map(); // tab -> {watching, panes:Set, pane, at}
     this.audio = null;
     this.lastServerBeat = 0;
+    this.pending = [];
+    this.pendingTimer = null;
     this.channel = "BroadcastChannel" in window ? new BroadcastChannel("paneboard") : null;
     if (this.channel) this.channel.onmessage = (ev) => this.onPeer(ev.data);
     this.elect();
@@ -123,10 +142,51 @@ export class Notifier {
     if (!pane || !NOTIFY_STATES.has(pane.state)) return;
     if (prev && prev.state === pane.state) return;
     if (!this.leader) return;
+    if (pane.since !== null && clock.now() - pane.since > REPLAY_S) return; // old news, caught up
+    if (pane.state === "done" && !doneSwitch.on) return;
     if (this.someoneWatches(pane.id)) return;
     if (quietReason(this.getQuiet(), pane)) return;
-    if (sound.on && SOUND_STATES.has(pane.state)) this.beep();
-    this.show(pane);
+    this.pending = this.pending.filter((p) => p.id !== pane.id);
+    this.pending.push(pane);
+    if (!this.pendingTimer) this.pendingTimer = setTimeout(() => this.flush(), GROUP_MS);
+  }
+
+  /** What gathered within GROUP_MS: one notification, of one pane or of the lot. */
+  flush() {
+    this.pendingTimer = null;
+    const panes = this.pending.filter((p) => NOTIFY_STATES.has(this.model.panes.get(p.id)?.state ?? p.state));
+    this.pending = [];
+    if (!panes.length) return;
+    if (sound.on && panes.some((p) => SOUND_STATES.has(p.state))) this.beep();
+    if (panes.length === 1) this.show(panes[0]);
+    else this.showGroup(panes);
+  }
+
+  report(panes, reason) {
+    const states = new Set(panes.map((p) => p.state));
+    const state = states.size === 1 ? panes[0].state : null;
+    post("/api/notify/shown", { panes: panes.slice(0, 100).map((p) => p.id), state, reason }).catch(() => {});
+  }
+
+  showGroup(panes) {
+    if (!("Notification" in window) || Notification.permission !== "granted") return;
+    const blocked = panes.filter((p) => p.state === "blocked").length;
+    const title = blocked === panes.length ? `⚠ ${panes.length} agents waiting` : `${panes.length} agents need you`;
+    const lines = panes.slice(0, 6).map((p) => `${clean(p.agent, 40) || "shell"} ${stateInfo(p.state).word} · ${clean(p.host, 60)}${p.msg ? `: ${clean(p.msg, 60)}` : ""}`);
+    if (panes.length > 6) lines.push(`… and ${panes.length - 6} more`);
+    const opts = { body: lines.join("\n"), tag: "paneboard-burst", renotify: true, icon: "/icons/icon-192.png", data: { pane: "" } };
+    this.notify(title, opts, () => { location.hash = "#/"; });
+    this.report(panes, "grouped");
+  }
+
+  notify(title, opts, onClick) {
+    try {
+      const n = new Notification(title, opts);
+      n.onclick = () => { window.focus(); onClick(); n.close(); };
+    } catch {
+      // Android Chrome only allows notifications from the service worker.
+      navigator.serviceWorker?.ready.then((reg) => reg.showNotification(title, opts)).catch(() => {});
+    }
   }
 
   show(pane) {
@@ -137,17 +197,10 @@ export class Notifier {
     const body = [clean(pane.msg, 300), `${clean(pane.host, 80)} · ${clean(pane.session, 80)}:${clean(pane.window, 40)}`]
       .filter(Boolean).join("\n");
     const opts = { body, tag: pane.id, renotify: true, icon: "/icons/icon-192.png", data: { pane: pane.id } };
-    try {
-      const n = new Notification(title, opts);
-      n.onclick = () => {
-        window.focus();
-        location.hash = `#/pane/${encodeURIComponent(pane.id)}`;
-        n.close();
-      };
-    } catch {
-      // Android Chrome only allows notifications from the service worker.
-      navigator.serviceWorker?.ready.then((reg) => reg.showNotification(title, opts)).catch(() => {});
-    }
+    const where = `#/pane/${encodeURIComponent(pane.id)}${pane.state === "blocked" ? "/screen" : ""}`;
+    // A blocked pane opens with its screen (and answers) in view.
+    this.notify(title, opts, () => { location.hash = where; });
+    this.report([pane], pane.state === "blocked" ? "block" : pane.state);
   }
 
   ensureAudio() {

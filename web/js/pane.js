@@ -5,6 +5,7 @@
 import { get, post } from "./api.js";
 import { copyText } from "./board.js";
 import { clean, setText } from "./sanitize.js";
+import { ScreenPanel } from "./screen.js";
 import { attachCommand, clock, clockTime, formatDuration, formatWait, stateInfo } from "./model.js";
 
 const SNOOZES = [["15 min", 15], ["1 hour", 60], ["8 hours", 480], ["until lifted", null]];
@@ -51,20 +52,27 @@ export class PaneView {
     this.status = status;
     this.id = null;
     this.events = [];
+    // The live screen and its answers: one element kept across redraws (screen.js).
+    this.screenRoot = document.createElement("section");
+    this.screenRoot.className = "screen-panel";
+    this.screen = new ScreenPanel(this.screenRoot, { status });
     model.addEventListener("change", (ev) => {
       const id = ev.detail.pane?.id ?? ev.detail.prev?.id;
       if (this.id && id === this.id) this.load();
     });
   }
 
-  async open(id) {
+  async open(id, { screen = false } = {}) {
     this.id = id;
     this.root.hidden = false;
     this.render();
+    this.screen.start(id);
+    if (screen) this.screenRoot.scrollIntoView({ block: "start" });
     await this.load();
   }
 
   close() {
+    this.screen.stop();
     this.id = null;
     this.root.hidden = true;
     this.root.replaceChildren();
@@ -168,6 +176,7 @@ export class PaneView {
       actions.append(sel);
     }
     root.append(actions);
+    root.append(this.screenRoot);
 
     if (p.records.length) {
       root.append(el("h3", "", "Current 7501 records"));

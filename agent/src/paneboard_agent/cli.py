@@ -3,7 +3,7 @@
     paneboard agent [--config FILE] (--server URL --token T | --stdout)
                     [--local] [--tmux-socket NAME] [--ssh [USER@]HOST[:PORT] ...]
                     [--identity FILE] [--known-hosts FILE] [--ssh-config FILE]
-                    [--wait-for-tmux] [-v]
+                    [--no-screens] [--allow-input] [--wait-for-tmux] [-v]
 
 Flags add to what the config file lists: `--local` (or no host at all) watches this
 machine; each `--ssh` adds a host, using `--identity`/`--known-hosts`/`--tmux-socket`.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -64,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the collector token for --server (default: $PANEBOARD_TOKEN, which keeps it "
         "out of the process list)",
     )
+    out.add_argument(
+        "--explain",
+        action="store_true",
+        help="with --stdout: each line also names the process taken for the pane's program "
+        '("process") and, when a wrapper leads the pane, why that one ("why")',
+    )
     p.add_argument(
         "--local", action="store_true", help="watch tmux on this machine (the default when no host is given)"
     )
@@ -100,6 +107,18 @@ def build_parser() -> argparse.ArgumentParser:
         "`none` reads none",
     )
     p.add_argument(
+        "--no-screens",
+        action="store_true",
+        help="never show a pane's screen to the board, for any host (per host: screens = false)",
+    )
+    p.add_argument(
+        "--allow-input",
+        action="store_true",
+        help="let the board's operators answer a blocked prompt: type its declared answer, or free "
+        "text, into the pane, only while it still shows what they saw (off by default; per host: "
+        "allow_input = true; see docs/answers.md)",
+    )
+    p.add_argument(
         "--wait-for-tmux",
         action="store_true",
         help="if no tmux server runs yet on a watched socket, wait for one (default: exit with the reason)",
@@ -128,6 +147,10 @@ def hosts_from_args(args: argparse.Namespace, config: Config) -> list[HostConfig
         )
     if args.local or not hosts:
         hosts.append(HostConfig(host=None, tmux_socket=args.tmux_socket))
+    if getattr(args, "allow_input", False):
+        hosts = [dataclasses.replace(h, allow_input=True) for h in hosts]
+    if getattr(args, "no_screens", False):  # wins over everything: no screen, nothing typed
+        hosts = [dataclasses.replace(h, screens=False, allow_input=False) for h in hosts]
     return hosts
 
 
@@ -178,6 +201,8 @@ def make_targets(hosts: Sequence[HostConfig], ssh_config: str | None = None) -> 
                 socket_path=h.tmux_socket_path,
                 include=h.include,
                 exclude=h.exclude,
+                screens=h.screens,
+                allow_input=h.allow_input and h.screens,
             )
         )
     return targets
@@ -201,6 +226,7 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
     rules = read_rules()
     options = Options(
         poll_interval=config.poll_interval,
+        reread=config.screen_reread,
         transports=config.transports,
         rules=rules,
         wait_for_tmux=args.wait_for_tmux,
@@ -209,7 +235,7 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
     if args.stdout:
         from paneboard_agent.stdout_sink import StdoutSink
 
-        sink: Sink = StdoutSink()
+        sink: Sink = StdoutSink(explain=args.explain)
     else:
         try:
             from paneboard_agent.uplink import UplinkSink
@@ -223,6 +249,15 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
         uplink.attach(collector)
         if hasattr(uplink, "on_seen"):  # the server says the user looked: done -> idle
             uplink.on_seen = collector.mark_seen
+        uplink.on_command = collector.command  # watch / unwatch / answer (screens.py)
+        collector.set_side(uplink.send_side)
+        uplink.input_hosts = {t.host for t in collector.watchers if t.target.allow_input}
+        for t in collector.watchers:
+            if t.target.allow_input:
+                print(
+                    f"paneboard agent: {t.host}: answers from the board may be typed (--allow-input)",
+                    file=sys.stderr,
+                )
         await uplink.start()
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
@@ -275,6 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.stdout == bool(args.server):
         print("paneboard agent: give exactly one of --stdout or --server URL", file=sys.stderr)
+        return 2
+    if args.explain and not args.stdout:
+        print("paneboard agent: --explain goes with --stdout", file=sys.stderr)
         return 2
     if args.server and not args.token:
         print("paneboard agent: --server needs --token (or $PANEBOARD_TOKEN)", file=sys.stderr)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from paneboard_agent.pump import Pump
+from paneboard_agent.screens import ScreensPump
 from paneboard_agent.sink import PaneKey, PaneUpdate, Sink
 from paneboard_agent.targets import Options, TmuxTarget
 from paneboard_agent.watcher import TmuxWatcher
@@ -28,7 +29,8 @@ class Collector:
     def __init__(self, targets: Sequence[TmuxTarget], sink: Sink, options: Options | None = None) -> None:
         self.options = options or Options()
         self.pump = Pump(sink)
-        self.watchers = [TmuxWatcher(t, self.options, self.pump) for t in targets]
+        screens_pump: Any = ScreensPump(self.pump, lambda: self.watchers)  # screens.py's hooks
+        self.watchers = [TmuxWatcher(t, self.options, screens_pump) for t in targets]
 
     def snapshot(self) -> tuple[list[PaneUpdate], dict[str, tuple[bool, str | None]]]:
         panes: list[PaneUpdate] = []
@@ -43,6 +45,34 @@ class Collector:
         self.options = dataclasses.replace(self.options, rules=rules)
         for w in self.watchers:
             w.set_rules(self.options)
+
+    def set_side(self, send: Any) -> None:
+        """Where screens and answer outcomes go (the uplink's `send_side`)."""
+        for w in self.watchers:
+            w.screens.send = send
+
+    async def command(self, msg: dict[str, Any]) -> None:
+        """A server command (`watch`, `unwatch`, `answer`, docs/wire.md) for one pane."""
+        k = msg.get("key")
+        if not isinstance(k, dict):
+            return
+        for w in self.watchers:
+            if w.host == k.get("host") and w.target.label == k.get("tmux"):
+                pane = str(k.get("pane", ""))
+                if msg.get("type") == "watch":
+                    sb = msg.get("scrollback")
+                    w.screens.watch(pane, sb if isinstance(sb, int) and not isinstance(sb, bool) else 0)
+                elif msg.get("type") == "unwatch":
+                    w.screens.unwatch(pane)
+                elif msg.get("type") == "answer":
+                    await w.screens.answer(msg)
+                return
+        if msg.get("type") == "answer":  # no such tmux server here: nothing to type into
+            from paneboard_protocol import wire
+
+            send = self.watchers[0].screens.send if self.watchers else None
+            if send is not None:
+                send(dict(wire.answered(str(msg.get("id", ""))[:64], "not-blocked")))
 
     def mark_seen(self, key: PaneKey, t: float) -> None:
         """Forwarded by a sink (the uplink's `on_seen`): the user looked at `key`."""

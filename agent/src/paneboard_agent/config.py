@@ -2,6 +2,8 @@
 
 ```toml
 poll_interval = 1.0            # seconds between pane/process polls
+screen_reread = 0.4            # seconds: how often the screen of an agent that keeps
+                               # animating is re-read (0: only once its output pauses)
 transports = ["ssh", "mosh"]   # replaces the default list of "transport" programs
 rules_dir = "~/.config/paneboard/rules"
 
@@ -20,6 +22,8 @@ identity = "~/.ssh/id_ed25519"         # or a list
 known_hosts = "~/.ssh/known_hosts"     # verified strictly; default ~/.ssh/known_hosts
 include = ["agent-*"]                  # session name globs (default: all)
 exclude = ["scratch"]
+screens = true                         # pages may see this host's screens (default true)
+allow_input = false                    # answers may be typed into its panes (default false)
 ```
 
 Every error names the file and the key (`hosts[2].port: ...`), so a typo costs one
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from paneboard_agent.panes import DEFAULT_TRANSPORTS
+from paneboard_agent.tracker import REREAD
 
 
 class ConfigError(Exception):
@@ -53,6 +58,8 @@ class HostConfig:
     exclude: tuple[str, ...] = ()
     connect_timeout: float = 10.0
     ssh_config: str | None = None  # None: the top-level/CLI choice; "none": read none
+    screens: bool = True  # a page may see this host's screens (docs/answers.md)
+    allow_input: bool = False  # answers may be typed into this host's panes
 
     @property
     def local(self) -> bool:
@@ -66,6 +73,7 @@ class Config:
     rules_dir: str | None = None
     poll_interval: float = 1.0
     ssh_config: str | None = None  # None: ~/.ssh/config when it exists; "none": read none
+    screen_reread: float = REREAD  # seconds between screen reads of a pane that animates; 0: off
 
 
 _HOST_KEYS = {
@@ -81,8 +89,10 @@ _HOST_KEYS = {
     "exclude",
     "connect_timeout",
     "ssh_config",
+    "screens",
+    "allow_input",
 }
-_TOP_KEYS = {"hosts", "transports", "rules_dir", "poll_interval", "ssh_config"}
+_TOP_KEYS = {"hosts", "transports", "rules_dir", "poll_interval", "ssh_config", "screen_reread"}
 
 
 def _str(where: str, value: Any) -> str:
@@ -136,7 +146,14 @@ def parse_host(where: str, raw: Any) -> HostConfig:
         raise ConfigError(f"{where}.tmux_socket_path: give tmux_socket or tmux_socket_path, not both")
     if sock is not None and "/" in _str(f"{where}.tmux_socket", sock):
         raise ConfigError(f"{where}.tmux_socket: a name (tmux -L); use tmux_socket_path for a path")
+    flags = {}
+    for k in ("screens", "allow_input"):
+        if k in raw:
+            if not isinstance(raw[k], bool):
+                raise ConfigError(f"{where}.{k}: expected true or false")
+            flags[k] = raw[k]
     return HostConfig(
+        **flags,
         host=host,
         port=port,
         user=_str(f"{where}.user", raw["user"]) if "user" in raw else None,
@@ -164,10 +181,16 @@ def parse_config(raw: dict[str, Any], name: str = "config") -> Config:
         rules_dir = _str("rules_dir", raw["rules_dir"]) if "rules_dir" in raw else None
         poll = _num("poll_interval", raw.get("poll_interval", 1.0), 0.1, 60)
         ssh_cfg = _str("ssh_config", raw["ssh_config"]) if "ssh_config" in raw else None
+        reread = _num("screen_reread", raw.get("screen_reread", REREAD), 0, 10)
     except ConfigError as exc:
         raise ConfigError(f"{name}: {exc}") from None
     return Config(
-        hosts=hosts, transports=transports, rules_dir=rules_dir, poll_interval=poll, ssh_config=ssh_cfg
+        hosts=hosts,
+        transports=transports,
+        rules_dir=rules_dir,
+        poll_interval=poll,
+        ssh_config=ssh_cfg,
+        screen_reread=reread,
     )
 
 

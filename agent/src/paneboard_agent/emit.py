@@ -18,6 +18,7 @@ import unicodedata
 from paneboard_protocol.cli_args import OneLineParser
 from paneboard_protocol.encode import MAX_MSG_DECODED
 
+from paneboard_agent.pane_store import remember
 from paneboard_agent.report import PROTOCOLS, ReportError, build, open_tty, write_all
 
 _Parser = functools.partial(OneLineParser, help_hint=False)
@@ -71,7 +72,8 @@ def _parser() -> argparse.ArgumentParser:
         "--hook-json",
         metavar="JSON",
         help="an agent hook's JSON event ('-' reads it from stdin): fills --msg from its message "
-        "and --session from its session id when those are not given",
+        "and --session from its session id when those are not given; a Codex notify event of "
+        "its own side requests (naming the thread) writes nothing",
     )
     return p
 
@@ -95,8 +97,8 @@ def one_line(text: str, limit: int = MAX_MSG_DECODED) -> str:
     return cut + "…"
 
 
-def hook_fields(raw: str) -> tuple[str | None, str | None]:
-    """(msg, session) from an agent hook's JSON event (Claude Code, Codex, Gemini CLI)."""
+def hook_event(raw: str) -> dict[str, object]:
+    """An agent hook's JSON event, bounded and checked to be an object."""
     if len(raw) > MAX_HOOK_JSON:
         raise ValueError(f"--hook-json: the event is over {MAX_HOOK_JSON} bytes")
     try:
@@ -105,11 +107,46 @@ def hook_fields(raw: str) -> tuple[str | None, str | None]:
         raise ValueError("--hook-json: not valid JSON") from None
     if not isinstance(event, dict):
         raise ValueError("--hook-json: not a JSON object")
-    msg = next((event[k] for k in MSG_KEYS if isinstance(event.get(k), str) and event[k].strip()), None)
-    session = next((event[k] for k in SESSION_KEYS if isinstance(event.get(k), str)), None)
+    return event
+
+
+def hook_fields(event: dict[str, object]) -> tuple[str | None, str | None]:
+    """(msg, session) from an agent hook's JSON event (Claude Code, Codex, Gemini CLI)."""
+    msg = next((v for k in MSG_KEYS if isinstance(v := event.get(k), str) and v.strip()), None)
+    session = next((v for k in SESSION_KEYS if isinstance(v := event.get(k), str)), None)
     if session is not None and not _SESSION_OK.fullmatch(session):
         session = None  # an id we cannot carry is left out rather than failing the report
     return (one_line(msg) if msg else None), session
+
+
+#: Codex runs its `notify` program for its own side requests too: after a prompt it names
+#: the thread through a second, ephemeral thread whose one turn is one of these prompts
+#: (seen with the real Codex CLI 0.171.0: `input-messages` ["Generate a concise,
+#: single-line task title of at most 36 characters ..."], a thread id of its own, and
+#: `last-assistant-message` the title, while the user's turn still runs).
+CODEX_SIDE_PROMPTS = (
+    "Generate a concise, single-line task title",
+    "Write a brief catch-up for a user returning to this",
+)
+
+
+def codex_side_request(event: dict[str, object]) -> str | None:
+    """Why a Codex `notify` event does not end the user's turn, or None when it does (or
+    when the event is not Codex's notify payload at all: only that one has a `type`
+    beside `thread-id`/`turn-id`). A report of `done` for it would be a lie mid-turn."""
+    kind = event.get("type")
+    if not isinstance(kind, str) or not ("thread-id" in event or "turn-id" in event):
+        return None
+    if kind != "agent-turn-complete":
+        return f"a Codex {kind!r} event, not a turn's end"
+    prompts = event.get("input-messages")
+    if (
+        isinstance(prompts, list)
+        and prompts
+        and all(isinstance(m, str) and m.lstrip().startswith(CODEX_SIDE_PROMPTS) for m in prompts)
+    ):
+        return "Codex's own side request (naming the thread), not the user's turn"
+    return None
 
 
 def main(argv: list[str]) -> int:
@@ -131,10 +168,13 @@ def main(argv: list[str]) -> int:
     if args.hook_json is not None:
         try:
             raw = sys.stdin.read(MAX_HOOK_JSON + 1) if args.hook_json == "-" else args.hook_json
-            hook_msg, hook_session = hook_fields(raw)
+            event = hook_event(raw)
         except (ValueError, OSError) as exc:
             print(f"paneboard emit: {exc}", file=sys.stderr)
             return 2
+        if codex_side_request(event) is not None:
+            return 0  # nothing happened that the pane should show: no report, no error
+        hook_msg, hook_session = hook_fields(event)
         msg = msg if msg is not None else hook_msg
         session = session if session is not None else hook_session
     try:
@@ -160,6 +200,9 @@ def main(argv: list[str]) -> int:
             write_all(fd, data)
         except OSError as exc:
             raise ReportError(f"cannot write the report: {exc.strerror}") from None
+        else:
+            # ... and where a collector that attaches later finds it (pane_state.py)
+            remember(data, fd, args.tty or os.environ.get("PANEBOARD_TTY"))
         finally:
             os.close(fd)
     except ReportError as exc:

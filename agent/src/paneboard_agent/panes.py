@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+
+from paneboard_protocol.identity import MAX_ARGS, Member, choose, is_interpreter
 
 #: fields of one `list-panes -a -F` line, tab separated; the leading "P" keeps any
 #: line of the reply from starting with "%" (see control.py)
@@ -66,11 +68,6 @@ DEFAULT_TRANSPORTS = (
 )
 
 
-#: interpreters whose script, not their own name, identifies the program
-INTERPRETERS = frozenset({"node", "nodejs", "bun", "deno", "python", "python3", "npx", "uv", "uvx"})
-#: a foreground command line is cut here before it reaches the classifier
-MAX_ARGS = 512
-
 
 @dataclass(frozen=True, slots=True)
 class PaneInfo:
@@ -124,34 +121,55 @@ class ProcInfo:
     pid: int
     tpgid: int
     args: str
+    ppid: int = 0
+    pgid: int = 0
+
+
+#: what `ps` is asked for, in this order (args last: it may hold spaces)
+PS_FIELDS = "pid=,ppid=,pgid=,tpgid=,args="
 
 
 def parse_ps(text: bytes) -> dict[int, ProcInfo]:
-    """`ps -o pid=,tpgid=,args= -p ...` output by pid (tpgid -1: no controlling tty)."""
+    """`ps -o PS_FIELDS ...` output by pid (tpgid -1: no controlling tty)."""
     out: dict[int, ProcInfo] = {}
     for line in text.decode("utf-8", "replace").splitlines():
-        parts = line.split(None, 2)
-        if len(parts) < 2 or not parts[0].isdigit():
+        parts = line.split(None, 4)
+        if len(parts) < 4 or not parts[0].isdigit():
             continue
         try:
-            tpgid = int(parts[1])
+            ppid, pgid, tpgid = int(parts[1]), int(parts[2]), int(parts[3])
         except ValueError:
             continue
-        out[int(parts[0])] = ProcInfo(int(parts[0]), tpgid, parts[2] if len(parts) == 3 else "")
+        pid = int(parts[0])
+        out[pid] = ProcInfo(pid, tpgid, parts[4] if len(parts) == 5 else "", ppid, pgid)
     return out
 
 
-def ps_argv(pids: Iterable[int]) -> list[str]:
-    return ["ps", "-o", "pid=,tpgid=,args=", "-p", ",".join(str(p) for p in sorted(set(pids)))]
+def ps_argv(pids: Iterable[int], ttys: Iterable[str] = ()) -> list[str]:
+    """One `ps` for every pane: these pids and every process on these terminals.
+
+    The terminals bring in each pane's whole foreground group (its members have the
+    pane's tty as controlling terminal), so a wrapper's child is seen in the same run;
+    `-p` and `-t` select the union (POSIX).
+    """
+    argv = ["ps", "-o", PS_FIELDS, "-p", ",".join(str(p) for p in sorted(set(pids)))]
+    names = sorted({t.removeprefix("/dev/") for t in ttys if t and t.startswith("/dev/") and "," not in t})
+    if names:
+        argv += ["-t", ",".join(names)]
+    return argv
 
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """What the classifier is told: `name` None means the shell (or nothing) is in front."""
+    """What the classifier is told: `name` None means the shell (or nothing) is in front.
+
+    `why`: set when the name comes from a process other than the group's leader (a
+    wrapper stays in front), in words for `--explain` and the evidence."""
 
     name: str | None
     pid: int | None
     observable: bool
+    why: str | None = None
 
 
 def _matches_transport(name: str, args: str | None, transports: Sequence[str]) -> bool:
@@ -184,12 +202,45 @@ def is_reporter(args: str | None) -> bool:
     return False
 
 
+def group_members(procs: dict[int, ProcInfo], pgid: int) -> list[Member]:
+    """The processes of one process group (the pane's foreground group)."""
+    return [Member(p.pid, p.ppid, p.args) for p in procs.values() if p.pgid == pgid]
+
+
 def observe(
     pane: PaneInfo,
     procs: dict[int, ProcInfo] | None,
     transports: Sequence[str] = DEFAULT_TRANSPORTS,
     shells: frozenset[str] = DEFAULT_SHELLS,
     previous: Observation | None = None,
+    agent_of: Callable[[str], str | None] | None = None,
+) -> Observation:
+    """The pane's foreground process as the classifier is to see it (RI-1).
+
+    `agent_of` (a process name -> the agent a manifest names, or None): when the
+    group's leader names no agent, the other members of the foreground group are
+    looked at (`identity.choose`): an agent behind a wrapper that stays in front.
+    """
+    obs = _observe_leader(pane, procs, transports, shells, previous)
+    if agent_of is None or procs is None or not obs.observable or obs.pid is None:
+        return obs
+    if obs.name is not None and agent_of(obs.name) is not None:
+        return obs  # the leader names the agent itself (RI-1 as written)
+    leader = procs.get(obs.pid)
+    if leader is None or leader.pgid != obs.pid:
+        return obs
+    choice = choose(obs.pid, leader.args, group_members(procs, obs.pid), agent_of)
+    if choice is None:
+        return obs
+    return Observation(choice.name, choice.pid, True, choice.why)
+
+
+def _observe_leader(
+    pane: PaneInfo,
+    procs: dict[int, ProcInfo] | None,
+    transports: Sequence[str],
+    shells: frozenset[str],
+    previous: Observation | None,
 ) -> Observation:
     """Judge a pane's foreground process from tmux's name and the tty's process group.
 
@@ -232,7 +283,7 @@ def observe(
         return Observation(None, fg_pid, True)
     if procs is not None and fg_pid is not None and fg_pid not in procs and previous is not None:
         return previous
-    if fg_args and (name in INTERPRETERS or name.startswith("python3.")):
+    if fg_args and is_interpreter(name):
         # `node /x/claude/cli.js`: the classifier unwraps interpreters to their script (RI-1)
         return Observation(fg_args[:MAX_ARGS], fg_pid, True)
     return Observation(name, fg_pid, True)

@@ -74,9 +74,12 @@ async def list_panes(t: Transport, base: Sequence[str], control: ControlClient |
     return parse_panes(res.stdout.splitlines())
 
 
-async def processes(t: Transport, pids: Collection[int]) -> dict[int, Any] | None:
-    """`ps` of these pids and of the foreground leaders they name; None: no usable `ps`."""
-    procs = await _ps_run(t, set(pids))
+async def processes(
+    t: Transport, pids: Collection[int], ttys: Collection[str] = ()
+) -> dict[int, Any] | None:
+    """`ps` of these pids, every process on these terminals (the panes' foreground groups)
+    and the foreground leaders they name; None: no usable `ps`. One run for all panes."""
+    procs = await _ps_run(t, set(pids), ttys)
     if procs is None:
         return None
     # a foreground leader seen for the first time: one more `ps` for its arguments
@@ -87,8 +90,8 @@ async def processes(t: Transport, pids: Collection[int]) -> dict[int, Any] | Non
     return procs
 
 
-async def _ps_run(t: Transport, pids: set[int]) -> dict[int, Any] | None:
-    res = await t.run(ps_argv(pids), timeout=10)
+async def _ps_run(t: Transport, pids: set[int], ttys: Collection[str] = ()) -> dict[int, Any] | None:
+    res = await t.run(ps_argv(pids, ttys), timeout=10)
     if res.returncode not in (0, 1) or (res.returncode == 1 and not res.stdout and res.stderr):
         return None
     return parse_ps(res.stdout)

@@ -40,8 +40,10 @@ from typing import Any
 from paneboard_protocol.cli_args import OneLineParser
 from paneboard_protocol.encode import probe_reply, tmux_passthrough
 
+from paneboard_agent.proctitle import set_title
 from paneboard_agent.relay_child import FORWARD_TO_CHILD, FORWARD_TO_FOREGROUND, HANDLED, session_leader
 from paneboard_agent.relay_scan import OutputScanner
+from paneboard_agent.relay_state import RelayState
 
 READ_SIZE = 65536
 MAX_BATCH = 1 << 18  # program output taken per turn of the loop before it is written on
@@ -120,7 +122,8 @@ class Relay:
         self.size_fd = next((fd for fd in (stdin, stdout, 2) if os.isatty(fd)), None)
         self.saved: list | None = None  # the outer terminal's modes from before raw mode
         self.raw_held = False  # we have put the outer terminal in raw mode and owe it a restore
-        self.scanner = OutputScanner(reports=wrap)
+        self.state = RelayState.from_env()  # the pane's state options, for late collectors
+        self.scanner = OutputScanner(reports=wrap or self.state is not None)
         self.to_child = bytearray()
         self.master = -1
         self.pid = -1  # the session leader we forked
@@ -316,7 +319,10 @@ class Relay:
                 self._write_out(chunk[pos : found.end])
             else:
                 self._write_out(chunk[pos : found.end])
-                self._write_out(tmux_passthrough(found.seq))
+                if self.wrap:
+                    self._write_out(tmux_passthrough(found.seq))
+                if self.state is not None:
+                    self.state.feed(found.seq)
             pos = found.end
         self._write_out(chunk[pos:])
 
@@ -382,6 +388,8 @@ class Relay:
                 if drain_until is None:
                     drain_until = now + DRAIN_MAX
                 timeout = max(0.0, min(DRAIN_IDLE, drain_until - now))
+            if self.state is not None and (due := self.state.poll()) is not None:
+                timeout = due if timeout is None else min(timeout, due)
             r, w, _ = select.select(rlist, wlist, [], timeout)
             if wake in r:
                 with contextlib.suppress(BlockingIOError):
@@ -419,7 +427,10 @@ class Relay:
         os.set_blocking(wake_w, False)
         previous = self.previous = {sig: signal.signal(sig, _noop) for sig in HANDLED}
         old_wakeup = signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+        saved_env = {k: os.environ.get(k) for k in (self.state.child_env() if self.state else {})}
         try:
+            if self.state is not None:
+                os.environ.update(self.state.child_env())
             failed = self._spawn()
             if failed is not None:
                 return failed
@@ -429,6 +440,13 @@ class Relay:
             return _exit_code(self.status or 0)
         finally:
             self._restore()
+            for key, value in saved_env.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            if self.state is not None:
+                self.state.close()
             signal.set_wakeup_fd(old_wakeup)
             for sig, handler in previous.items():
                 signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
@@ -444,6 +462,7 @@ def _noop(signum: int, frame: object) -> None:
 
 def main(argv: list[str]) -> int:
     wrap, command = parse_args(argv)
+    set_title(command)  # tmux and ps name the program, not `python` (proctitle.py)
     try:
         return Relay(command, wrap=wrap).run()
     except OSError as exc:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import time
 from collections.abc import Mapping
 
@@ -82,8 +83,53 @@ def build(
     return out
 
 
+#: how far up the process tree `ancestor_tty` looks
+MAX_ANCESTORS = 32
+
+
+def _tty_of(pid: int) -> tuple[int, int] | None:
+    """(parent pid, controlling terminal device number or 0) from /proc/PID/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return int(fields[1]), int(fields[4])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def ancestor_tty(pid: int | None = None) -> str | None:
+    """The terminal of the nearest ancestor that has one (Linux /proc), or None.
+
+    Why: an agent may start its hooks in a session of their own, with no controlling
+    terminal (the real Claude Code 2.1.328 does: setsid, sockets for stdin and stdout),
+    while the agent itself still runs in the pane. The report belongs in that pane.
+    The path is one of the ancestor's own open files that is its terminal (so it is the
+    device the kernel names, never a guess from the device number)."""
+    pid = os.getppid() if pid is None else pid
+    for _ in range(MAX_ANCESTORS):
+        if pid <= 1:
+            return None
+        got = _tty_of(pid)
+        if got is None:
+            return None
+        ppid, dev = got
+        if dev:
+            for fd in (0, 1, 2):
+                try:
+                    path = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                if stat.S_ISCHR(st.st_mode) and st.st_rdev == dev:
+                    return path
+            return None  # it has a terminal but none of its standard files is it: do not guess
+        pid = ppid
+    return None
+
+
 def open_tty(tty: str | None = None, environ: Mapping[str, str] | None = None) -> int:
-    """Open the terminal reports go to: `tty`, else `$PANEBOARD_TTY`, else `/dev/tty`."""
+    """Open the terminal reports go to: `tty`, else `$PANEBOARD_TTY`, else `/dev/tty`,
+    else (no controlling terminal) the nearest ancestor's terminal (`ancestor_tty`)."""
     env = os.environ if environ is None else environ
     path = tty or env.get("PANEBOARD_TTY") or "/dev/tty"
     flags = os.O_WRONLY | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
@@ -93,6 +139,12 @@ def open_tty(tty: str | None = None, environ: Mapping[str, str] | None = None) -
         return os.open(path, flags, 0o600)
     except OSError as exc:
         if path == "/dev/tty" and exc.errno in (errno.ENXIO, errno.ENOENT, errno.EIO):
+            other = ancestor_tty()
+            if other is not None:
+                try:
+                    return os.open(other, flags)
+                except OSError:
+                    pass
             raise ReportError(
                 "no controlling terminal to write to (set PANEBOARD_TTY to the pane's tty)"
             ) from None

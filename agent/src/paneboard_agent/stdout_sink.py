@@ -18,8 +18,9 @@ from paneboard_agent.sink import PaneKey, PaneUpdate
 
 
 class StdoutSink:
-    def __init__(self, out: TextIO | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, explain: bool = False) -> None:
         self._out = out or sys.stdout
+        self._explain = explain
         self._last: dict[PaneKey, dict[str, Any]] = {}
         self._where: dict[PaneKey, tuple[str, str]] = {}
 
@@ -29,6 +30,10 @@ class StdoutSink:
 
     async def pane_changed(self, update: PaneUpdate) -> None:
         obj = update.stdout_json()
+        if self._explain:
+            # which process was taken for the program, and why when not the group's leader
+            obj["process"] = update.process
+            obj["why"] = (update.evidence or {}).get("process", {}).get("why")
         shown = {k: v for k, v in obj.items() if k != "t"}
         if self._last.get(update.key) == shown:
             return

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from paneboard_agent.panes import DEFAULT_SHELLS, DEFAULT_TRANSPORTS
-from paneboard_agent.tracker import SETTLE
+from paneboard_agent.tracker import REREAD, SETTLE
 from paneboard_agent.transport import Transport
 
 
@@ -15,6 +15,7 @@ from paneboard_agent.transport import Transport
 class Options:
     poll_interval: float = 1.0
     settle: float = SETTLE  # quiet time before a pane's screen is captured
+    reread: float = REREAD  # an animating pane's screen is re-read at most this often (0: off)
     pause_after: int = 5  # seconds tmux may buffer a pane for us before pausing it
     transports: Sequence[str] = DEFAULT_TRANSPORTS
     shells: frozenset[str] = DEFAULT_SHELLS
@@ -34,6 +35,8 @@ class TmuxTarget:
     socket_path: str | None = None  # tmux -S
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
+    screens: bool = True  # a page may see this server's screens (--no-screens / screens = false)
+    allow_input: bool = False  # answers may be typed into its panes (--allow-input)
 
     @property
     def label(self) -> str:

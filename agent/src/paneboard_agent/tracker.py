@@ -7,8 +7,12 @@ done comes back out as plain values it reads after each input:
 * `take_update()`: the classification changed (what the sink gets), else None;
 * `take_capture()`: start one `capture-pane` now (at most one is ever in flight);
 * `settle_at` / `deadline_at`: when to call `settled(now)` / `deadline(now)`;
-* the return value of `output()`: the pane holds a report until its foreground
-  process has been looked at (see `output`).
+  a screen is read once output has been quiet for `settle` seconds, or, for a pane
+  that never pauses that long (an agent animating a spinner), `reread` seconds after
+  the output that armed the settle time: an animating agent's screen is re-read at most
+  every `reread` seconds, never only once it stops;
+* the return value of `output()` and `released()`: the pane holds a report until its
+  foreground process has been looked at after the report arrived (see `output`).
 
 Kept apart so that the decisions (which report waits for an observation, when a
 screen is read, when the classification is re-evaluated) are tested as tables,
@@ -33,12 +37,16 @@ _FROM_CLASSIFICATION = tuple(k for k in CLASSIFICATION_FIELDS if k != "records")
 
 #: events that are attributed to the foreground process (see PaneTracker.output)
 REPORTS = (StatusReport, ClearReport, AgentReport)
-#: an observation younger than this (seconds) is taken as current for a report
-FRESH_OBSERVATION = 0.1
+#: False (diagnostics only, bench/e2e.py): reports go to the classifier at once, filed
+#: under whatever process was last seen in front
+HOLD_REPORTS = True
 #: events held per pane while its process is looked at; more are fed unheld
 MAX_HELD = 10000
 #: quiet time (seconds) before a pane's screen is captured
 SETTLE = 0.15
+#: while output keeps flowing (a spinner, a progress bar), the screen of a pane whose
+#: classifier wants it is re-read at most this often (seconds); 0: only once quiet
+REREAD = 0.4
 
 
 class PaneTracker:
@@ -51,24 +59,27 @@ class PaneTracker:
         rules: Any = None,
         transports: Iterable[str] = (),
         settle: float = SETTLE,
+        reread: float = REREAD,
     ) -> None:
         self.key = key
         self.session = session
         self.settle = settle
+        self.reread = reread
         self.decoder = Decoder()
         self.classifier = PaneClassifier(rules, transports=transports)
         self.info: PaneInfo | None = None
         self.obs: Observation | None = None
         self.last_update: PaneUpdate | None = None
         self.unlisted_polls = 0
-        self.observed_at = 0.0  # wall time of the last process observation (or listing)
         self.held: list[Any] | None = None  # events waiting for a fresh observation
+        self._cut = 0  # how many of `held` arrived before the poll now running started
         self.settle_at: float | None = None
         self.deadline_at: float | None = None
         self.capturing = False
         self._last_sig: Any = None
         self._pending: PaneUpdate | None = None
         self._last_output = 0.0
+        self._armed_at = 0.0  # the output that set settle_at (the start of an animation)
         self._recapture = True
         self._capture_wanted = False
         self._capture_again = False
@@ -79,19 +90,22 @@ class PaneTracker:
     def output(self, now: float, data: bytes) -> bool:
         """Bytes the pane wrote. True: hold them for a fresh look at the process.
 
-        A report belongs to the process in front when it was written (RI-2, RI-5); the
-        poll lags by up to a second, so a program that reports right after starting
-        would otherwise have its report filed under the shell and dropped as soon as
-        the poll noticed the program. Held events wait for `released`, which the
-        manager calls after its next poll (started at once for every held pane).
+        A report belongs to the process in front when it was written (RI-2, RI-5). Only
+        a look taken after the report arrived can say who that is: any earlier one, however
+        recent, may predate the program (a script that reports at once, a program started
+        a moment after a poll), and a report filed under the shell is dropped as "the
+        process left" as soon as the next poll names the program. So every report waits
+        for the manager's next poll, started at once: `polling` when it starts, then
+        `released` when it has run. Later output joins the held events, in order.
         """
         hold = False
         events = self.decoder.feed(data) if data else []
         if events:
             if self.held is not None and len(self.held) < MAX_HELD:
                 self.held += events
-            elif any(isinstance(e, REPORTS) for e in events) and now - self.observed_at > FRESH_OBSERVATION:
+            elif HOLD_REPORTS and self.held is None and any(isinstance(e, REPORTS) for e in events):
                 self.held = list(events)
+                self._cut = 0
                 hold = True
             else:
                 self.classifier.feed(now, events)
@@ -100,9 +114,22 @@ class PaneTracker:
             self._settle(now)
         return hold
 
-    def released(self, now: float) -> None:
-        """The poll that held events waited for has run (or none is coming)."""
-        events, self.held = self.held or [], None
+    def polling(self) -> None:
+        """A poll starts: its look at the process serves the events held so far."""
+        self._cut = len(self.held or ())
+
+    def released(self, now: float, everything: bool = False) -> bool:
+        """The poll announced by `polling` has run (`everything`: no poll is coming).
+
+        Feeds the events held before that poll started; those that arrived while it ran
+        stay held for the next one. True: some are still held (the manager polls again).
+        """
+        held = self.held or []
+        cut = len(held) if everything else self._cut
+        if not any(isinstance(e, REPORTS) for e in held[cut:]):
+            cut = len(held)  # what came during the poll attributes nothing: no need to wait
+        events, rest = held[:cut], held[cut:]
+        self.held, self._cut = (rest or None), 0
         if events:
             self.classifier.feed(now, events)
             self._evaluate(now)
@@ -110,6 +137,7 @@ class PaneTracker:
                 # The held output may have been the last for a while (a THINKTERM contract's
                 # blocked with its question printed after it): read the screen once it settles.
                 self._settle(now)
+        return self.held is not None
 
     def listed(self, now: float, info: PaneInfo, obs: Observation | None) -> None:
         """tmux listed the pane; `obs` is its foreground process when it was looked at."""
@@ -118,12 +146,11 @@ class PaneTracker:
         if obs is not None:
             self.info = info
             if obs != self.obs:
-                self.classifier.set_process(now, obs.name, obs.pid, obs.observable)
+                self.classifier.set_process(now, obs.name, obs.pid, obs.observable, obs.why)
                 self.obs = obs
                 self._evaluate(now)
         self.info = info
         self.session = info.session
-        self.observed_at = now  # tmux's listing confirms the command in front
         if self._recapture:
             self._recapture = False
             if self.classifier.wants_screen:
@@ -145,12 +172,18 @@ class PaneTracker:
         self.capturing = self._capture_wanted = False
 
     def settled(self, now: float) -> None:
-        """The settle time came: capture if the pane stayed quiet, else wait on."""
+        """The settle time came: capture if the pane stayed quiet, or if it has kept
+        writing for `reread` seconds (an animation would otherwise never let a screen be
+        read: the prompt just answered would stay on the last one); else wait on."""
         if self.settle_at is None:
             return
-        quiet = now - self._last_output
-        if quiet < self.settle:
-            self.settle_at = self._last_output + self.settle
+        if not self._wants_screen:  # a report since made the screen irrelevant (RI-2)
+            self.settle_at = None
+            return
+        quiet_at = self._last_output + self.settle
+        reread_at = self._armed_at + self.reread if self.reread > 0 else None
+        if now < quiet_at and (reread_at is None or now < reread_at):
+            self.settle_at = quiet_at if reread_at is None else min(quiet_at, reread_at)
             return
         self.settle_at = None
         self._request_capture()
@@ -186,6 +219,15 @@ class PaneTracker:
         if self._wants_screen:
             self._request_capture()
 
+    def restored(self, now: float, events: list[Any]) -> None:
+        """Reports read back from the pane's stored state after attaching (`late_state`):
+        fed exactly like the pane's output, then its screen read where it applies."""
+        if events:
+            self.classifier.feed(now, events)
+            self._evaluate(now)
+            if self._wants_screen:
+                self._settle(now)
+
     # --- outputs -----------------------------------------------------------------
 
     def take_update(self) -> PaneUpdate | None:
@@ -205,6 +247,7 @@ class PaneTracker:
     def _settle(self, now: float) -> None:
         self._last_output = now
         if self.settle_at is None:
+            self._armed_at = now
             self.settle_at = now + self.settle
 
     def _request_capture(self) -> None:

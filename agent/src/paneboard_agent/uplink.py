@@ -26,7 +26,7 @@ import random
 import re
 import time
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -41,6 +41,7 @@ log = logging.getLogger("paneboard.uplink")
 
 PROTOCOL = wire.PROTOCOL
 VERSION = "0.1.0"
+SIDE_MAX = 256  # screens / answer outcomes waiting for the socket (oldest dropped)
 
 
 def ingest_url(url: str) -> str:
@@ -95,6 +96,7 @@ class UplinkSink:
         ops_per_message: int = 500,
         backoff: tuple[float, float] = (0.25, 15.0),
         on_seen: Callable[[PaneKey, float], Any] | None = None,
+        on_command: Callable[[dict[str, Any]], Any] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.url = ingest_url(url)
@@ -103,6 +105,12 @@ class UplinkSink:
         self.ops_per_message = ops_per_message
         self.backoff = backoff
         self.on_seen = on_seen
+        #: server commands (`watch`, `unwatch`, `answer`): screens.py via Collector.command
+        self.on_command = on_command
+        # Screens and answer outcomes: sent as soon as possible, never buffered offline.
+        self.side: deque[dict[str, Any]] = deque(maxlen=SIDE_MAX)
+        #: hosts whose panes take answers (--allow-input): the board shows which panes do
+        self.input_hosts: set[str] = set()
         self.clock = clock
         self.stream = uuid.uuid4().hex
         self.source: SnapshotSource | None = None
@@ -149,6 +157,14 @@ class UplinkSink:
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
         self.hosts[host] = (reachable, error)
         self._put(f"h:{host}", wire.host_op(host, reachable, error, t))
+
+    def send_side(self, msg: dict[str, Any]) -> None:
+        """A screen or an answer's outcome: out beside the seq stream while connected,
+        dropped otherwise (a screen is stale by the time the server is back, and the
+        server tells a waiting operator `offline`)."""
+        if self.connected.is_set():
+            self.side.append(msg)
+            self._wake.set()
 
     def _put(self, key: str, op: wire.PaneOp | wire.GoneOp | wire.HostOp) -> None:
         self.pending.pop(key, None)
@@ -234,6 +250,7 @@ class UplinkSink:
                 self._note(f"cannot reach server: {exc or type(exc).__name__}")
             finally:
                 self.connected.clear()
+                self.side.clear()
             if self._closing:
                 return
             await asyncio.sleep(delay * (0.5 + random.random()))
@@ -258,7 +275,14 @@ class UplinkSink:
 
     async def _session(self, ws: Any) -> None:
         await ws.send(
-            wire.encode(wire.hello(self.stream, VERSION, sorted(set(self.hosts) - self.refused_hosts)))
+            wire.encode(
+                wire.hello(
+                    self.stream,
+                    VERSION,
+                    sorted(set(self.hosts) - self.refused_hosts),
+                    sorted(self.input_hosts - self.refused_hosts),
+                )
+            )
         )
         raw = await asyncio.wait_for(ws.recv(), 10)
         welcome = wire.parse_server(raw)
@@ -288,6 +312,8 @@ class UplinkSink:
                     return
                 if self._need_snapshot:
                     await self._send_snapshot(ws)
+                while self.side:
+                    await ws.send(wire.encode(self.side.popleft()))
                 if self.pending and len(self.inflight) < self.window:
                     await self._send_delta(ws)
                     continue
@@ -318,6 +344,8 @@ class UplinkSink:
                 self._seen(msg)
             elif kind == "refused":
                 self._refused = msg  # acted on when the close that follows arrives
+            elif kind in ("watch", "unwatch", "answer") and self.on_command is not None:
+                self._background(self.on_command(msg))
 
     def _drop_refused(self, info: dict[str, Any]) -> None:
         """Quarantine what the server refused (`seq`, and `at` such as `panes.3.msg`)."""
@@ -355,6 +383,19 @@ class UplinkSink:
         self.acked = max(self.acked, seq)
         while self.inflight and next(iter(self.inflight)) <= seq:
             self.inflight.popitem(last=False)
+
+    def _background(self, result: Any) -> None:
+        if asyncio.iscoroutine(result):
+            task = asyncio.ensure_future(result)
+            self._bg.add(task)
+            task.add_done_callback(self._bg.discard)
+            task.add_done_callback(
+                lambda t: (
+                    None
+                    if t.cancelled() or t.exception() is None
+                    else log.warning("server command failed: %s", t.exception())
+                )
+            )
 
     def _seen(self, msg: dict[str, Any]) -> None:
         try:

@@ -24,7 +24,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from paneboard_agent import queries
+from paneboard_protocol.identity import process_identity
+
+from paneboard_agent import late_state, queries
 from paneboard_agent.clients import ControlClients
 from paneboard_agent.control import (
     ControlClient,
@@ -42,6 +44,7 @@ from paneboard_agent.panes import (
     session_selected,
 )
 from paneboard_agent.pump import Pump
+from paneboard_agent.screens import PaneScreens
 from paneboard_agent.sink import PaneKey, PaneUpdate
 from paneboard_agent.targets import Options, TmuxTarget
 from paneboard_agent.tracker import PaneTracker
@@ -126,6 +129,7 @@ class TmuxWatcher:
         self._full_due = 0.0
         # the classifier sees a name only; "docker exec"-style entries are judged here
         self._classifier_transports = [t for t in options.transports if " " not in t]
+        self.screens = PaneScreens(self)  # pages' screens, answers; what they send to tmux
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -191,10 +195,15 @@ class TmuxWatcher:
         )
         self._set_status(True, None)
         self._need_sessions = True
+        since, first = time.time(), True
         while True:
             self._wake.clear()  # before the sync: a wake-up during it means "again"
             started = time.monotonic()
-            await self._sync()
+            if first:  # ... and then the state stored before we came (late_state.py)
+                first = False
+                await late_state.first_sync(self, since)
+            else:
+                await self._sync()
             if not self._wake.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.opt.poll_interval)
@@ -219,7 +228,7 @@ class TmuxWatcher:
         log.info("%s: no tmux server yet (%s); waiting for one", self.host, missing)
 
     async def _teardown(self) -> None:
-        self._release_held()  # no observation is coming: the classifier gets them as they are
+        self._release_held(set(self._held), everything=True)  # no look is coming: as they are
         await asyncio.gather(*(self.clients.detach(name, forget=False) for name in self.clients))
         for pane in self.panes.values():
             pane.cancel()
@@ -251,6 +260,7 @@ class TmuxWatcher:
             if pane.tracker.output(time.time(), note.data):
                 self._held.add(pane)  # one poll, started at once, serves every held pane
                 self._wake.set()
+            self.screens.output(note.pane)
             self._after(pane)
         elif isinstance(note, Pause):
             log.info(
@@ -275,12 +285,19 @@ class TmuxWatcher:
             if note.name in PANE_NOTICES:
                 self._wake.set()
 
-    def _release_held(self) -> None:
-        held, self._held = self._held, set()
+    def _release_held(self, waiting: set[_Pane], everything: bool = False) -> None:
+        """The poll these panes waited for has run: their reports go to the classifier.
+
+        A pane whose output brought a report while the poll ran still holds that one
+        (the poll may have looked before its writer started): it waits for the next poll.
+        """
+        self._held -= waiting
         now = time.time()
-        for pane in held:
+        for pane in waiting:
             if self.panes.get(pane.tracker.key.pane) is pane:
-                pane.tracker.released(now)
+                if pane.tracker.released(now, everything):
+                    self._held.add(pane)
+                    self._wake.set()
                 self._after(pane)
             else:
                 pane.tracker.held = None
@@ -295,6 +312,7 @@ class TmuxWatcher:
                 self.opt.rules,
                 self._classifier_transports,
                 self.opt.settle,
+                self.opt.reread,
             )
         )
         self.panes[pane_id] = pane
@@ -308,6 +326,11 @@ class TmuxWatcher:
         many panes reporting at once cost one `ps` run on the watched host, not one each.
         """
         self._polls += 1
+        # Only the reports held before this poll starts are served by its look: one that
+        # arrives while it runs waits for the next (see PaneTracker.output).
+        waiting = set(self._held)
+        for pane in waiting:
+            pane.tracker.polling()
         now_m = time.monotonic()
         full = self._need_sessions or now_m >= self._full_due
         if full:
@@ -321,7 +344,7 @@ class TmuxWatcher:
         else:
             look = []
             for info in infos:
-                pane = self.panes.get(info.pane_id)
+                pane = self.panes.get(info.pane_id)  # type: ignore[assignment]  # None is handled below
                 known = pane.tracker.info if pane is not None else None
                 if (
                     known is None
@@ -330,12 +353,12 @@ class TmuxWatcher:
                     # a held report waits for its writer: tmux names a script's
                     # interpreter alike before and after it started (`bash` for
                     # `./deploy.sh` typed at a bash prompt); only `ps` tells them apart
-                    or pane in self._held
+                    or pane in waiting
                 ):
                     look.append(info)
         procs = await self._ps(look) if look else {}
         self._apply(infos, procs, time.time(), {i.pane_id for i in look})
-        self._release_held()
+        self._release_held(waiting)
 
     async def _sync_sessions(self) -> None:
         sessions = await queries.list_sessions(self.t, self.base, self.clients.any())
@@ -372,11 +395,12 @@ class TmuxWatcher:
 
     async def _ps(self, infos: list[PaneInfo]) -> dict[int, Any] | None:
         pids = {p.pane_pid for p in infos}
+        ttys = {p.tty for p in infos if not p.dead}
         for pane in self.panes.values():
             obs = pane.tracker.obs
             if obs is not None and obs.pid:
                 pids.add(obs.pid)  # the foreground leaders seen last time: their arguments
-        return await queries.processes(self.t, pids)
+        return await queries.processes(self.t, pids, ttys)
 
     def _apply(self, infos: list[PaneInfo], procs: dict[int, Any] | None, now: float, look: set[str]) -> None:
         """Update panes from a listing; observe processes of the panes in `look`."""
@@ -392,7 +416,9 @@ class TmuxWatcher:
             seen.add(info.pane_id)
             obs = None
             if info.pane_id in look:
-                obs = observe(info, procs, self.opt.transports, self.opt.shells, pane.tracker.obs)
+                obs = observe(
+                    info, procs, self.opt.transports, self.opt.shells, pane.tracker.obs, self._agent_of
+                )
             pane.tracker.listed(now, info, obs)
             self._after(pane)
         for pane_id, pane in list(self.panes.items()):
@@ -405,6 +431,15 @@ class TmuxWatcher:
                 if pane.tracker.unlisted_polls > 3:  # output of a pane we never saw listed
                     pane.cancel()
                     del self.panes[pane_id]
+
+    def _agent_of(self, name: str) -> str | None:
+        """RI-1's manifest match of a process name (for a wrapper's group members)."""
+        rules = self.opt.rules
+        ident = process_identity(name)
+        if rules is None or ident is None or ident in self._classifier_transports:
+            return None
+        manifest = rules.for_process(ident)
+        return manifest.agent if manifest is not None else None
 
     def _gone(self, pane: _Pane, now: float) -> None:
         pane.cancel()

@@ -25,7 +25,6 @@ state still identifies the agent) — so run the decoder with `rejections=True`.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,6 +49,7 @@ from paneboard_protocol.events import (
     Title,
 )
 from paneboard_protocol.evidence import EvidenceError
+from paneboard_protocol.identity import process_identity
 from paneboard_protocol.records import RecordStore
 from paneboard_protocol.rules import Manifest, RuleSet
 from paneboard_protocol.rules.question import screen_question
@@ -85,55 +85,14 @@ DEFAULT_TRANSPORTS = frozenset(
 """Foreground processes that are transports to somewhere else: they never identify a
 pane and make it unobservable (spec section 3; the collector may pass its own list)."""
 
-INTERPRETERS = frozenset({"node", "nodejs", "bun", "deno", "python", "python3", "npx", "uv", "uvx"})
-"""RI-1: an interpreter is unwrapped to the script it runs (`node /x/bin/claude` -> claude)."""
-
 DEFAULT_ALIASES = {"claude-code": "claude"}
 """RI-1 row 3, even without manifests."""
 
+MAX_WHY = 512
+"""Characters of `process.why` kept in the evidence."""
+
 MAX_SCREEN = 256 * 1024
 """Characters of screen text kept: far more than 64 rows of any real terminal."""
-
-_SCRIPT_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".py")
-
-
-def process_identity(name: str | None) -> str | None:
-    """The name manifests match: basename, interpreters unwrapped to their script (RI-1).
-
-    `paneboard run [--wrap] [--] CMD ...` is unwrapped to CMD too: the relay holds the
-    pane's terminal while the agent runs behind it, and a wrapper never identifies.
-    """
-    if not name:
-        return None
-    words = name.split()
-    if not words:
-        return None
-    base = os.path.basename(words[0])
-    rest = words[1:]
-    if base in INTERPRETERS or base.startswith("python3."):
-        for index, arg in enumerate(words[1:], start=1):
-            if arg.startswith("-") or arg in ("run", "exec"):
-                continue
-            if words[index - 1] == "-m":  # `python -m pkg.module`: the package names it
-                base, rest = arg.split(".")[0], words[index + 1 :]
-                break
-            script = os.path.basename(arg)
-            for suffix in _SCRIPT_SUFFIXES:
-                if script.endswith(suffix):
-                    script = script[: -len(suffix)]
-            if script in ("index", "cli", "main"):
-                parent = os.path.basename(os.path.dirname(arg))
-                script = parent if parent not in ("", "bin", "dist", "lib") else script
-            base, rest = script or base, words[index + 1 :]
-            break
-    if base == "paneboard" and rest[:1] == ["run"]:
-        command = list(rest[1:])
-        while command and command[0].startswith("-"):
-            if command.pop(0) == "--":
-                break
-        return process_identity(" ".join(command)) if command else base
-    return base
-
 
 class PaneClassifier:
     """One pane's classifier. See the module docstring; time is always a parameter."""
@@ -148,6 +107,7 @@ class PaneClassifier:
         self._proc_name: str | None = None
         self._proc_pid: int | None = None
         self._proc_agent: str | None = None
+        self._proc_why: str | None = None
         self._observable = True
         self._contract: dict[str, Any] | None = None
         self._title: str | None = None
@@ -221,10 +181,19 @@ class PaneClassifier:
         self._refresh(now, caused=True)
 
     def set_process(
-        self, now: float, name: str | None, pid: int | None = None, observable: bool = True
+        self,
+        now: float,
+        name: str | None,
+        pid: int | None = None,
+        observable: bool = True,
+        why: str | None = None,
     ) -> None:
-        """The pane's foreground process changed (None: back at the shell, or it exited)."""
+        """The pane's foreground process changed (None: back at the shell, or it exited).
+
+        `why`: in words, why this process names the pane (a wrapper's child was chosen,
+        see `identity.choose`); carried in the evidence for people, never classified."""
         self._advance(now)
+        self._proc_why = why[:MAX_WHY] if why else None
         ident = process_identity(name)
         if ident is not None and ident in self._transports:
             observable = False
@@ -331,6 +300,7 @@ class PaneClassifier:
                 "pid": self._proc_pid,
                 "agent": self._proc_agent,
                 "gen": self._gen,
+                "why": self._proc_why,
             },
             "observable": self._observable,
             "contract": self._contract,

@@ -87,7 +87,7 @@ def _choice(value: Any, path: str, allowed: frozenset[str], optional: bool = Fal
     return value
 
 
-_PROCESS = frozenset({"name", "pid", "agent", "gen"})
+_PROCESS = frozenset({"name", "pid", "agent", "gen", "why"})
 _CONTRACT = frozenset({"agent", "state", "session", "ts", "ended", "received", "leader_gen", "leader"})
 _RECORD = frozenset(
     {"id", "state", "kind", "app", "msg", "title", "progress", "updated", "seq", "gen", "agent"}
@@ -168,6 +168,7 @@ def check_evidence(evidence: Any) -> dict[str, Any]:
     _int(p.get("pid"), "process.pid", 0)
     _str(p.get("agent"), "process.agent")
     _int(p.get("gen"), "process.gen", 0, optional=False)
+    _str(p.get("why"), "process.why", MAX_TEXT)
     _bool(ev.get("observable"), "observable")
     c = ev.get("contract")
     if c is not None:

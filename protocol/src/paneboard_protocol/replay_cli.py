@@ -11,6 +11,10 @@ if any line was bad.
 Trace lines (JSON objects, `t` in unix seconds, never decreasing):
   {"t": …, "output": "<text, escapes as \\u001b>"}   or "output_b64": "<base64 bytes>"
   {"t": …, "process": "claude", "pid": 12}         null: back to the shell / exited
+  {"t": …, "group": [[10, 1, "bash -c claude"], [11, 10, "claude"]]}
+                                                   the foreground group, leader first:
+                                                   [pid, ppid, args]; the program is
+                                                   chosen as the collector does (identity)
   {"t": …, "observable": false}                    the current process cannot be observed
   {"t": …, "screen": "<visible text>"}
   {"t": …, "seen": true}                           the user looked at the pane
@@ -35,10 +39,12 @@ from paneboard_protocol.classifier import PaneClassifier
 from paneboard_protocol.cli_args import OneLineParser
 from paneboard_protocol.debounce import CAP
 from paneboard_protocol.decoder import Decoder
+from paneboard_protocol.identity import Member, choose, process_identity, process_name
 from paneboard_protocol.rules import RuleSet, load_rules
 
 PROG = "paneboard replay"
-KEYS = frozenset({"t", "output", "output_b64", "process", "pid", "observable", "screen", "seen"})
+KEYS = frozenset({"t", "output", "output_b64", "process", "pid", "group", "observable", "screen", "seen"})
+MAX_GROUP = 1024
 MAX_LINE = 16 * 1024 * 1024
 """A trace line longer than this is refused rather than read into memory whole."""
 
@@ -67,8 +73,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--explain",
         action="store_true",
-        help='also name the screen rule that decided each state ("rule": manifest and rule id), '
-        "for people writing rules",
+        help='also name the screen rule that decided each state ("rule": manifest and rule id) '
+        'and why a process behind a wrapper names the program ("why"), for people writing rules',
     )
     p.add_argument(
         "--rules",
@@ -108,7 +114,24 @@ class Replayer:
         self.out = out
         self.now: float | None = None
         self.printed = _key(Classification())
-        self.proc: tuple[str | None, int | None] = (None, None)
+        self.proc: tuple[str | None, int | None, str | None] = (None, None, None)
+        self.rules = rules
+
+    def _agent_of(self, name: str) -> str | None:
+        m = self.rules.for_process(process_identity(name)) if self.rules is not None else None
+        return m.agent if m is not None else None
+
+    def _choose(self, group: list[list[Any]]) -> tuple[str | None, int | None, str | None]:
+        """The collector's choice (panes.observe): the leader when it names an agent,
+        else the agent a manifest names in the group, else the leader as it is."""
+        (lpid, _, largs), members = group[0], [Member(p, pp, a) for p, pp, a in group]
+        lname = process_name(largs) or None
+        if lname is not None and self._agent_of(lname) is not None:
+            return lname, lpid, None
+        choice = choose(lpid, largs, members, self._agent_of)
+        if choice is not None:
+            return choice.name, choice.pid, choice.why
+        return lname, lpid, None
 
     def _emit(self, t: float) -> None:
         got = self.c.classification(t)
@@ -120,6 +143,7 @@ class Replayer:
                 screen = self.c.evidence()["screen"]
                 if got.source in ("screen", "native") and screen and screen.get("result"):
                     obj["rule"] = f"{screen['result']['manifest']}/{screen['result']['rule']}"
+                obj["why"] = self.c.evidence()["process"]["why"]
             self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
     def advance_to(self, t: float) -> None:
@@ -138,12 +162,14 @@ class Replayer:
     def apply(self, obj: dict[str, Any]) -> None:
         t = obj["t"]
         self.advance_to(t)
-        if "process" in obj or "observable" in obj:
-            name, pid = self.proc
+        if "process" in obj or "observable" in obj or "group" in obj:
+            name, pid, why = self.proc
             if "process" in obj:
-                name, pid = obj["process"], obj.get("pid")
-            self.proc = (name, pid)
-            self.c.set_process(t, name, pid, obj.get("observable", True))
+                name, pid, why = obj["process"], obj.get("pid"), None
+            if "group" in obj:
+                name, pid, why = self._choose(obj["group"])
+            self.proc = (name, pid, why)
+            self.c.set_process(t, name, pid, obj.get("observable", True), why)
         if "output" in obj or "output_b64" in obj:
             data = obj["_bytes"]
             self.c.feed(t, self.decoder.feed(data))
@@ -196,6 +222,10 @@ def parse_line(text: str, previous_t: float | None) -> dict[str, Any]:
         raise BadLine("'process' must be a string or null")
     if "pid" in obj and (isinstance(obj["pid"], bool) or not isinstance(obj["pid"], int | None)):
         raise BadLine("'pid' must be an integer")
+    if "group" in obj:
+        _check_group(obj["group"])
+        if "process" in obj:
+            raise BadLine("give 'process' or 'group', not both")
     if "observable" in obj and not isinstance(obj["observable"], bool):
         raise BadLine("'observable' must be true or false")
     if "screen" in obj and obj["screen"] is not None and not isinstance(obj["screen"], str):
@@ -203,6 +233,19 @@ def parse_line(text: str, previous_t: float | None) -> dict[str, Any]:
     if "seen" in obj and not isinstance(obj["seen"], bool):
         raise BadLine("'seen' must be true or false")
     return obj
+
+
+def _check_group(group: Any) -> None:
+    ok = isinstance(group, list) and 0 < len(group) <= MAX_GROUP
+    for m in group if ok else ():
+        ok = ok and (
+            isinstance(m, list)
+            and len(m) == 3
+            and all(type(v) is int and v >= 0 for v in m[:2])
+            and isinstance(m[2], str)
+        )
+    if not ok:
+        raise BadLine(f"'group' must be a list of 1 to {MAX_GROUP} [pid, ppid, args] (the leader first)")
 
 
 def _load(rules_dir: str | None) -> RuleSet:

@@ -42,6 +42,7 @@ class Hello(TypedDict):
     version: str
     stream: str
     hosts: list[str]
+    input: list[str]  # hosts whose panes take answers from the board (--allow-input)
 
 
 class PaneOp(TypedDict):
@@ -113,19 +114,115 @@ class Refused(TypedDict):
     reason: str
 
 
-COLLECTOR_MESSAGES: dict[str, type] = {"hello": Hello, "snapshot": Snapshot, "delta": Delta}
+# --- screens and answers (issue 12; docs/answers.md) -------------------------------------
+# Outside the seq/ack stream: a screen is a view of now, worth nothing once stale, and
+# an answer's outcome is awaited by one request; neither is buffered while offline.
+SCREEN_LINES_MAX = 500  # lines of a screen message (visible rows plus bounded scroll-back)
+SCREEN_LINE_MAX = 4096  # characters per line, colour escapes included
+ANSWERS_MAX = 16  # declared answers offered per prompt
+ANSWER_ID_MAX = 32
+ANSWER_LABEL_MAX = 128
+ANSWER_TEXT_MAX = 1024  # free text typed into a pane
+FINGERPRINT_LEN = 64  # sha256 hex of the screen's plain text
+REQUEST_ID_MAX = 64
+#: what an answer attempt came to; only "typed" typed anything
+OUTCOMES: tuple[str, ...] = (
+    "typed",
+    "changed",
+    "not-blocked",
+    "disabled",
+    "expired",
+    "offline",
+    "used",
+    "refused",
+)
+
+
+class AnswerChoice(TypedDict):
+    id: str
+    label: str
+
+
+class Screen(TypedDict):
+    """What a watched pane shows (lines with SGR colour escapes), and what it can take."""
+
+    type: Literal["screen"]
+    key: Key
+    t: float
+    lines: list[str]
+    width: int
+    height: int
+    cursor: list[int]  # [x, y], 0-based within the visible rows
+    fingerprint: str
+    state: str | None
+    prompt: str | None  # the blocked prompt's text, read by its rule
+    answers: list[AnswerChoice]
+    text: bool  # free text may be typed (a question with no declared answers)
+    input: bool  # this host's collector types answers (--allow-input)
+    error: str | None  # why there is no screen ("screens are switched off for this host")
+
+
+class Answered(TypedDict):
+    type: Literal["answered"]
+    id: str
+    outcome: str
+    prompt: str | None
+
+
+class Watch(TypedDict):
+    """A viewer looks at this pane: capture it now and on every settle until unwatched."""
+
+    type: Literal["watch"]
+    key: Key
+    scrollback: int  # lines of history above the visible rows (bounded by SCREEN_LINES_MAX)
+
+
+class Unwatch(TypedDict):
+    type: Literal["unwatch"]
+    key: Key
+
+
+class Answer(TypedDict):
+    """Type this answer if, and only if, the pane is still blocked on this very screen."""
+
+    type: Literal["answer"]
+    id: str
+    key: Key
+    fingerprint: str
+    answer: str | None  # a declared answer's id, or
+    text: str | None  # free text, typed literally, then Enter
+    expires: float  # wall time after which it must not be typed
+
+
+COLLECTOR_MESSAGES: dict[str, type] = {
+    "hello": Hello,
+    "snapshot": Snapshot,
+    "delta": Delta,
+    "screen": Screen,
+    "answered": Answered,
+}
 SERVER_MESSAGES: dict[str, type] = {
     "welcome": Welcome,
     "ack": Ack,
     "resync": Resync,
     "seen": Seen,
     "refused": Refused,
+    "watch": Watch,
+    "unwatch": Unwatch,
+    "answer": Answer,
 }
 OPS: dict[str, type] = {"pane": PaneOp, "gone": GoneOp, "host": HostOp}
 
 
-def hello(stream: str, version: str, hosts: list[str]) -> Hello:
-    return {"type": "hello", "protocol": PROTOCOL, "version": version, "stream": stream, "hosts": hosts}
+def hello(stream: str, version: str, hosts: list[str], input: list[str] | None = None) -> Hello:
+    return {
+        "type": "hello",
+        "protocol": PROTOCOL,
+        "version": version,
+        "stream": stream,
+        "hosts": hosts,
+        "input": input or [],
+    }
 
 
 def snapshot(seq: int, t: float, hosts: dict[str, HostState], panes: list[dict[str, Any]]) -> Snapshot:
@@ -170,6 +267,71 @@ def seen(key: Key, t: float) -> Seen:
 
 def refused(seq: int | None, at: str | None, host: str | None, reason: str) -> Refused:
     return {"type": "refused", "seq": seq, "at": at, "host": host, "reason": reason}
+
+
+def screen(
+    key: Key,
+    t: float,
+    lines: list[str],
+    size: tuple[int, int],
+    cursor: tuple[int, int],
+    fingerprint: str,
+    *,
+    state: str | None = None,
+    prompt: str | None = None,
+    answers: list[AnswerChoice] | None = None,
+    text: bool = False,
+    input: bool = False,
+    error: str | None = None,
+) -> Screen:
+    return {
+        "type": "screen",
+        "key": key,
+        "t": t,
+        "lines": lines,
+        "width": size[0],
+        "height": size[1],
+        "cursor": [cursor[0], cursor[1]],
+        "fingerprint": fingerprint,
+        "state": state,
+        "prompt": prompt,
+        "answers": answers or [],
+        "text": text,
+        "input": input,
+        "error": error,
+    }
+
+
+def answered(request: str, outcome: str, prompt: str | None = None) -> Answered:
+    return {"type": "answered", "id": request, "outcome": outcome, "prompt": prompt}
+
+
+def watch(key: Key, scrollback: int = 0) -> Watch:
+    return {"type": "watch", "key": key, "scrollback": scrollback}
+
+
+def unwatch(key: Key) -> Unwatch:
+    return {"type": "unwatch", "key": key}
+
+
+def answer(
+    request: str,
+    key: Key,
+    fingerprint: str,
+    expires: float,
+    *,
+    answer: str | None = None,
+    text: str | None = None,
+) -> Answer:
+    return {
+        "type": "answer",
+        "id": request,
+        "key": key,
+        "fingerprint": fingerprint,
+        "answer": answer,
+        "text": text,
+        "expires": expires,
+    }
 
 
 def encode(msg: Any) -> str:

@@ -51,6 +51,7 @@ class TokenInfo:
     created_at: float
     revoked_at: float | None
     last_used: float | None
+    screens: bool = False  # a viewer token that shows screens (--screens)
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,11 @@ class Principal:
     readonly: bool
     csrf: str | None = None  # set for cookie sessions: the double-submit value
     session_hash: str | None = None  # set for cookie sessions: which stored session it is
+    screens: bool = True  # may see panes' screens (a viewer token only if made with --screens)
+    operator: bool = False  # may answer a pane's prompt (an account with the operator role)
 
 
-async def create_token(engine: AsyncEngine, name: str, kind: str) -> str:
+async def create_token(engine: AsyncEngine, name: str, kind: str, screens: bool = False) -> str:
     _check_name(name)
     if kind not in {"collector", "viewer"}:
         raise AccountError(f"bad token kind {kind!r}")
@@ -85,12 +88,18 @@ async def create_token(engine: AsyncEngine, name: str, kind: str) -> str:
             await conn.execute(
                 update(s.tokens)
                 .where(s.tokens.c.id == existing.id)
-                .values(token_hash=token_hash(token), revoked_at=None, created_at=time.time())
+                .values(
+                    token_hash=token_hash(token), revoked_at=None, created_at=time.time(), screens=screens
+                )
             )
         else:
             await conn.execute(
                 insert(s.tokens).values(
-                    name=name, kind=kind, token_hash=token_hash(token), created_at=time.time()
+                    name=name,
+                    kind=kind,
+                    token_hash=token_hash(token),
+                    created_at=time.time(),
+                    screens=screens,
                 )
             )
     return token
@@ -99,7 +108,10 @@ async def create_token(engine: AsyncEngine, name: str, kind: str) -> str:
 async def list_tokens(engine: AsyncEngine) -> list[TokenInfo]:
     async with engine.connect() as conn:
         rows = (await conn.execute(select(s.tokens).order_by(s.tokens.c.kind, s.tokens.c.name))).all()
-    return [TokenInfo(r.id, r.name, r.kind, r.created_at, r.revoked_at, r.last_used) for r in rows]
+    return [
+        TokenInfo(r.id, r.name, r.kind, r.created_at, r.revoked_at, r.last_used, bool(r.screens))
+        for r in rows
+    ]
 
 
 async def revoke_token(engine: AsyncEngine, name: str, kind: str | None = None) -> int:
@@ -136,7 +148,11 @@ async def lookup_token(engine: AsyncEngine, token: str, kind: str) -> Principal 
         except Exception as exc:  # bookkeeping: never the reason a valid token is refused
             log.warning("could not record use of token %s: %s", row.id, exc)
     return Principal(
-        "collector" if kind == "collector" else "viewer-token", row.name, row.id, readonly=kind == "viewer"
+        "collector" if kind == "collector" else "viewer-token",
+        row.name,
+        row.id,
+        readonly=kind == "viewer",
+        screens=bool(row.screens) and kind == "viewer",
     )
 
 
@@ -187,7 +203,7 @@ def check_viewer(name: str, password: str | None = None) -> None:
         raise AccountError(f"password too long (at most {PASSWORD_MAX} characters)")
 
 
-async def add_viewer(engine: AsyncEngine, name: str, password: str) -> None:
+async def add_viewer(engine: AsyncEngine, name: str, password: str, operator: bool = False) -> None:
     check_viewer(name, password)
     try:
         async with engine.begin() as conn:
@@ -196,6 +212,7 @@ async def add_viewer(engine: AsyncEngine, name: str, password: str) -> None:
                     name=name,
                     password_hash=await asyncio.to_thread(hash_password, password),
                     created_at=time.time(),
+                    operator=operator,
                 )
             )
     except IntegrityError as exc:
@@ -208,6 +225,20 @@ async def list_viewers(engine: AsyncEngine) -> list[tuple[str, float]]:
             await conn.execute(select(s.viewers.c.name, s.viewers.c.created_at).order_by(s.viewers.c.name))
         ).all()
     return [(r.name, r.created_at) for r in rows]
+
+
+async def set_operator(engine: AsyncEngine, name: str, operator: bool) -> bool:
+    """Grant or revoke the operator role (answering prompts); False: no such login.
+    Takes effect on the account's next request: sessions read the role each time."""
+    async with engine.begin() as conn:
+        res = await conn.execute(update(s.viewers).where(s.viewers.c.name == name).values(operator=operator))
+    return bool(res.rowcount)
+
+
+async def list_operators(engine: AsyncEngine) -> set[str]:
+    async with engine.connect() as conn:
+        rows = (await conn.execute(select(s.viewers.c.name).where(s.viewers.c.operator.is_(True)))).all()
+    return {r.name for r in rows}
 
 
 async def remove_viewer(engine: AsyncEngine, name: str) -> bool:
@@ -264,8 +295,10 @@ async def session_principal(engine: AsyncEngine, sid: str) -> Principal | None:
                 select(
                     s.web_sessions,
                     s.viewers.c.name.label("vname"),
+                    s.viewers.c.operator,
                     s.tokens.c.name.label("tname"),
                     s.tokens.c.revoked_at,
+                    s.tokens.c.screens,
                 )
                 .select_from(j)
                 .where(s.web_sessions.c.id_hash == token_hash(sid), s.web_sessions.c.expires_at > time.time())
@@ -275,11 +308,23 @@ async def session_principal(engine: AsyncEngine, sid: str) -> Principal | None:
         return None
     if row.viewer_id is not None and row.vname is not None:
         return Principal(
-            "viewer", row.vname, row.viewer_id, readonly=row.readonly, csrf=row.csrf, session_hash=row.id_hash
+            "viewer",
+            row.vname,
+            row.viewer_id,
+            readonly=row.readonly,
+            csrf=row.csrf,
+            session_hash=row.id_hash,
+            operator=bool(row.operator) and not row.readonly,
         )
     if row.token_id is not None and row.tname is not None and row.revoked_at is None:
         return Principal(
-            "viewer-token", row.tname, row.token_id, readonly=True, csrf=row.csrf, session_hash=row.id_hash
+            "viewer-token",
+            row.tname,
+            row.token_id,
+            readonly=True,
+            csrf=row.csrf,
+            session_hash=row.id_hash,
+            screens=bool(row.screens),
         )
     return None
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from .accounts import Principal
@@ -41,6 +41,14 @@ class SubscriptionBody(BaseModel):
     model_config = ConfigDict(extra="ignore")  # browsers add expirationTime etc.
     endpoint: str = Field(max_length=2048)
     keys: dict[str, str]
+
+
+class ShownBody(_Body):
+    """A notification the page showed by itself (the browser route)."""
+
+    panes: list[Annotated[str, Field(max_length=64)]] = Field(min_length=1, max_length=100)
+    state: Literal["blocked", "done", "error"] | None = None
+    reason: Literal["block", "done", "error", "grouped"]
 
 
 class EndpointBody(_Body):
@@ -116,6 +124,25 @@ def make_router() -> APIRouter:
         svc.tab_report(_viewer_key(who), body.tab, body.watching)
         return Response(status_code=204)
 
+    @r.post("/api/notify/shown", status_code=204)
+    async def shown(body: ShownBody, who: Reader, svc: Svc) -> Response:
+        # A wall screen (read-only) shows notifications too; this only adds a log line,
+        # and a token bucket per viewer bounds how many.
+        if not svc.page_log_allowed(_viewer_key(who)):
+            raise HTTPException(429, "too many notifications reported")
+        await svc.record_page(_viewer_key(who), body.panes, body.state, body.reason)
+        return Response(status_code=204)
+
+    @r.get("/api/notify/log")
+    async def notify_log(
+        _: Reader, svc: Svc, limit: Annotated[int, Query(ge=1, le=500)] = 100, before: int | None = None
+    ) -> dict[str, Any]:
+        """Every notification sent, newest first: where (`channel`: browser, webpush,
+        apprise:NAME), about what, and why (`reason`: block, done, error, grouped,
+        escalation, test)."""
+        rows = await store.recent_log(svc.engine, limit, before)
+        return {"entries": rows}
+
     @r.get("/api/notify/quiet")
     async def quiet(who: Reader, svc: Svc) -> dict[str, Any]:
         dnd, mutes = await store.quiet_state(svc.engine, time.time())
@@ -128,6 +155,7 @@ def make_router() -> APIRouter:
             "mutes": [{"id": m.id, "scope": m.scope, "value": m.value, "until": m.until} for m in mutes],
             "quiet_hours": hours,
             "channels": [c.label for c in svc.channels],
+            "push_done": svc.settings.push_done,
         }
 
     @r.post("/api/notify/mutes")
@@ -200,6 +228,7 @@ async def start_notify(app: Any, core: Any, engine: Any, notify_config: Any, clo
     await svc.start()
     app.state.notify = svc
     core.listeners.append(lambda changes: _on_changes(svc, changes))
+    svc.waiting = lambda: sum(1 for p in core.panes.values() if p.state == "blocked" and p.gone_at is None)
     return svc
 
 

@@ -31,6 +31,8 @@ from . import __version__, accounts
 from . import schema as s
 from .accounts import Principal
 from .api_notify import make_router, start_notify, stop_notify
+from .api_screens import make_screens_router, start_screens
+from .api_stats import make_router as make_stats_router
 from .config import Config
 from .core import Core, Seen
 from .database import create_engine, is_sqlite
@@ -88,6 +90,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
 
         tasks.append(asyncio.create_task(retention_loop(core), name="paneboard-retention"))
         tasks.append(asyncio.create_task(revocation.run(), name="paneboard-revocation"))
+        tasks.append(start_screens(app, core, registry))
         if not is_sqlite(url):
             from .fanout import Fanout
 
@@ -343,7 +346,15 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
     async def me(p: Viewer) -> dict[str, Any]:
         # `host`: this server's host name, so the page can offer a plain `tmux attach`
         # (no ssh) for panes a collector on this machine reports.
-        return {"name": p.name, "kind": p.kind, "readonly": p.readonly, "csrf": p.csrf, "host": _HOSTNAME}
+        return {
+            "name": p.name,
+            "kind": p.kind,
+            "readonly": p.readonly,
+            "csrf": p.csrf,
+            "host": _HOSTNAME,
+            "screens": p.screens,
+            "operator": p.operator,
+        }
 
     @app.get("/login", include_in_schema=False)
     async def login_page() -> Response:
@@ -382,6 +393,8 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         )
 
     app.include_router(make_router())
+    app.include_router(make_stats_router())
+    app.include_router(make_screens_router())
     d = web_dir()
     if d is not None:
         app.mount("/", StaticFiles(directory=d), name="web")

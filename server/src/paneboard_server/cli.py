@@ -126,6 +126,12 @@ def token_main(argv: list[str]) -> int:
     c.add_argument(
         "--viewer", action="store_true", help="a read-only viewer token instead of a collector token"
     )
+    c.add_argument(
+        "--screens",
+        action="store_true",
+        help="with --viewer: the token also shows panes' screens (what their terminals show; "
+        "off by default, see docs/answers.md)",
+    )
     _db_arg(c)
     ls = sub.add_parser(
         "list",
@@ -153,7 +159,11 @@ def token_main(argv: list[str]) -> int:
     async def go() -> int:
         if args.action == "create":
             kind = "viewer" if args.viewer else "collector"
-            token = await _with_engine(url, lambda e: accounts.create_token(e, args.name, kind))
+            if args.screens and not args.viewer:
+                return _err("token", "--screens is for viewer tokens (--viewer)")
+            token = await _with_engine(
+                url, lambda e: accounts.create_token(e, args.name, kind, screens=args.screens)
+            )
             print(token)
             print(f"created {kind} token {args.name!r}; it is shown only once", file=sys.stderr)
             return 0
@@ -164,7 +174,8 @@ def token_main(argv: list[str]) -> int:
                 used = (
                     time.strftime("%Y-%m-%d %H:%M", time.localtime(t.last_used)) if t.last_used else "never"
                 )
-                print(f"{t.name}\t{t.kind}\t{state}\tlast used {used}")
+                shows = "\tshows screens" if t.screens else ""
+                print(f"{t.name}\t{t.kind}\t{state}\tlast used {used}{shows}")
             return 0
         which = "viewer" if args.viewer else "collector" if args.collector else None
         n = await _with_engine(url, lambda e: accounts.revoke_token(e, args.name, which))
@@ -211,7 +222,22 @@ def user_main(argv: list[str]) -> int:
         "e.g. `printf '%s\\n' \"$PW\" | paneboard user add ana`.",
     )
     a.add_argument("name", metavar="NAME", help="the name to sign in with")
+    a.add_argument(
+        "--operator",
+        action="store_true",
+        help="may also answer a blocked pane's prompt from the board (see docs/answers.md)",
+    )
     _db_arg(a)
+    for verb, says in (("grant", "give"), ("revoke", "take away")):
+        gr = sub.add_parser(
+            verb,
+            help=f"{says} a login the operator role (answering prompts from the board)",
+            description=f"{says.capitalize()} an existing login the operator role: answering a blocked "
+            "pane's prompt from the board. It counts from the login's next request.",
+        )
+        gr.add_argument("name", metavar="NAME", help="the login")
+        gr.add_argument("role", metavar="ROLE", choices=["operator"], help="operator (the only role)")
+        _db_arg(gr)
     ls = sub.add_parser(
         "list",
         help="show every login and when it was added",
@@ -237,7 +263,7 @@ def user_main(argv: list[str]) -> int:
 
             async def add(engine: Any) -> None:
                 # The store is checked before the password is asked for, not after it was typed twice.
-                await accounts.add_viewer(engine, args.name, _read_password(args.name))
+                await accounts.add_viewer(engine, args.name, _read_password(args.name), args.operator)
 
             await _with_engine(url, add)
             print(
@@ -246,9 +272,17 @@ def user_main(argv: list[str]) -> int:
                 file=sys.stderr,
             )
             return 0
+        if args.action in ("grant", "revoke"):
+            on = args.action == "grant"
+            if not await _with_engine(url, lambda e: accounts.set_operator(e, args.name, on)):
+                return _err("user", f"no dashboard login named {args.name!r}")
+            print(f"{args.name!r} {'is now' if on else 'is no longer'} an operator", file=sys.stderr)
+            return 0
         if args.action == "list":
+            ops = await _with_engine(url, accounts.list_operators)
             for name, created in await _with_engine(url, accounts.list_viewers):
-                print(f"{name}\tcreated {time.strftime('%Y-%m-%d %H:%M', time.localtime(created))}")
+                role = "\toperator" if name in ops else ""
+                print(f"{name}\tcreated {time.strftime('%Y-%m-%d %H:%M', time.localtime(created))}{role}")
             return 0
         if not await _with_engine(url, lambda e: accounts.remove_viewer(e, args.name)):
             return _err("user", f"no dashboard login named {args.name!r}")

@@ -273,8 +273,11 @@ class Refresh(Op):
     """Panes another process changed (PostgreSQL NOTIFY): re-read them, publish, no write."""
 
     pane_ids: list[int] | None  # None: compare every pane's rev (after a lost connection)
+    # Set once the writer has begun it: until then the fan-out may add ids (`fanout.py`).
+    taken: bool = field(default=False, kw_only=True)
 
     async def apply(self, tx: Tx) -> bool:
+        self.taken = True
         conn = tx.conn
         q = select(s.panes)
         if self.pane_ids is not None:

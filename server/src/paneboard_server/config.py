@@ -33,6 +33,8 @@ class ServerSection(_Strict):
     # Mark cookies Secure (set when served behind HTTPS).
     cookie_secure: bool = False
     session_days: float = Field(30.0, gt=0)
+    # Seconds an answer from the board may wait to be typed (docs/answers.md).
+    answer_ttl: float = Field(60.0, gt=0, le=3600)
 
 
 class RetentionSection(_Strict):

@@ -85,8 +85,11 @@ class Core:
         self.listeners: list[Callable[[list[Change]], Any]] = []
         self.seen_routes: dict[int, Callable[[Mapping[str, Any]], None]] = {}
         self.collector_names: dict[int, str] = {}
+        # Hosts whose collector types answers (its hello's `input`), per collector.
+        self.input_hosts: dict[int, frozenset[str]] = {}
         # tmux sessions already in the tmux_sessions table: (host id, tmux server, name).
         self.sessions: set[tuple[int, str, str]] = set()
+        self.open_waits: set[int] | None = None  # panes with an open wait (ledger_store; read lazily)
         self.stats = {
             "reports": 0,
             "batches": 0,
@@ -220,7 +223,9 @@ class Core:
 
     def api(self, p: Pane) -> dict[str, Any]:
         h = self.hosts.get(p.host_id)
-        return p.api(h, self.collector_names.get(h.collector_id) if h is not None else None)
+        out = p.api(h, self.collector_names.get(h.collector_id) if h is not None else None)
+        out["input"] = h is not None and h.name in self.input_hosts.get(h.collector_id, ())
+        return out
 
     def live_panes(self) -> list[dict[str, Any]]:
         return [self.api(p) for p in sorted(self.panes.values(), key=lambda p: p.id) if p.gone_at is None]

@@ -22,6 +22,10 @@ from .core import NOTIFY_CHANNEL, SEEN_CHANNEL, Core, Refresh
 
 log = logging.getLogger("paneboard.fanout")
 
+#: ids one merged refresh may collect (its re-read is one `IN (...)`; PostgreSQL takes
+#: at most 32767 bind parameters)
+MAX_MERGED = 5000
+
 
 def _dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
@@ -34,6 +38,12 @@ class Fanout:
         self.dsn = _dsn(str(core.engine.url.render_as_string(hide_password=False)))
         self.ready = asyncio.Event()
         self.conn: asyncpg.Connection | None = None
+        # The refresh queued and not yet begun, and its ids: notifications arriving before
+        # the writer takes it join it, so a busy peer costs one re-read per writer batch
+        # rather than one per commit of every other process (no added delay).
+        self._open: Refresh | None = None
+        self._open_ids: set[int] = set()
+        self.merged = 0  # notifications that joined a queued refresh
 
     def _on_change(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         origin, _, ids = payload.partition(":")
@@ -43,7 +53,16 @@ class Fanout:
             pane_ids = [int(x) for x in ids.split(",") if x]
         except ValueError:
             return
-        self.core.submit(Refresh(pane_ids))
+        op = self._open
+        if op is not None and not op.taken and op.pane_ids is not None and len(self._open_ids) < MAX_MERGED:
+            new = [i for i in pane_ids if i not in self._open_ids]
+            self._open_ids.update(new)
+            op.pane_ids.extend(new)
+            self.merged += 1
+            return
+        self._open = Refresh(pane_ids)
+        self._open_ids = set(pane_ids)
+        self.core.submit(self._open)
 
     def _on_seen(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         try:

@@ -17,7 +17,7 @@ import contextlib
 import functools
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from paneboard_protocol import wire as pwire
@@ -28,7 +28,7 @@ from . import __version__
 from . import schema as s
 from .accounts import lookup_token, note_use_while_connected
 from .core import Core, HostsDown, HostsUp, Ingest, Refused, Unstorable
-from .wire import PROTOCOL, Delta, Hello, Snapshot, WireError, parse, reason
+from .wire import PROTOCOL, Answered, Delta, Hello, Screen, Snapshot, WireError, parse, reason
 
 log = logging.getLogger("paneboard.ingest")
 
@@ -131,6 +131,10 @@ class IngestRegistry:
         self.core = core
         self.connections: dict[int, Connection] = {}
         self.timers: dict[int, asyncio.TimerHandle] = {}
+        # Screens and answers travel beside the seq stream (docs/wire.md): who takes them,
+        # and who hears that a collector (re)connected (to re-send its watches).
+        self.on_side: Callable[[int, Screen | Answered], None] | None = None
+        self.on_attach: list[Callable[[int], None]] = []
 
     def attach(self, conn: Connection) -> None:
         old = self.connections.get(conn.collector_id)
@@ -141,6 +145,8 @@ class IngestRegistry:
         if t is not None:
             t.cancel()
         self.core.seen_routes[conn.collector_id] = conn.send
+        for f in self.on_attach:
+            f(conn.collector_id)
 
     def detach(self, conn: Connection) -> None:
         cid = conn.collector_id
@@ -226,6 +232,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
         known = row is not None and row.stream == hello.stream and row.last_seq is not None
         last = int(row.last_seq) if known and row is not None else -1
         need_snapshot = not known
+        core.input_hosts[cid] = frozenset(hello.input)
         registry.attach(conn)
         core.submit(HostsUp(cid))
         conn.acked = conn.ack_sent = last
@@ -272,6 +279,10 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
             if isinstance(msg, Hello):
                 conn.close(CLOSE_POLICY, "hello sent twice")
                 break
+            if isinstance(msg, Screen | Answered):
+                if registry.on_side is not None:
+                    registry.on_side(cid, msg)
+                continue
             if isinstance(msg, Snapshot):
                 if msg.seq <= last:
                     conn.resend_ack()

@@ -41,6 +41,9 @@ async def prune_once(core: Core) -> int:
         if len(ids) < cfg.batch:
             break
         await asyncio.sleep(0)
+    await prune_waits(core, cutoff)  # not counted: `removed` is history rows
+    async with engine.begin() as conn:  # the answer audit is kept as long as the history
+        await conn.execute(delete(s.answers).where(s.answers.c.t < cutoff))
     async with engine.connect() as conn:
         heavy = (
             await conn.execute(
@@ -93,6 +96,28 @@ async def prune_once(core: Core) -> int:
     core.submit(op)
     await asyncio.wait_for(done, 60)
     return removed
+
+
+async def prune_waits(core: Core, cutoff: float) -> int:
+    """The ledger's intervals that ended before `cutoff` (the history's age limit);
+    an open one stays, however old, until its pane leaves the state."""
+    removed = 0
+    while True:
+        async with core.engine.begin() as conn:
+            ids = [
+                r[0]
+                for r in (
+                    await conn.execute(
+                        select(s.waits.c.id).where(s.waits.c.end_t < cutoff).limit(core.cfg.retention.batch)
+                    )
+                ).all()
+            ]
+            if ids:
+                await conn.execute(delete(s.waits).where(s.waits.c.id.in_(ids)))
+        removed += len(ids)
+        if len(ids) < core.cfg.retention.batch:
+            return removed
+        await asyncio.sleep(0)
 
 
 async def retention_loop(core: Core) -> None:

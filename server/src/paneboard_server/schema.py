@@ -28,6 +28,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 metadata = MetaData()
@@ -62,6 +63,8 @@ tokens = Table(
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float),
     Column("last_used", Float),
+    # A viewer token shows panes' screens only if created with --screens (docs/answers.md).
+    Column("screens", Boolean, nullable=False, default=False, server_default=false()),
     UniqueConstraint("kind", "name", name="uq_tokens_kind_name"),
 )
 
@@ -154,6 +157,8 @@ viewers = Table(
     Column("password_hash", String(255), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("settings", JSON),
+    # May answer a blocked pane's prompt from the board (`paneboard user add NAME --operator`).
+    Column("operator", Boolean, nullable=False, default=False, server_default=false()),
 )
 
 # Browser sessions (cookies): only a hash of the cookie value is stored.
@@ -202,7 +207,38 @@ notification_log = Table(
     Column("t", Float, nullable=False),
     Column("ok", Boolean, nullable=False),
     Column("detail", Text),
+    # Why it was sent: "block" (first block), "done", "escalation", "grouped", "test".
+    Column("reason", String(16)),
+    # The wait (`waits.id`) it was about, when one.
+    Column("wait_id", Integer),
     Index("ix_notification_log_t", "t"),
+)
+
+# The ledger (`ledger.py`): every stretch a pane spent blocked or done, derived from
+# history in the transaction that wrote the history. Host, pane and the rest are copied
+# so an interval outlives its pane; `end_t` NULL: still waiting. `answered_by`: who
+# answered it from paneboard, when it was answered there (the answer feature sets it).
+waits = Table(
+    "waits",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("pane_id", Integer, ForeignKey("panes.id", ondelete="SET NULL")),
+    Column("host", String(255), nullable=False),
+    Column("tmux", String(255), nullable=False),
+    Column("pane", String(64), nullable=False),
+    Column("session", Text),
+    Column("agent", String(255)),
+    Column("state", String(16), nullable=False),
+    Column("kind", String(32)),
+    Column("msg", Text),
+    Column("start_t", Float, nullable=False),
+    Column("end_t", Float),
+    Column("ended", String(16)),
+    Column("end_state", String(16)),
+    Column("answered_by", String(128)),
+    Index("ix_waits_start", "start_t"),
+    Index("ix_waits_pane", "pane_id", "start_t"),
+    Index("ix_waits_open", "end_t"),
 )
 
 # Mutes / snoozes / do-not-disturb (scope: pane, host, agent, global).
@@ -215,4 +251,29 @@ quiet_rules = Table(
     Column("value", String(255)),
     Column("until", Float),
     Column("created_at", Float, nullable=False),
+)
+
+# Every answer attempt from the board, typed or refused (docs/answers.md): insert-only
+# (no code path updates or deletes a row but retention's age cut-off). The pane's key is
+# kept as text so the record outlives the pane's row.
+answers = Table(
+    "answers",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("t", Float, nullable=False),
+    Column("pane_id", Integer, ForeignKey("panes.id", ondelete="SET NULL")),
+    Column("host", String(255), nullable=False),
+    Column("tmux", String(255), nullable=False),
+    Column("pane", String(64), nullable=False),
+    Column("viewer_id", Integer, ForeignKey("viewers.id", ondelete="SET NULL")),
+    Column("who", String(128), nullable=False),
+    Column("fingerprint", String(64), nullable=False),
+    Column("prompt", Text),
+    Column("answer", String(32)),
+    Column("label", String(128)),
+    Column("text", Text),
+    Column("outcome", String(16), nullable=False),
+    Column("done_at", Float),
+    Index("ix_answers_pane", "pane_id", "id"),
+    Index("ix_answers_t", "t"),
 )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from paneboard_protocol import pane as pane_def
 from paneboard_protocol import wire as pwire
+from paneboard_protocol.screen import clean_line
 from paneboard_protocol.text import sanitize_text
 from pydantic import (
     AfterValidator,
@@ -45,9 +46,51 @@ def _storable_str(v: str) -> str:
 
 
 def storable_json(v: Any, depth: int = 0) -> Any:
-    """Refuse what a JSON column cannot hold on every backend (free-form evidence)."""
+    """Refuse what a JSON column cannot hold on every backend (free-form evidence).
+
+    Every report carries evidence of a few dozen values, so this walk is on the ingest
+    hot path: containers are walked in a loop that checks the JSON scalar types inline
+    (a function call per value was most of its cost) and falls back to `_storable_value`
+    for anything else. The checks and their order, so the first error named, are those
+    of `_storable_value` alone."""
     if depth > MAX_JSON_DEPTH:
         raise ValueError(f"nested deeper than {MAX_JSON_DEPTH}")
+    t = type(v)
+    if t is dict or t is list:
+        _walk(v, depth)
+        return v
+    return _storable_value(v, depth)
+
+
+def _walk(v: dict[str, Any] | list[Any], depth: int) -> None:
+    child = depth + 1
+    if type(v) is dict:
+        items: Any = v.items()
+    else:
+        items = ((None, x) for x in v)
+    for k, x in items:
+        if k is not None:
+            _storable_str(k)
+        if child > MAX_JSON_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH}")
+        t = type(x)
+        if t is str:
+            if "\x00" in x or not x.isascii():
+                _storable_str(x)
+        elif t is float:
+            if not math.isfinite(x):
+                raise ValueError("NaN and Infinity not allowed")
+        elif t is int:
+            if not MIN_INT <= x <= MAX_INT:
+                raise ValueError("integer outside the signed 64-bit range")
+        elif t is dict or t is list:
+            _walk(x, child)
+        elif not (t is bool or x is None):
+            _storable_value(x, child)
+
+
+def _storable_value(v: Any, depth: int) -> Any:
+    """The one-value check (any type, subclasses too), recursing through `storable_json`."""
     if isinstance(v, str):
         return _storable_str(v)
     if isinstance(v, bool) or v is None:
@@ -177,6 +220,7 @@ class Hello(_Msg):
     version: Annotated[str, Field(max_length=64), AfterValidator(sanitize_text)] = ""
     stream: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_name)]
     hosts: Annotated[list[Name], Field(max_length=1000)] = []
+    input: Annotated[list[Name], Field(max_length=1000)] = []
 
 
 class PaneOp(_Msg):
@@ -215,7 +259,52 @@ class Delta(_Msg):
     ops: Annotated[list[Op], Field(min_length=1)]
 
 
-ClientMsg = Annotated[Hello | Snapshot | Delta, Field(discriminator="type")]
+def _no_controls_but_sgr(v: str) -> str:
+    """A screen line keeps its SGR colour escapes (`ESC [ ... m`) and nothing else that a
+    terminal would act on: cleaned once, here, by the function the collector cleans with
+    (a collector is not trusted to have done it)."""
+    _storable_str(v)
+    return clean_line(v)
+
+
+ScreenLine = Annotated[str, Field(max_length=pwire.SCREEN_LINE_MAX), AfterValidator(_no_controls_but_sgr)]
+Fingerprint = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+AnswerId = Annotated[str, Field(min_length=1, max_length=pwire.ANSWER_ID_MAX, pattern=r"^[a-z0-9_-]+$")]
+RequestId = Annotated[str, Field(min_length=1, max_length=pwire.REQUEST_ID_MAX, pattern=r"^[A-Za-z0-9_-]+$")]
+
+
+class AnswerChoice(_Msg):
+    id: AnswerId
+    label: Annotated[
+        str, Field(min_length=1, max_length=pwire.ANSWER_LABEL_MAX), AfterValidator(sanitize_text)
+    ]
+
+
+class Screen(_Msg):
+    type: Literal["screen"]
+    key: Key
+    t: Time
+    lines: Annotated[list[ScreenLine], Field(max_length=pwire.SCREEN_LINES_MAX)]
+    width: Annotated[int, Field(ge=0, le=10000)]
+    height: Annotated[int, Field(ge=0, le=10000)]
+    cursor: Annotated[list[Annotated[int, Field(ge=0, le=10000)]], Field(min_length=2, max_length=2)]
+    fingerprint: Annotated[str, Field(pattern=r"^([0-9a-f]{64})?$")]
+    state: STATES | None = None
+    prompt: LongText | None = None
+    answers: Annotated[list[AnswerChoice], Field(max_length=pwire.ANSWERS_MAX)] = []
+    text: bool = False
+    input: bool = False
+    error: LongText | None = None
+
+
+class Answered(_Msg):
+    type: Literal["answered"]
+    id: RequestId
+    outcome: Literal[pwire.OUTCOMES]  # type: ignore[valid-type]  # a Literal of a runtime tuple
+    prompt: LongText | None = None
+
+
+ClientMsg = Annotated[Hello | Snapshot | Delta | Screen | Answered, Field(discriminator="type")]
 _client = TypeAdapter(ClientMsg)
 
 
@@ -241,7 +330,7 @@ def _seq_of(text: str | bytes) -> int | None:
     return seq if isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq <= MAX_INT else None
 
 
-def parse(text: str | bytes, max_bytes: int, max_panes: int) -> Hello | Snapshot | Delta:
+def parse(text: str | bytes, max_bytes: int, max_panes: int) -> Hello | Snapshot | Delta | Screen | Answered:
     if len(text) > max_bytes:
         raise WireError(f"message too large ({len(text)} bytes, limit {max_bytes})")
     try:

@@ -100,3 +100,42 @@ def test_collector_sees_nothing_without_the_relay(tmux: Tmux, collector: Collect
         lambda: any(x["state"] == "idle" for x in collector.of(pane.id)), timeout=20, what="the late report"
     )
     assert not any(x["state"] in ("working", "blocked", "done") for x in collector.of(pane.id))
+
+
+def test_tmux_names_the_program_not_the_relay(tmux: Tmux, collector: Collector, tmp_path: Path) -> None:
+    """Under `paneboard run` the relay leads the pane; tmux reads its command line, which
+    now is the program's: `claude` for windows and #{pane_current_command}, for as long
+    as the relay runs, and the collector names the agent from it (RI-1)."""
+    wait_for(lambda: collector.lines, what="the collector's first snapshot")
+    prog = tmp_path / "claude"  # a program named like the agent; it prints, then waits
+    prog.write_text("#!/bin/sh\necho ready\nexec sleep 60\n")
+    prog.chmod(0o755)
+    pane = tmux.pane("exec " + q(PANEBOARD, "run", "--", str(prog), "--permission-mode", "default"))
+    wait_for(lambda: b"ready" in pane.output(), timeout=20, what="the program's output")
+
+    def names() -> list[str]:
+        fmt = "#{pane_current_command} #{window_name}"
+        return tmux.cmd("display-message", "-p", "-t", pane.id, fmt).split()
+
+    wait_for(lambda: names() == ["claude", "claude"], timeout=10, what=f"tmux to say claude (says {names()})")
+    pid = int(tmux.cmd("display-message", "-p", "-t", pane.id, "#{pane_pid}"))
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        assert f.read().split(b"\0")[0] == f"{prog} --permission-mode default".encode()
+    with open(f"/proc/{pid}/comm") as f:
+        assert f.read().strip() == "claude"
+    wait_for(
+        lambda: any(x["agent"] == "claude" and x["observable"] for x in collector.of(pane.id)),
+        timeout=20,
+        what="the collector to name claude",
+    )
+
+
+def test_without_setproctitle_the_relay_still_sets_its_comm() -> None:
+    """The fallback (setproctitle missing): prctl PR_SET_NAME, what ps -o comm and top show."""
+    code = (
+        "import sys; sys.modules['setproctitle'] = None\n"
+        "from paneboard_agent.proctitle import set_title\n"
+        "print(set_title(['/opt/x/claude', '--y']), open('/proc/self/comm').read().strip())"
+    )
+    out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=30, check=True).stdout
+    assert out.split() == ["False", "claude"]

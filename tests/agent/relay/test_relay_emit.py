@@ -113,21 +113,61 @@ def test_emit_invalid_values(args: list[str], needle: str, tmp_path: Path) -> No
     assert not sink.exists()
 
 
-def test_emit_without_a_terminal() -> None:
+#: Runs argv[1:] with no controlling terminal and no ancestor that has one: it forks, the
+#: parent exits, and the orphan (re-parented to init or a subreaper) starts a session of
+#: its own once its first parent has gone. Results go to files: nobody waits for it.
+ORPHAN = """
+import os, sys
+out = sys.argv[1]
+first = os.getpid()
+if os.fork():
+    os._exit(0)
+os.setsid()
+while os.getppid() == first:
+    os.sched_yield()
+fd = os.open(out + ".err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+os.dup2(fd, 2)
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status = os.waitpid(pid, 0)
+with open(out + ".tmp", "w") as f:
+    f.write(str(os.waitstatus_to_exitcode(status)))
+os.rename(out + ".tmp", out + ".rc")
+"""
+
+
+def test_emit_without_a_terminal(tmp_path: Path) -> None:
+    """No controlling terminal, and none up the process tree: one line, exit status 1."""
     env = {k: v for k, v in os.environ.items() if k != "PANEBOARD_TTY"}
-    proc = subprocess.run(
-        [PANEBOARD, "emit", "idle"],
-        capture_output=True,
-        text=True,
-        timeout=20,
+    out = tmp_path / "emit"
+    subprocess.run(
+        [PYTHON, "-c", ORPHAN, str(out), PANEBOARD, "emit", "idle"],
         env=env,
-        start_new_session=True,  # no controlling terminal
+        timeout=20,
+        start_new_session=True,
         stdin=subprocess.DEVNULL,
+        check=True,
     )
-    assert proc.returncode == 1
-    assert proc.stderr == (
+    rc = Path(f"{out}.rc")
+    wait_for(rc.exists, what="the orphaned emit to finish")
+    assert rc.read_text() == "1"
+    assert Path(f"{out}.err").read_text() == (
         "paneboard emit: no controlling terminal to write to (set PANEBOARD_TTY to the pane's tty)\n"
     )
+
+
+@pytest.mark.tmux
+def test_emit_in_a_session_of_its_own_reports_to_its_ancestors_terminal(tmux: Tmux) -> None:
+    """What the real Claude Code 2.1.328 does with its hooks: starts them in a new session
+    (no controlling terminal, sockets as stdin and stdout). The report still reaches the
+    pane the agent runs in: the nearest ancestor's terminal."""
+    command = f"setsid -w {q(PANEBOARD, 'emit', 'working', '--app', 'claude-code')} </dev/null >/dev/null"
+    pane = tmux.pane(f"{command}; echo rc=$?")
+    assert pane.dead_status() == 0
+    assert "rc=0" in pane.screen()
+    [status] = [e for e in decoded(pane.output()) if isinstance(e, StatusReport)]
+    assert (status.state, status.app) == ("working", "claude-code")
 
 
 def test_emit_to_paneboard_tty_file(tmp_path: Path) -> None:

@@ -152,6 +152,68 @@ def test_codex_notify(tmux: Tmux, tmp_path: Path) -> None:
     ]
 
 
+#: What the real Codex CLI 0.171.0 passed its notify program right after a prompt was
+#: sent, while the turn was still running: the thread-naming side request (the prompt
+#: is cut short here; the ids and the answer are the stand-in model's).
+CODEX_TITLE_EVENT = {
+    "type": "agent-turn-complete",
+    "thread-id": "01a23aa6-2f52-79d1-bbf3-6978dfefca7f",
+    "turn-id": "01a23aa6-2f74-7cb0-9ab8-100450ad9c0d",
+    "cwd": "/src",
+    "client": "codex-tui",
+    "input-messages": [
+        "Generate a concise, single-line task title of at most 36 characters and under five words "
+        "where possible. Start with an imperative verb."
+    ],
+    "last-assistant-message": '{"title": "Fix the tests"}',
+}
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        CODEX_TITLE_EVENT,
+        CODEX_TITLE_EVENT | {"input-messages": ["Write a brief catch-up for a user returning to this task."]},
+        CODEX_TITLE_EVENT | {"type": "approval-requested", "input-messages": ["fix the tests"]},
+    ],
+    ids=["title side request", "catch-up side request", "not a turn's end"],
+)
+def test_codex_notify_of_a_side_request_reports_nothing(tmux: Tmux, tmp_path: Path, event: dict) -> None:
+    """The recipe, run for Codex's own side request, writes nothing and succeeds; the
+    user's turn ending after it still reports done."""
+    config = tomllib.loads((RECIPES / "codex-config.toml").read_text())
+    turn = CODEX_TITLE_EVENT | {
+        "thread-id": "th_42",
+        "input-messages": ["fix the tests"],
+        "last-assistant-message": "All 12 tests pass now.",
+    }
+    steps = [(shlex.join([*config["notify"], json.dumps(e)]), None) for e in (event, turn)]
+    events, outs = run_script(tmux, tmp_path, steps)
+    assert outs == ["", ""]
+    assert summary(events) == [
+        ("status", "done", None, "codex", "All 12 tests pass now."),
+        ("agent", "codex", "idle", "th_42"),
+    ]
+
+
+def aider_notifications_command() -> str:
+    """The `notifications-command:` of recipes/aider.conf.yml (a double-quoted YAML scalar
+    without escapes, which reads the same as a JSON string)."""
+    for line in (RECIPES / "aider.conf.yml").read_text().splitlines():
+        if line.startswith("notifications-command:"):
+            return json.loads(line.split(":", 1)[1].strip())
+    raise AssertionError("no notifications-command in aider.conf.yml")
+
+
+def test_aider_notifications_command(tmux: Tmux, tmp_path: Path) -> None:
+    """Aider runs it by `sh -c` (subprocess, shell=True) at its question or its prompt,
+    it cannot tell which: it only names the agent, ready for input; no OSC 7501 record,
+    which would stand over the screen (RI-2) until Aider exits."""
+    events, outs = run_script(tmux, tmp_path, [(aider_notifications_command(), None)])
+    assert outs == [""]
+    assert summary(events) == [("agent", "aider", "idle", None)]
+
+
 def test_hook_json_errors_are_one_line(tmp_path: Path) -> None:
 
     paneboard = os.path.join(BIN, "paneboard")

@@ -261,3 +261,30 @@ def test_keys_are_validated_on_subscribe():
     ):
         with pytest.raises(ValueError, match="subscription key"):
             Subscription.from_json({"endpoint": "https://push.example/x", "keys": keys})
+
+
+def test_web_push_groups_a_burst_counts_who_waits_and_can_leave_done_out(db_url, pushsvc):
+    async def go():
+        engine, svc, _, _ = await setup(db_url, {"push_done": False}, pushsvc)
+        svc.waiting = lambda: 7  # the server's count of blocked panes
+        try:
+            burst = [(change(pane=str(i)), frozenset()) for i in range(1, 4)]
+            counts = await svc.handle_many(burst)
+            assert counts["push"] == 1 and counts["grouped"] == 1
+            assert (await svc.handle(change(state="done", pane="5", prev="working")))["push"] == 0
+            assert (await svc.handle(change(pane="6")))["push"] == 1
+            log = await store.recent_log(engine)
+            assert [(e["channel"], e["reason"]) for e in reversed(log)] == [
+                ("webpush", "grouped"),
+                ("webpush", "block"),
+            ]
+            assert log[-1]["detail"].startswith("3 panes; sent")
+        finally:
+            await svc.stop()
+            await engine.dispose()
+
+    asyncio.run(go())
+    first, second = pushsvc.wait_for(2)
+    assert first.payload["title"] == "3 agents waiting" and first.payload["pane"] == ""
+    assert first.payload["body"].count("\n") == 2 and first.payload["waiting"] == 7
+    assert second.payload["pane"] == "6" and second.payload["waiting"] == 7

@@ -16,6 +16,7 @@ manifest of that id in force.
 
 from __future__ import annotations
 
+from paneboard_protocol.rules.answers import Answer
 from paneboard_protocol.rules.errors import ManifestError, RuleError
 from paneboard_protocol.rules.gates import KINDS, RULE_STATES, Gate, Manifest, Match, Rule
 from paneboard_protocol.rules.loading import RuleSet, default_user_dir, load_files, load_rules
@@ -27,6 +28,7 @@ __all__ = [
     "KINDS",
     "RULE_STATES",
     "SCREEN_ROWS",
+    "Answer",
     "Gate",
     "Manifest",
     "ManifestError",

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from paneboard_protocol.rules.answers import Answer
 from paneboard_protocol.rules.question import (
     DEFAULT_TITLE_REGION,
     Question,
@@ -116,6 +117,7 @@ class Rule:
     gate: Gate
     native: bool  # reads only the title / progress regions (TA-3 via manifest regions, RI-7)
     question: Question | None = None  # where a blocked prompt's text is (None: the default)
+    answers: tuple[Answer, ...] = ()  # what a blocked prompt takes (rules/answers.py)
 
     def question_text(self, texts: _Texts) -> str | None:
         """The prompt's text this (matching, blocked) rule reads off the screen, or None.

@@ -11,6 +11,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+from paneboard_protocol.rules.answers import Answer, parse_answers
 from paneboard_protocol.rules.errors import ManifestError
 from paneboard_protocol.rules.gates import KINDS, RULE_STATES, Gate, Manifest, Rule
 from paneboard_protocol.rules.patterns import _compile, _str_list
@@ -19,7 +20,7 @@ from paneboard_protocol.rules.regions import SCREEN_ROWS, _normalise_region
 
 _CONDITION_KEYS = frozenset({"regex", "contains", "line_regex", "screen", "title", "progress"})
 _GATE_KEYS = _CONDITION_KEYS | {"region", "all", "any", "not"}
-_RULE_KEYS = _GATE_KEYS | {"id", "state", "kind", "priority", "description", "question"}
+_RULE_KEYS = _GATE_KEYS | {"id", "state", "kind", "priority", "description", "question", "answers"}
 _QUESTION_KEYS = frozenset({"region", "lines"})
 _HERDR_IGNORED = frozenset({"visible_working", "visible_blocker", "visible_idle", "skip_state_update"})
 _MANIFEST_KEYS = frozenset({"id", "agent", "process", "aliases", "description", "rows", "rules"})
@@ -162,7 +163,12 @@ def _parse_rule(raw: Any, index: int) -> Rule:
         if state != "blocked":
             raise ManifestError("question counts only with state = 'blocked'")
         question = _parse_question(raw["question"])
-    return Rule(rid, state, kind, priority, index, gate, native, question)
+    answers: tuple[Answer, ...] = ()
+    if "answers" in raw:
+        if state != "blocked":
+            raise ManifestError("answers count only with state = 'blocked'")
+        answers = parse_answers(raw["answers"])
+    return Rule(rid, state, kind, priority, index, gate, native, question, answers)
 
 
 def _parse_question(value: Any) -> Question:

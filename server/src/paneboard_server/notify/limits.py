@@ -51,13 +51,18 @@ class Limiter:
     def allow(self, channel: str, pane: str, state: str, now: float) -> bool:
         if self.duplicate(channel, pane, state, now):
             return False
+        return self.allow_many(channel, [(pane, state)], now)
+
+    def allow_many(self, channel: str, keys: list[tuple[str, str]], now: float) -> bool:
+        """One message about these (pane, state)s (a grouped one takes one token)."""
         bucket = self._buckets.setdefault(channel, TokenBucket(self.per_minute / 60.0, self.burst))
         if not bucket.take(now):
             self.dropped += 1
             return False
-        key = (channel, pane, state)
-        self._last[key] = now
-        self._last.move_to_end(key)
+        for pane, state in keys:
+            key = (channel, pane, state)
+            self._last[key] = now
+            self._last.move_to_end(key)
         while len(self._last) > self.max_keys:  # bounded memory, oldest first
             self._last.popitem(last=False)
         return True

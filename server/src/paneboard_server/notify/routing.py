@@ -7,7 +7,12 @@ states = ["blocked"]                # default: ["blocked", "done", "error"]
 hosts = ["build-*"]                 # shell-style globs; default: every host
 agents = ["claude", "codex"]        # default: every agent ("" matches no agent)
 name = "team ntfy"                  # optional, for logs and the test button's answer
+done = false                        # no "done" messages on this route (default true)
+escalate_after = 600                # seconds a block may wait before...
+escalate_to = "team"                # ...the channel of this name is told, once per block
 ```
+
+A channel that should hear only escalations says `states = []`.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ class Channel:
     hosts: tuple[str, ...] = ()
     agents: tuple[str, ...] = ()
     name: str = ""
+    escalate_after: float | None = None  # seconds; with `escalate_to`
+    escalate_to: str | None = None  # the `name` of the channel told once a block waits that long
 
     @property
     def label(self) -> str:
@@ -69,7 +76,16 @@ def parse_channels(notify: Mapping[str, Any]) -> list[Channel]:
         where = f"notify.channels[{i}]"
         if not isinstance(entry, Mapping):
             raise ConfigError(f"{where}: must be a table")
-        unknown = set(entry) - {"url", "states", "hosts", "agents", "name"}
+        unknown = set(entry) - {
+            "url",
+            "states",
+            "hosts",
+            "agents",
+            "name",
+            "done",
+            "escalate_after",
+            "escalate_to",
+        }
         if unknown:
             raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}")
         url = entry.get("url")
@@ -90,13 +106,34 @@ def parse_channels(notify: Mapping[str, Any]) -> list[Channel]:
         name = entry.get("name", "")
         if not isinstance(name, str):
             raise ConfigError(f"{where}: name must be a string")
+        wanted = frozenset(states) if states is not None else NOTIFY_STATES
+        done = entry.get("done", True)
+        if not isinstance(done, bool):
+            raise ConfigError(f"{where}: done must be true or false")
+        if not done:
+            wanted = wanted - {"done"}
+        after, to = entry.get("escalate_after"), entry.get("escalate_to")
+        if (after is None) != (to is None):
+            raise ConfigError(f"{where}: escalate_after and escalate_to go together")
+        if after is not None and (
+            isinstance(after, bool) or not isinstance(after, (int, float)) or after <= 0
+        ):
+            raise ConfigError(f"{where}: escalate_after must be a number of seconds greater than 0")
+        if to is not None and not isinstance(to, str):
+            raise ConfigError(f"{where}: escalate_to must be the name of another channel")
         out.append(
             Channel(
                 url=url,
-                states=frozenset(states) if states is not None else NOTIFY_STATES,
+                states=wanted,
                 hosts=_str_list(entry, "hosts", where) or (),
                 agents=_str_list(entry, "agents", where) or (),
                 name=name,
+                escalate_after=float(after) if after is not None else None,
+                escalate_to=to,
             )
         )
+    names = {c.name for c in out if c.name}
+    for i, c in enumerate(out):
+        if c.escalate_to is not None and (c.escalate_to not in names or c.escalate_to == c.name):
+            raise ConfigError(f"notify.channels[{i}]: escalate_to {c.escalate_to!r} names no other channel")
     return out

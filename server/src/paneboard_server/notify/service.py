@@ -8,7 +8,11 @@ into blocked, error or done:
 - Web Push to every subscription whose viewer has no tab watching (tabs report via
   `POST /api/watch`), unless DND, a mute or that viewer's quiet hours say no;
   subscriptions the push service calls gone (404/410) are deleted.
-Every attempt lands in `notification_log`.
+Changes that arrive within `group_window` seconds of each other are told together:
+one message per route for the lot ("15 agents waiting: …", `grouping.py`). A block
+still open after a channel's `escalate_after` is told once to its `escalate_to`
+channel (`escalation.py`). Every attempt lands in `notification_log` with its reason
+(block, done, error, grouped, escalation, test; the page's own notifications too).
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import apprise_send, store, targets, webpush
+from . import apprise_send, escalation, store, targets, webpush
 from .events import StateChange
-from .limits import Limiter
+from .grouping import group_text, reason_of
+from .limits import Limiter, TokenBucket
 from .quiet import shared_quiet, viewer_quiet
 from .routing import Channel, ConfigError, parse_channels
 from .vapid import VapidKeys
@@ -55,6 +60,12 @@ class NotifySettings:
     push_allow_local: bool = False
     # Consecutive failed sends after which a subscription is deleted.
     push_max_failures: int = 5
+    # Seconds to wait after a change for others to tell with it (a burst is one message).
+    group_window: float = 2.0
+    # Seconds between looks for blocks to escalate (channels' escalate_after).
+    escalation_check: float = 15.0
+    # Web Push for "done" (the page has its own switch, each Apprise channel `done`).
+    push_done: bool = True
 
     @classmethod
     def from_config(cls, notify: Mapping[str, Any]) -> tuple[NotifySettings, list[Channel]]:
@@ -90,8 +101,12 @@ class NotifyService:
         notify_config: Mapping[str, Any] | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Any] = asyncio.sleep,
     ) -> None:
         self.engine = engine
+        self._sleep = sleep
+        self.waiting: Callable[[], int] | None = None  # how many panes wait (the app badge)
+        self._escalator: asyncio.Task[None] | None = None
         self.settings, self.channels = NotifySettings.from_config(notify_config or {})
         self.clock = clock
         self.limiter = Limiter(
@@ -106,12 +121,20 @@ class NotifyService:
         self._worker: asyncio.Task[None] | None = None
         self._http: aiohttp.ClientSession | None = None
         self._failures: dict[str, int] = {}  # endpoint -> consecutive failed sends
+        self._page_buckets: dict[str, TokenBucket] = {}  # viewer -> its page's log reports
 
     async def start(self) -> None:
         self.keys = await store.vapid_keys(self.engine, self.settings.subject)
         self._worker = asyncio.create_task(self._run(), name="paneboard-notify")
+        if any(c.escalate_after is not None for c in self.channels):
+            self._escalator = asyncio.create_task(self._escalate_loop(), name="paneboard-escalate")
 
     async def stop(self) -> None:
+        if self._escalator:
+            self._escalator.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._escalator
+            self._escalator = None
         if self._worker:
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -143,50 +166,186 @@ class NotifyService:
 
     async def _run(self) -> None:
         while True:
-            change, watchers = await self._queue.get()
+            batch: list[tuple[StateChange, frozenset[str] | None]] = [await self._queue.get()]
             try:
-                await self.handle(change, watchers)
-            except Exception as exc:  # one bad change must not stop the notifier; one line, no traceback
-                log.warning("notifying about pane %s failed: %s", change.pane_id, _one_line(exc))
+                if self.settings.group_window > 0:
+                    await self._sleep(self.settings.group_window)  # let a burst gather
+                while True:
+                    try:
+                        batch.append(self._queue.get_nowait())
+                    except asyncio.QueueEmpty:
+                        break
+                await self.handle_many(batch)
+            except Exception as exc:  # one bad batch must not stop the notifier; one line, no traceback
+                log.warning("notifying about %d change(s) failed: %s", len(batch), _one_line(exc))
             finally:
-                self._queue.task_done()
+                for _ in batch:
+                    self._queue.task_done()
 
     async def handle(self, change: StateChange, watchers: frozenset[str] | None = None) -> dict[str, int]:
         """Tell whoever should know; `watchers`: viewers watching when the change happened."""
+        return await self.handle_many([(change, watchers)])
+
+    async def handle_many(self, items: list[tuple[StateChange, frozenset[str] | None]]) -> dict[str, int]:
+        """Tell every route what it wants of these changes: one of them as itself, several
+        as one grouped message."""
         now = self.clock()
-        if watchers is None:
-            watchers = self.watch.watchers(now)
         dnd, mutes = await store.quiet_state(self.engine, now)
-        counts = {"channels": 0, "push": 0, "quiet": 0, "watched": 0, "limited": 0}
-        pane_db_id = _db_id(change.pane_id)
-        if shared_quiet(change, now, dnd=dnd, mutes=mutes):
-            counts["quiet"] += 1
-            return counts
-        title, body = change.title(), change.body()
-        for ch in self.channels:
-            if not ch.wants(change):
-                continue
-            if not self.limiter.allow(ch.url, change.pane_id, change.state or "", now):
-                counts["limited"] += 1
-                continue
-            ok = await apprise_send.send(ch.url, title, body, change.state)
-            counts["channels"] += int(ok)
-            await store.log(self.engine, pane_db_id, f"apprise:{ch.label}", change.state, ok)
-        hours = await store.all_quiet_hours(self.engine)
-        targets = []
-        for viewer_id, sub in await store.subscriptions(self.engine):
-            if viewer_quiet(change, now, dnd=dnd, mutes=mutes, hours=hours.get(viewer_id or -1)):
+        counts = {"channels": 0, "push": 0, "quiet": 0, "watched": 0, "limited": 0, "grouped": 0}
+        live: list[tuple[StateChange, frozenset[str]]] = []
+        for change, watchers in items:
+            if shared_quiet(change, now, dnd=dnd, mutes=mutes):
                 counts["quiet"] += 1
-            elif viewer_id is not None and f"viewer:{viewer_id}" in watchers:
-                counts["watched"] += 1
             else:
-                targets.append(sub)
-        sent = await self._push_all(targets, webpush.change_message(change), change, pane_db_id)
-        counts["push"] += sent
+                live.append((change, watchers if watchers is not None else self.watch.watchers(now)))
+        if not live:
+            return counts
+        for ch in self.channels:
+            wanted = []
+            for change, _ in live:
+                if not ch.wants(change):
+                    continue
+                if self.limiter.duplicate(ch.url, change.pane_id, change.state or "", now):
+                    counts["limited"] += 1
+                else:
+                    wanted.append(change)
+            if not wanted:
+                continue
+            if not self.limiter.allow_many(ch.url, [(c.pane_id, c.state or "") for c in wanted], now):
+                counts["limited"] += len(wanted)
+                continue
+            await self._tell_channel(ch, wanted, now, counts)
+        await self._push_changes(live, now, dnd, mutes, counts)
         return counts
 
+    async def _tell_channel(
+        self, ch: Channel, wanted: list[StateChange], now: float, counts: dict[str, int]
+    ) -> None:
+        one = wanted[0] if len(wanted) == 1 else None
+        title, body = (one.title(), one.body()) if one else group_text(wanted)
+        states = {c.state for c in wanted}
+        state = states.pop() if len(states) == 1 else None
+        ok = await apprise_send.send(ch.url, title, body, state)
+        counts["channels"] += int(ok)
+        counts["grouped"] += int(one is None)
+        detail = "" if one else f"{len(wanted)} panes: " + ",".join(c.pane_id for c in wanted)
+        await store.log(
+            self.engine,
+            _db_id(one.pane_id) if one else None,
+            f"apprise:{ch.label}",
+            state,
+            ok,
+            detail,
+            reason=reason_of(one) if one else "grouped",
+            t=now,
+        )
+
+    async def _push_changes(
+        self,
+        live: list[tuple[StateChange, frozenset[str]]],
+        now: float,
+        dnd: Any,
+        mutes: Any,
+        counts: dict[str, int],
+    ) -> None:
+        """Web Push: per subscription, what it should hear of these changes; the same
+        list for several subscriptions is one encrypted message each, sent together."""
+        subs = await store.subscriptions(self.engine)
+        if not subs:
+            return
+        hours = await store.all_quiet_hours(self.engine)
+        plan: dict[tuple[int, ...], list[webpush.Subscription]] = {}
+        for viewer_id, sub in subs:
+            mine: list[int] = []
+            for i, (change, watchers) in enumerate(live):
+                if change.state == "done" and not self.settings.push_done:
+                    continue
+                if viewer_quiet(change, now, dnd=dnd, mutes=mutes, hours=hours.get(viewer_id or -1)):
+                    counts["quiet"] += 1
+                elif viewer_id is not None and f"viewer:{viewer_id}" in watchers:
+                    counts["watched"] += 1
+                else:
+                    mine.append(i)
+            if mine:
+                plan.setdefault(tuple(mine), []).append(sub)
+        waiting = {"waiting": self.waiting()} if self.waiting is not None else {}
+        for idx, targets_ in plan.items():
+            changes = [live[i][0] for i in idx]
+            if len(changes) == 1:
+                c = changes[0]
+                data = webpush.change_message(c, waiting)
+                counts["push"] += await self._push_all(targets_, data, c, _db_id(c.pane_id), reason_of(c))
+                continue
+            title, body = group_text(changes)
+            data = webpush.group_message(title, body, waiting)
+            counts["push"] += await self._push_all(targets_, data, changes[0], None, "grouped", len(changes))
+            counts["grouped"] += 1
+
+    async def escalate(self) -> int:
+        """Tell each escalation route about the blocks past their threshold (once each);
+        returns how many were sent."""
+        now = self.clock()
+        due = await escalation.due(self.engine, self.channels, now)
+        if not due:
+            return 0
+        dnd, mutes = await store.quiet_state(self.engine, now)
+        sent = 0
+        for d in due:
+            if shared_quiet(d.change, now, dnd=dnd, mutes=mutes):
+                continue  # told when the quiet ends, if it still waits then
+            title, body = escalation.message(d, now)
+            ok = await apprise_send.send(d.target.url, title, body, "blocked")
+            sent += int(ok)
+            await store.log(
+                self.engine,
+                d.wait.pane_id,
+                escalation.channel_key(d.target),
+                "blocked",
+                ok,
+                f"waited {escalation.minutes(now - d.wait.start_t)}; past {d.route.label}'s threshold",
+                reason="escalation",
+                wait_id=d.wait.id,
+                t=now,
+            )
+        return sent
+
+    async def _escalate_loop(self) -> None:
+        while True:
+            await self._sleep(self.settings.escalation_check)
+            try:
+                await self.escalate()
+            except Exception as exc:
+                log.warning("escalation check failed: %s", _one_line(exc))
+
+    def page_log_allowed(self, viewer: str) -> bool:
+        """At most 30 page notifications a minute per viewer reach the log."""
+        if len(self._page_buckets) > 10000:
+            self._page_buckets.clear()
+        return self._page_buckets.setdefault(viewer, TokenBucket(0.5, 30)).take(self.clock())
+
+    async def record_page(self, viewer: str, panes: list[str], state: str | None, reason: str) -> None:
+        """A notification the page showed itself (the browser route), for the log."""
+        one = panes[0] if len(panes) == 1 else None
+        detail = f"{viewer}; " + (f"pane {one}" if one else f"{len(panes)} panes: " + ",".join(panes))
+        await store.log(
+            self.engine,
+            _db_id(one) if one else None,
+            "browser",
+            state,
+            True,
+            detail,
+            reason=reason,
+            t=self.clock(),
+        )
+
     async def _push_all(
-        self, subs: list[webpush.Subscription], data: str, change: StateChange | None, pane_db_id: int | None
+        self,
+        subs: list[webpush.Subscription],
+        data: str,
+        change: StateChange | None,
+        pane_db_id: int | None,
+        reason: str = "test",
+        grouped: int = 0,
     ) -> int:
         if not subs or self.keys is None:
             return 0
@@ -225,8 +384,16 @@ class NotifyService:
             else:
                 await self._failed(sub, status, detail)
             ok = outcome == "sent"
+            what = f"{grouped} panes; " if grouped else ""
             await store.log(
-                self.engine, pane_db_id, "webpush", state, ok, f"{outcome} {status} {detail}"[:200]
+                self.engine,
+                pane_db_id,
+                "webpush",
+                state,
+                ok,
+                f"{what}{outcome} {status} {detail}"[:200],
+                reason=reason,
+                t=self.clock(),
             )
             return outcome == "sent"
 
@@ -254,7 +421,9 @@ class NotifyService:
             ok = await apprise_send.send(ch.url, "paneboard test", "If you can read this, the channel works.")
             sent += int(ok)
             failed += int(not ok)
-            await store.log(self.engine, None, f"apprise:{ch.label}", "test", ok)
+            await store.log(
+                self.engine, None, f"apprise:{ch.label}", "test", ok, reason="test", t=self.clock()
+            )
         every = await store.subscriptions(self.engine)
         subs = [sub for v, sub in every if viewer_id is not None and v == viewer_id]
         data = '{"title": "paneboard test", "body": "Push notifications work on this device."}'

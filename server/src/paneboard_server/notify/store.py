@@ -170,14 +170,27 @@ async def all_quiet_hours(engine: AsyncEngine) -> dict[int, QuietHours]:
 
 
 async def log(
-    engine: AsyncEngine, pane_id: int | None, channel: str, state: str | None, ok: bool, detail: str = ""
+    engine: AsyncEngine,
+    pane_id: int | None,
+    channel: str,
+    state: str | None,
+    ok: bool,
+    detail: str = "",
+    *,
+    reason: str | None = None,
+    wait_id: int | None = None,
+    t: float | None = None,
 ) -> None:
+    """One notification sent (or tried): where, about what, and why (`reason`: block,
+    done, error, escalation, grouped, test)."""
     row = {
         "channel": channel[:255],
         "state": state,
-        "t": time.time(),
+        "t": time.time() if t is None else t,
         "ok": ok,
         "detail": detail[:LOG_DETAIL_MAX],
+        "reason": reason,
+        "wait_id": wait_id,
     }
     try:
         async with engine.begin() as conn:
@@ -185,3 +198,23 @@ async def log(
     except IntegrityError:  # the pane was removed meanwhile: keep the entry, unlinked
         async with engine.begin() as conn:
             await conn.execute(insert(s.notification_log).values(pane_id=None, **row))
+
+
+async def recent_log(
+    engine: AsyncEngine, limit: int = 100, before: int | None = None
+) -> list[dict[str, Any]]:
+    """The newest notifications first: what went where, and why."""
+    nl = s.notification_log
+    q = select(nl).order_by(nl.c.id.desc()).limit(limit)
+    if before is not None:
+        q = q.where(nl.c.id < before)
+    async with engine.connect() as conn:
+        return [dict(r._mapping) for r in (await conn.execute(q)).all()]
+
+
+async def escalated(engine: AsyncEngine, wait_id: int, channel: str) -> bool:
+    """Has this wait been escalated to this channel already (before a restart, too)?"""
+    nl = s.notification_log
+    q = select(nl.c.id).where(nl.c.wait_id == wait_id, nl.c.reason == "escalation", nl.c.channel == channel)
+    async with engine.connect() as conn:
+        return (await conn.execute(q.limit(1))).first() is not None

@@ -88,12 +88,18 @@ class Subscription:
         return {"endpoint": self.endpoint, "keys": {"p256dh": self.p256dh, "auth": self.auth}}
 
 
-def change_message(change: StateChange) -> str:
-    data = json.dumps(change.payload(), ensure_ascii=False)
+def change_message(change: StateChange, extra: dict[str, Any] | None = None) -> str:
+    payload = {**change.payload(), **(extra or {})}
+    data = json.dumps(payload, ensure_ascii=False)
     if len(data.encode()) > MAX_PAYLOAD:
-        trimmed = {**change.payload(), "body": change.body()[:1000]}
-        data = json.dumps(trimmed, ensure_ascii=False)
+        data = json.dumps({**payload, "body": change.body()[:1000]}, ensure_ascii=False)
     return data
+
+
+def group_message(title: str, body: str, extra: dict[str, Any] | None = None) -> str:
+    """A burst told as one push (tagged apart from any one pane's)."""
+    payload = {"pane": "", "title": title, "body": body[:1500], "state": None, **(extra or {})}
+    return json.dumps(payload, ensure_ascii=False)
 
 
 async def send(

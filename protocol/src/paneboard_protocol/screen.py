@@ -1,0 +1,115 @@
+"""A pane's screen as the board shows it, and the answers its prompt takes.
+
+Shared by the collector (which captures and answers) and the tests; pure, no I/O.
+
+* `clean_line`: a `capture-pane -e` line keeps its SGR colour escapes (`ESC [ ... m`)
+  and loses every other control, so what is relayed and stored can only colour text;
+* `plain`: the same line without any escape, what rules and fingerprints read;
+* `fingerprint`: the sha256 of the visible rows' plain text. An answer names the
+  fingerprint of the screen its operator saw; the collector types it only if a fresh
+  capture still has that fingerprint, so nobody answers a prompt that has moved on;
+* `offer`: for a blocked pane, its declared answers (labels as its screen draws them)
+  or free text (a `question` with none), from the manifest rule matching the screen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from paneboard_protocol.rules import Answer, Manifest, RuleSet
+
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")
+# CSI (7- and 8-bit), OSC/DCS/APC/PM/SOS strings (to BEL or ST), two-byte escapes
+_ANY_ESCAPE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
+    r"|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x1b"
+)
+_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x80-\x9f]")
+LINE_MAX = 4096
+
+
+def clean_line(line: str) -> str:
+    """Only SGR escapes and printable text survive (tabs become spaces); bounded."""
+    out: list[str] = []
+    pos = 0
+    for m in _ANY_ESCAPE.finditer(line):
+        out.append(_CONTROLS.sub("", line[pos : m.start()].replace("\t", " ")))
+        if _SGR.fullmatch(m.group(0)):
+            out.append(m.group(0))
+        pos = m.end()
+    out.append(_CONTROLS.sub("", line[pos:].replace("\t", " ")))
+    text = "".join(out)
+    if len(text) > LINE_MAX:
+        text = text[:LINE_MAX]
+        cut = text.rfind("\x1b")
+        if cut >= 0 and "m" not in text[cut:]:
+            text = text[:cut]  # never end on half an escape
+    return text
+
+
+def plain(line: str) -> str:
+    """The text of a line, escapes removed."""
+    return _ANY_ESCAPE.sub("", line)
+
+
+def fingerprint(visible: list[str]) -> str:
+    """sha256 hex of the visible rows' plain text, trailing blanks ignored."""
+    rows = [plain(ln).rstrip() for ln in visible]
+    while rows and not rows[-1]:
+        rows.pop()
+    return hashlib.sha256("\n".join(rows).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """What a blocked screen takes: declared answers, free text, and the prompt's text."""
+
+    answers: tuple[tuple[Answer, str], ...] = ()  # (answer, label as drawn)
+    text: bool = False
+    prompt: str | None = None
+
+    def choices(self) -> list[dict[str, str]]:
+        return [{"id": a.id, "label": label} for a, label in self.answers]
+
+    def keys(self, answer_id: str) -> tuple[str, ...] | None:
+        for a, _ in self.answers:
+            if a.id == answer_id:
+                return a.keys
+        return None
+
+
+NOTHING = Offer()
+
+
+def offer(
+    rules: RuleSet | None,
+    agent: str | None,
+    state: str | None,
+    kind: str | None,
+    screen: str,
+    title: str | None = None,
+    msg: str | None = None,
+) -> Offer:
+    """The answers a pane in `state`/`kind` takes on this (plain) screen.
+
+    Nothing unless blocked. The manifest of `agent` read on this screen: a blocked rule
+    with declared answers offers those whose `line` is on the screen; otherwise a
+    `question` takes free text and anything else takes nothing."""
+    if state != "blocked":
+        return NOTHING
+    manifest: Manifest | None = rules.for_agent(agent) if rules is not None else None
+    if manifest is not None:
+        match = manifest.match(screen, title or "", "")
+        if match is not None and match.state == "blocked":
+            rule = next((r for r in manifest.rules if r.id == match.rule), None)
+            if rule is not None and rule.answers:
+                lines = screen.split("\n")[-manifest.rows :]
+                got = tuple((a, label) for a in rule.answers if (label := a.offer(lines)) is not None)
+                if got:
+                    return Offer(got, False, match.msg or msg)
+            if match.kind == "question" or (match.kind is None and kind == "question"):
+                return Offer((), True, match.msg or msg)
+            return Offer((), False, match.msg or msg)
+    return Offer((), kind == "question", msg)

@@ -1,0 +1,158 @@
+"""Answering a blocked pane from the board: the server's checks, the relay, the audit.
+
+`POST /api/panes/{id}/answer` reaches `AnswerDesk.answer` only for an operator (a
+logged-in account with the role, CSRF token and Origin checked: `api_screens`). Here:
+the screen the operator was shown must be the pane's latest (`changed` otherwise), its
+collector must say it types (`disabled`), the pane must be blocked (`not-blocked`),
+the answer must be one the screen offers (`refused`), and nobody may have answered
+that screen already (`used`: two operators on one prompt, one is typed, the other is
+told; a replay likewise). Only then is `answer` sent to the collector, with an expiry
+(`answer_ttl`, 60 s); the collector checks it all again on a fresh capture before it
+types, and its outcome is what the operator gets (`offline` if it is not connected or
+does not reply in time).
+
+Every attempt, typed or not, is one row of the `answers` table: who, when, which pane,
+the fingerprint and prompt text, the answer, the outcome. Rows are only ever inserted;
+retention removes them by age with the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from typing import Any, cast
+
+from paneboard_protocol import wire as pwire
+from sqlalchemy import insert, select
+from sqlalchemy.exc import IntegrityError
+
+from . import schema as s
+from .accounts import Principal
+from .core import Core
+from .screens import ScreenHub
+
+log = logging.getLogger("paneboard.answers")
+
+ANSWER_TTL = 60.0  # seconds an answer may wait to be typed
+REPLY_WAIT = 15.0  # how long the server waits for the collector's outcome
+CLAIMS_MAX = 10000
+
+
+class AnswerDesk:
+    def __init__(self, core: Core, hub: ScreenHub, ttl: float = ANSWER_TTL) -> None:
+        self.core = core
+        self.hub = hub
+        self.ttl = ttl
+        # (pane id, fingerprint) -> who answered it (in flight or typed): single use
+        self.claims: dict[tuple[int, str], str] = {}
+
+    async def answer(
+        self, who: Principal, pane_id: int, fingerprint: str, answer: str | None, text: str | None
+    ) -> tuple[str, dict[str, Any]]:
+        """The outcome, and the audit row written for it."""
+        shown = self.hub.latest.get(pane_id)
+        sc = shown.screen if shown is not None else None
+        label = None
+        if sc is not None and answer is not None:
+            label = next((a.label for a in sc.answers if a.id == answer), None)
+        pane = self.core.panes.get(pane_id)
+        target = self.core.collector_of(pane_id)
+        send = self.core.seen_routes.get(target[0]) if target is not None else None
+        prompt = sc.prompt if sc is not None else None
+        claim = (pane_id, fingerprint)
+        if not who.operator:
+            outcome = "forbidden"
+        elif target is None or send is None:
+            outcome = "offline"
+        elif sc is None or sc.fingerprint != fingerprint:
+            outcome = "changed"
+        elif not sc.input:
+            outcome = "disabled"
+        elif pane is None or pane.state != "blocked" or sc.state != "blocked":
+            outcome = "not-blocked"
+        elif (answer is not None and label is None) or (text is not None and not sc.text):
+            outcome = "refused"
+        elif claim in self.claims:
+            outcome = "used"
+        else:
+            outcome, said = await self._relay(
+                claim, who, send, target[1].model_dump(), fingerprint, answer, text
+            )
+            if outcome != "typed":
+                self.claims.pop(claim, None)
+            prompt = said or prompt
+        key = target[1] if target is not None else None
+        row = {
+            "t": self.core.clock(),
+            "pane_id": pane_id if pane is not None else None,
+            "host": key.host if key is not None else "?",
+            "tmux": key.tmux if key is not None else "?",
+            "pane": key.pane if key is not None else "?",
+            "viewer_id": who.id if who.kind == "viewer" else None,
+            "who": who.name[:128],
+            "fingerprint": fingerprint,
+            "prompt": prompt,
+            "answer": answer,
+            "label": label,
+            "text": text,
+            "outcome": outcome,
+            "done_at": self.core.clock(),
+        }
+        try:
+            row["id"] = await self._insert(row)
+        except IntegrityError:  # the login or the pane row went meanwhile: keep the record
+            row["id"] = await self._insert({**row, "viewer_id": None, "pane_id": None})
+        log.info("answer by %s to pane %s: %s", who.name, pane_id, outcome)
+        return outcome, row
+
+    async def _insert(self, row: dict[str, Any]) -> int | None:
+        async with self.core.engine.begin() as conn:
+            res = await conn.execute(insert(s.answers).values(**{k: v for k, v in row.items() if k != "id"}))
+        return res.inserted_primary_key[0] if res.inserted_primary_key else None
+
+    async def _relay(
+        self,
+        claim: tuple[int, str],
+        who: Principal,
+        send: Any,
+        key: dict[str, str],
+        fingerprint: str,
+        answer: str | None,
+        text: str | None,
+    ) -> tuple[str, str | None]:
+        """Send the answer, wait for the collector's outcome (and the prompt it read)."""
+        if len(self.claims) >= CLAIMS_MAX:
+            self.claims.clear()
+        self.claims[claim] = who.name
+        request = secrets.token_urlsafe(12)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.hub.replies[request] = fut
+        try:
+            expires = time.time() + self.ttl
+            wire_key = cast(pwire.Key, key)  # the pane's key as the collector sent it
+            send(dict(pwire.answer(request, wire_key, fingerprint, expires, answer=answer, text=text)))
+            try:
+                reply = await asyncio.wait_for(fut, min(REPLY_WAIT, self.ttl + 1))
+            except TimeoutError:
+                return "offline", None
+            return str(reply.outcome), reply.prompt
+        finally:
+            self.hub.replies.pop(request, None)
+
+
+AUDIT_KEYS = ("id", "t", "who", "fingerprint", "prompt", "answer", "label", "text", "outcome")
+
+
+async def audit(
+    core: Core, pane_id: int, limit: int = 100, before: int | None = None
+) -> list[dict[str, Any]]:
+    """`GET /api/panes/{id}/answers`: the pane's answer attempts, newest first."""
+    q = select(s.answers).where(s.answers.c.pane_id == pane_id)
+    if before is not None:
+        q = q.where(s.answers.c.id < before)
+    q = q.order_by(s.answers.c.id.desc()).limit(limit)
+    async with core.engine.connect() as conn:
+        rows = (await conn.execute(q)).all()
+    return [{k: r._mapping[k] for k in AUDIT_KEYS} for r in rows]

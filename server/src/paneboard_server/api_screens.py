@@ -1,0 +1,111 @@
+"""The screen and answer API (docs/answers.md, docs/server.md).
+
+    GET  /api/panes/{id}/screen[?after=FINGERPRINT&wait=S]   the pane's screen, long-polled
+    POST /api/panes/{id}/answer   {"fingerprint", "answer" | "text"}  -> {"outcome"}
+    GET  /api/panes/{id}/answers  the audit of answer attempts, newest first
+
+Who: a screen needs a login or a viewer token created with `--screens`; an answer needs
+a login with the operator role, with the CSRF token and a same-origin request
+(`require_writer`); viewer tokens never answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from paneboard_protocol import wire as pwire
+from pydantic import BaseModel, Field, model_validator
+
+from .accounts import Principal
+from .answering import AnswerDesk, audit
+from .screens import ScreenHub, screen_json
+from .web_auth import require_viewer, require_writer
+
+Viewer = Annotated[Principal, Depends(require_viewer)]
+Writer = Annotated[Principal, Depends(require_writer)]
+SCROLLBACK_MAX = 300  # lines of history a page may ask for (the wire carries 500 in all)
+FIRST_WAIT = 3.0  # a page's first request waits this long for the collector's first capture
+
+
+class AnswerIn(BaseModel):
+    fingerprint: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    answer: Annotated[str | None, Field(max_length=pwire.ANSWER_ID_MAX, pattern=r"^[a-z0-9_-]+$")] = None
+    text: Annotated[str | None, Field(min_length=1, max_length=pwire.ANSWER_TEXT_MAX)] = None
+
+    @model_validator(mode="after")
+    def one_of(self) -> AnswerIn:
+        if (self.answer is None) == (self.text is None):
+            raise ValueError("give exactly one of answer or text")
+        if self.text is not None and any(ord(c) < 32 or 127 <= ord(c) < 160 for c in self.text):
+            raise ValueError("text: control characters (newlines included) are not typed")
+        return self
+
+
+def start_screens(app: FastAPI, core: Any, registry: Any) -> asyncio.Task[None]:
+    hub = ScreenHub(core)
+    app.state.screens = hub
+    app.state.answers = AnswerDesk(core, hub, app.state.cfg.server.answer_ttl)
+    registry.on_side = hub.on_side
+    registry.on_attach.append(hub.on_attach)
+    return asyncio.create_task(hub.run(), name="paneboard-screens")
+
+
+def _live_pane(request: Request, pane_id: int) -> Any:
+    p = request.app.state.core.panes.get(pane_id)
+    if p is None or p.gone_at is not None:
+        raise HTTPException(404, "no such pane")
+    return p
+
+
+def make_screens_router() -> APIRouter:
+    r = APIRouter()
+
+    @r.get("/api/panes/{pane_id}/screen", summary="What the pane shows, and the answers it takes")
+    async def screen(
+        request: Request,
+        pane_id: int,
+        who: Viewer,
+        after: Annotated[str | None, Query(max_length=64)] = None,
+        wait: Annotated[float, Query(ge=0, le=25)] = 0,
+        scrollback: Annotated[int, Query(ge=0, le=SCROLLBACK_MAX)] = 0,
+        since: Annotated[int | None, Query(ge=0)] = None,
+    ) -> dict[str, Any]:
+        if not who.screens:
+            raise HTTPException(403, "this viewer token does not show screens (create one with --screens)")
+        _live_pane(request, pane_id)
+        hub: ScreenHub = request.app.state.screens
+        online = hub.look(pane_id, scrollback)
+        first = pane_id not in hub.latest
+        shown = await hub.wait(pane_id, after, max(wait, FIRST_WAIT if first and online else 0), since)
+        out = screen_json(shown, pane_id, hub.online(pane_id))
+        out["operator"] = who.operator
+        return out
+
+    @r.post("/api/panes/{pane_id}/answer", summary="Answer the pane's prompt (operators only)")
+    async def answer(request: Request, pane_id: int, body: AnswerIn, who: Writer) -> dict[str, Any]:
+        _live_pane(request, pane_id)
+        desk: AnswerDesk = request.app.state.answers
+        outcome, row = await desk.answer(who, pane_id, body.fingerprint, body.answer, body.text)
+        if outcome == "forbidden":
+            raise HTTPException(403, "answering needs the operator role (paneboard user grant NAME operator)")
+        return {"outcome": outcome, "id": row.get("id")}
+
+    @r.get("/api/panes/{pane_id}/answers", summary="Every answer attempt on this pane, newest first")
+    async def answers(
+        request: Request,
+        pane_id: int,
+        who: Viewer,
+        limit: Annotated[int, Query(ge=1, le=500)] = 100,
+        before: Annotated[int | None, Query(ge=1)] = None,
+    ) -> dict[str, Any]:
+        if pane_id not in request.app.state.core.panes:
+            raise HTTPException(404, "no such pane")
+        rows = await audit(request.app.state.core, pane_id, limit, before)
+        if not who.screens:  # the prompt and the text typed are screen contents
+            for row in rows:
+                row["prompt"] = row["text"] = None
+        return {"pane_id": pane_id, "answers": rows}
+
+    return r

@@ -1,0 +1,147 @@
+"""`GET /api/stats` (every figure of the stats page) and `GET /api/blocks` (the ledger's
+intervals, JSON or CSV). Both read-only: any viewer (cookie or viewer token) may ask.
+
+Query parameters, shared: `from`/`to` (seconds since the epoch; default the last 7
+days, at most 366 days apart), `state` (`blocked`, the default, or `done`), `host`,
+`agent`, `kind`. `/api/stats` adds `tz` (minutes east of UTC, for day boundaries) and
+`by` (`agent` or `host`: what the daily stacks are); `/api/blocks` adds `limit` and
+`format=csv`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from paneboard_protocol.pane import KIND_MAX, NAME_MAX
+from sqlalchemy import select
+
+from . import schema as s
+from .accounts import Principal
+from .stats import Query as StatsQuery
+from .stats import compute, fetch, options, overlapping
+from .web_auth import require_viewer
+
+Reader = Annotated[Principal, Depends(require_viewer)]
+DEFAULT_SPAN = 7 * 86400
+MAX_SPAN = 366 * 86400
+BLOCKS_MAX = 10_000
+
+
+def _query(
+    request: Request,
+    start: float | None,
+    end: float | None,
+    state: str,
+    host: str | None,
+    agent: str | None,
+    kind: str | None,
+    tz: int = 0,
+    by: str = "agent",
+) -> StatsQuery:
+    now = request.app.state.core.clock()
+    end = now if end is None else end
+    start = end - DEFAULT_SPAN if start is None else start
+    if not end > start:
+        raise HTTPException(422, "`to` must be later than `from`")
+    if end - start > MAX_SPAN:
+        raise HTTPException(422, "at most 366 days at a time")
+    return StatsQuery(start, end, state, host or None, agent or None, kind or None, tz, by)
+
+
+Start = Annotated[float | None, Query(alias="from", ge=0, le=1e11)]
+End = Annotated[float | None, Query(alias="to", ge=0, le=1e11)]
+State = Annotated[Literal["blocked", "done"], Query()]
+Host = Annotated[str | None, Query(max_length=NAME_MAX)]
+Agent = Annotated[str | None, Query(max_length=NAME_MAX)]
+Kind = Annotated[str | None, Query(max_length=KIND_MAX)]
+
+
+def make_router() -> APIRouter:
+    r = APIRouter(tags=["stats"])
+
+    @r.get("/api/stats")
+    async def stats(
+        request: Request,
+        _: Reader,
+        start: Start = None,
+        end: End = None,
+        state: State = "blocked",
+        host: Host = None,
+        agent: Agent = None,
+        kind: Kind = None,
+        tz: Annotated[int, Query(ge=-16 * 60, le=16 * 60)] = 0,
+        by: Annotated[Literal["agent", "host"], Query()] = "agent",
+    ) -> dict[str, Any]:
+        q = _query(request, start, end, state, host, agent, kind, tz, by)
+        core = request.app.state.core
+        now = core.clock()
+        rows, groups = await fetch(core.engine, q, now)
+        out = compute(rows, q, now, groups)
+        out["options"] = await options(core.engine, q)
+        return out
+
+    @r.get("/api/blocks", response_model=None)
+    async def blocks(
+        request: Request,
+        _: Reader,
+        start: Start = None,
+        end: End = None,
+        state: State = "blocked",
+        host: Host = None,
+        agent: Agent = None,
+        kind: Kind = None,
+        limit: Annotated[int, Query(ge=1, le=BLOCKS_MAX)] = 1000,
+        format: Annotated[Literal["json", "csv"], Query()] = "json",
+    ) -> dict[str, Any] | Response:
+        q = _query(request, start, end, state, host, agent, kind)
+        core = request.app.state.core
+        now = core.clock()
+        both = overlapping(q, select(s.waits)).subquery()
+        stmt = select(both).order_by(both.c.start_t.desc(), both.c.id.desc()).limit(limit)
+        async with core.engine.connect() as conn:
+            rows = [_block(r, now) for r in (await conn.execute(stmt)).all()]
+        if format == "csv":
+            return Response(
+                to_csv(rows),
+                media_type="text/csv; charset=utf-8",
+                headers={"Content-Disposition": 'attachment; filename="paneboard-blocks.csv"'},
+            )
+        return {"from": q.start, "to": q.end, "now": now, "blocks": rows}
+
+    return r
+
+
+FIELDS = ("id", "pane_id", "host", "tmux", "pane", "session", "agent", "state", "kind", "msg", "start_t",
+          "end_t", "waited", "ended", "end_state", "answered_by")  # fmt: skip
+
+
+def _block(r: Any, now: float) -> dict[str, Any]:
+    m = dict(r._mapping)
+    end = m["end_t"] if m["end_t"] is not None else now
+    m["waited"] = max(0.0, end - m["start_t"])
+    return {k: m.get(k) for k in FIELDS}
+
+
+def _cell(v: Any) -> Any:
+    """A spreadsheet must not run what an agent wrote: text that would start a formula
+    is quoted (OWASP CSV injection)."""
+    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + v
+    return "" if v is None else v
+
+
+def _iso(t: float | None) -> str:
+    return "" if t is None else datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
+
+
+def to_csv(rows: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow([*FIELDS, "start", "end"])
+    for b in rows:
+        w.writerow([*(_cell(b[k]) for k in FIELDS), _iso(b["start_t"]), _iso(b["end_t"])])
+    return buf.getvalue()

@@ -1,0 +1,185 @@
+"""Screens of the panes pages are looking at: who watches what, and the latest of each.
+
+A page asks for a pane's screen (`GET /api/panes/{id}/screen`, long-polled while the
+page is open); that marks the pane watched for `WATCH_FOR` seconds and, the first
+time, sends its collector `watch`. The collector then sends `screen` messages as the
+pane changes; the newest is kept here, in memory only (a screen is never stored). When
+no page has asked for `WATCH_FOR` seconds the collector is told `unwatch`, so an idle
+board costs no captures. A collector that reconnects is sent its watches again.
+
+Screens live in the process the collector is connected to; with several server
+replicas (PostgreSQL), a page served by another replica sees `online: false`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from paneboard_protocol import wire as pwire
+
+from .core import Core
+from .wire import Answered, Screen
+
+#: a watch lasts this long after a page last asked
+WATCH_FOR = 30.0
+SWEEP_EVERY = 5.0
+#: the longest a page's request waits for a newer screen
+LONG_POLL_MAX = 25.0
+
+
+@dataclass
+class Shown:
+    screen: Screen
+    received: float  # server wall time
+    rev: int = 0  # +1 per screen received for the pane (the page's `since`)
+
+
+class ScreenHub:
+    """The latest screen per watched pane, the watches, and the answers' replies."""
+
+    def __init__(self, core: Core, clock: Callable[[], float] = time.monotonic) -> None:
+        self.core = core
+        self.clock = clock
+        self.latest: dict[int, Shown] = {}
+        self.until: dict[int, float] = {}  # pane id -> watched until (monotonic)
+        self.scrollback: dict[int, int] = {}  # pane id -> lines of history asked for
+        self.changed: dict[int, asyncio.Event] = {}
+        self.replies: dict[str, asyncio.Future[Answered]] = {}  # answer request id -> its reply
+        self.stats = {"screens": 0, "watches": 0}
+
+    # --- pages ----------------------------------------------------------------------
+    def look(self, pane_id: int, scrollback: int = 0) -> bool:
+        """A page looks at this pane: keep (or start) watching it, with `scrollback`
+        lines of history (the largest any page asked for lately). False: its collector
+        is not connected to this process."""
+        target = self.core.collector_of(pane_id)
+        if target is None:
+            return False
+        cid, key = target
+        send = self.core.seen_routes.get(cid)
+        first = pane_id not in self.until or scrollback != self.scrollback.get(pane_id, 0)
+        self.until[pane_id] = self.clock() + WATCH_FOR
+        self.scrollback[pane_id] = scrollback
+        if send is None:
+            return False
+        if first:
+            self.stats["watches"] += 1
+            send(dict(pwire.watch(pwire.Key(host=key.host, tmux=key.tmux, pane=key.pane), scrollback)))
+        return True
+
+    def online(self, pane_id: int) -> bool:
+        target = self.core.collector_of(pane_id)
+        return target is not None and target[0] in self.core.seen_routes
+
+    async def wait(
+        self, pane_id: int, after: str | None, timeout: float, since: int | None = None
+    ) -> Shown | None:
+        """The latest screen, once its fingerprint differs from `after` or it is newer
+        than rev `since` (or `timeout` passes)."""
+        deadline = self.clock() + min(timeout, LONG_POLL_MAX)
+        while True:
+            shown = self.latest.get(pane_id)
+            if shown is not None and (
+                (after is None and since is None)
+                or (after is not None and shown.screen.fingerprint != after)
+                or (since is not None and shown.rev > since)
+            ):
+                return shown
+            left = deadline - self.clock()
+            if left <= 0:
+                return shown
+            ev = self.changed.setdefault(pane_id, asyncio.Event())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ev.wait(), left)
+
+    # --- collectors -----------------------------------------------------------------
+    def on_side(self, cid: int, msg: Screen | Answered) -> None:
+        if isinstance(msg, Answered):
+            fut = self.replies.get(msg.id)
+            if fut is not None and not fut.done():
+                fut.set_result(msg)
+            return
+        k = msg.key
+        hid = self.core.host_ids.get((cid, k.host))
+        pane_id = self.core.pane_ids.get((hid, k.tmux, k.pane)) if hid is not None else None
+        if pane_id is None or pane_id not in self.until:
+            return  # not a pane of this collector, or nobody watches it any more
+        self.stats["screens"] += 1
+        old = self.latest.get(pane_id)
+        self.latest[pane_id] = Shown(msg, self.core.clock(), (old.rev if old is not None else 0) + 1)
+        ev = self.changed.pop(pane_id, None)
+        if ev is not None:
+            ev.set()
+
+    def on_attach(self, cid: int) -> None:
+        """A collector (re)connected: it forgot what was watched."""
+        send = self.core.seen_routes.get(cid)
+        if send is None:
+            return
+        for pane_id in list(self.until):
+            target = self.core.collector_of(pane_id)
+            if target is not None and target[0] == cid:
+                k = target[1]
+                key = pwire.Key(host=k.host, tmux=k.tmux, pane=k.pane)
+                send(dict(pwire.watch(key, self.scrollback.get(pane_id, 0))))
+
+    # --- time -----------------------------------------------------------------------
+    def sweep(self) -> None:
+        now = self.clock()
+        for pane_id, until in list(self.until.items()):
+            if until > now:
+                continue
+            del self.until[pane_id]
+            self.scrollback.pop(pane_id, None)
+            self.latest.pop(pane_id, None)
+            target = self.core.collector_of(pane_id)
+            send = self.core.seen_routes.get(target[0]) if target is not None else None
+            if target is not None and send is not None:
+                k = target[1]
+                send(dict(pwire.unwatch(pwire.Key(host=k.host, tmux=k.tmux, pane=k.pane))))
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_EVERY)
+            self.sweep()
+
+
+def screen_json(shown: Shown | None, pane_id: int, online: bool) -> dict[str, Any]:
+    """`GET /api/panes/{id}/screen`'s answer (docs/answers.md)."""
+    if shown is None:
+        return {
+            "pane_id": pane_id,
+            "lines": [],
+            "fingerprint": None,
+            "answers": [],
+            "text": False,
+            "input": False,
+            "online": online,
+            "pending": online,
+            "error": None if online else "the pane's collector is not connected to this server",
+        }
+    sc = shown.screen
+    return {
+        "pane_id": pane_id,
+        "lines": list(sc.lines),
+        "fingerprint": sc.fingerprint or None,
+        "answers": [{"id": a.id, "label": a.label} for a in sc.answers],
+        "text": sc.text,
+        "input": sc.input,
+        "state": sc.state,
+        "prompt": sc.prompt,
+        "width": sc.width,
+        "height": sc.height,
+        "cursor": list(sc.cursor),
+        "t": sc.t,
+        "received": shown.received,
+        "rev": shown.rev,
+        "online": online,
+        "pending": False,
+        "error": sc.error,
+    }

@@ -1,0 +1,173 @@
+"""Screens and answers in the collector (screens.py), on real tmux with a real program
+that asks and waits (paneboard.demo_ask): the screen of a watched pane is sent, an
+answer is typed only when every check passes, and each refusal types nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import sys
+import time
+from typing import Any
+
+import pytest
+from paneboard_agent.collector import Collector, TmuxTarget
+from paneboard_agent.transport.local import LocalTransport
+from paneboard_protocol import wire
+from paneboard_protocol.rules import load_rules
+from support.tmux import TmuxServer
+from test_collector_inprocess import Recorder
+
+pytestmark = pytest.mark.tmux
+
+
+def asker(mode: str) -> str:
+    """The prompt-and-wait program, named `claude` the way the demo names its agents."""
+    path = shlex.quote(os.pathsep.join(p for p in sys.path if p))
+    py = shlex.quote(sys.executable)
+    argv0 = "-a claude " if mode == "permission" else ""
+    inner = f"PYTHONPATH={path} exec {argv0}{py} -m paneboard.demo_ask {mode} --once"
+    return f"bash -c {shlex.quote(inner)}"
+
+
+async def _until(pred: Any, timeout: float = 20.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := pred()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+    return value
+
+
+class Side:
+    def __init__(self) -> None:
+        self.msgs: list[dict[str, Any]] = []
+
+    def __call__(self, msg: dict[str, Any]) -> None:
+        self.msgs.append(msg)
+
+    def screens(self, pane: str) -> list[dict[str, Any]]:
+        return [m for m in self.msgs if m["type"] == "screen" and m["key"]["pane"] == pane]
+
+    def outcome(self, request: str) -> str | None:
+        return next((m["outcome"] for m in self.msgs if m["type"] == "answered" and m["id"] == request), None)
+
+
+def _run(tmux: TmuxServer, mode: str, scenario: Any, **target: Any) -> None:
+    async def go() -> None:
+        sink, side = Recorder(), Side()
+        rules = load_rules(None)
+        from paneboard_agent.collector import Options
+
+        collector = Collector(
+            [TmuxTarget(LocalTransport("here"), socket=tmux.name, **target)], sink, Options(rules=rules)
+        )
+        collector.set_side(side)
+        task = asyncio.create_task(collector.run())
+        try:
+            pane = tmux.new_window("main", "ask", asker(mode))
+            key = {"host": "here", "tmux": tmux.name, "pane": pane}
+
+            def latest() -> Any:
+                found = [u for u in sink.updates if u.key.pane == pane]
+                return found[-1] if found else None
+
+            await _until(lambda: latest() is not None and latest().state == "blocked", what="blocked")
+            await collector.command(dict(wire.watch(key)))
+            await scenario(collector, side, key, pane, latest)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    asyncio.run(go())
+
+
+def _screen(tmux: TmuxServer, pane: str) -> str:
+    return tmux.cmd("capture-pane", "-p", "-t", pane)
+
+
+def test_watched_screen_carries_answers_and_an_answer_is_typed(tmux_server: TmuxServer) -> None:
+    async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
+        shot = await _until(
+            lambda: next((s for s in side.screens(pane) if s["answers"]), None), what="a screen with answers"
+        )
+        assert [a["id"] for a in shot["answers"]] == ["yes", "always", "no"]
+        assert shot["input"] is True and shot["state"] == "blocked"
+        assert any("\x1b[" in ln for ln in shot["lines"])  # colours travel
+        assert any("Do you want to proceed?" in ln for ln in shot["lines"])
+        # a stale fingerprint: refused, nothing typed
+        stale = "0" * 64
+        await collector.command(dict(wire.answer("r1", key, stale, time.time() + 60, answer="yes")))
+        assert side.outcome("r1") == "changed"
+        # an answer the prompt does not take
+        fp = shot["fingerprint"]
+        await collector.command(dict(wire.answer("r2", key, fp, time.time() + 60, answer="rm-rf")))
+        assert side.outcome("r2") == "refused"
+        # free text where the prompt takes none
+        await collector.command(dict(wire.answer("r3", key, fp, time.time() + 60, text="yes")))
+        assert side.outcome("r3") == "refused"
+        # expired
+        await collector.command(dict(wire.answer("r4", key, fp, time.time() - 1, answer="yes")))
+        assert side.outcome("r4") == "expired"
+        assert "Do you want to proceed?" in _screen(tmux_server, pane)  # nothing was typed
+        # the real one
+        await collector.command(dict(wire.answer("r5", key, fp, time.time() + 60, answer="yes")))
+        assert side.outcome("r5") == "typed"
+        await _until(lambda: "ANSWERED yes" in _screen(tmux_server, pane), what="the program continues")
+        # a replay of the same answer: the prompt has moved on, nothing is typed again
+        await collector.command(dict(wire.answer("r6", key, fp, time.time() + 60, answer="yes")))
+        assert side.outcome("r6") in ("changed", "not-blocked", "used")
+        await _until(lambda: latest().state != "blocked", what="no longer blocked")
+        await collector.command(dict(wire.answer("r7", key, fp, time.time() + 60, answer="yes")))
+        assert side.outcome("r7") == "not-blocked"
+        # the page sees the new screen
+        await _until(lambda: any("ANSWERED yes" in "".join(s["lines"]) for s in side.screens(pane)))
+
+    _run(tmux_server, "permission", scenario, allow_input=True)
+
+
+def test_without_allow_input_nothing_is_typed(tmux_server: TmuxServer) -> None:
+    async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
+        shot = await _until(lambda: next((s for s in side.screens(pane) if s["answers"]), None))
+        assert shot["input"] is False
+        await collector.command(
+            dict(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, answer="yes"))
+        )
+        assert side.outcome("r1") == "disabled"
+        await asyncio.sleep(0.5)
+        assert "Do you want to proceed?" in _screen(tmux_server, pane)
+        assert "ANSWERED" not in _screen(tmux_server, pane)
+
+    _run(tmux_server, "permission", scenario)
+
+
+def test_no_screens_refuses_to_capture(tmux_server: TmuxServer) -> None:
+    async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
+        shot = await _until(lambda: next(iter(side.screens(pane)), None))
+        assert shot["lines"] == [] and "switched off" in shot["error"]
+        await collector.command(dict(wire.answer("r1", key, "0" * 64, time.time() + 60, answer="yes")))
+        assert side.outcome("r1") == "disabled"
+
+    _run(tmux_server, "permission", scenario, screens=False, allow_input=True)
+
+
+def test_free_text_is_typed_literally(tmux_server: TmuxServer) -> None:
+    text = "Enter C-c Escape ; \\; -l -- $(touch /tmp/x) 'q' \"dq\" ~!"
+
+    async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
+        shot = await _until(lambda: next((s for s in side.screens(pane) if s["text"]), None), what="text")
+        assert shot["answers"] == [] and shot["input"]
+        bad = "two\nlines"
+        await collector.command(dict(wire.answer("r0", key, shot["fingerprint"], time.time() + 60, text=bad)))
+        assert side.outcome("r0") == "refused"
+        await collector.command(
+            dict(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
+        )
+        assert side.outcome("r1") == "typed"
+        await _until(lambda: "GOT " in _screen(tmux_server, pane), what="the program read the line")
+        got = _screen(tmux_server, pane).split("GOT ", 1)[1].split("\n", 1)[0].strip()
+        assert got == repr(text)
+
+    _run(tmux_server, "question", scenario, allow_input=True)

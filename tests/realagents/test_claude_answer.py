@@ -1,0 +1,119 @@
+"""The real Claude Code answered the way the board answers it: its real permission
+prompt is watched (`capture-pane -e`), offered with the manifest's answers, and the
+"Yes" of an operator is typed by the collector (screens.py) only after its checks, on
+a fresh capture; the approved command runs. A stale fingerprint first types nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import Stage
+from paneboard_agent.collector import Collector, Options, TmuxTarget
+from paneboard_agent.transport.local import LocalTransport
+from paneboard_protocol import wire
+from paneboard_protocol.rules import load_rules
+from test_claude import claude_env, claude_home
+
+pytestmark = [pytest.mark.realagent, pytest.mark.tmux, pytest.mark.timeout(180)]
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+
+    async def pane_changed(self, update: Any) -> None:
+        self.updates.append(update)
+
+    async def pane_gone(self, key: Any, t: float) -> None:
+        pass
+
+    async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
+        pass
+
+
+def _until(pred: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (v := pred()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+    return v
+
+
+def test_real_claude_code_permission_answered_by_the_collector(
+    stage: Stage, agent_cli, tmp_path: Path
+) -> None:
+    claude = agent_cli("claude")
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    claude_home(home, work)
+    stage.open(f"{claude} --permission-mode default", claude_env(home, stage.api.url), work)
+    stage.wait_class({"agent": "claude", "state": "idle"}, 90, "idle at start")
+    stage.wait_screen(lambda s: "? for shortcuts" in s, 30, "the prompt")
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    sink, side = _Sink(), []
+    target = TmuxTarget(LocalTransport("here"), socket=stage.tmux.name, allow_input=True)
+    collector = Collector([target], sink, Options(rules=load_rules(None)))
+    collector.set_side(side.append)
+    running = asyncio.run_coroutine_threadsafe(collector.run(), loop)
+    try:
+        stage.press_until(
+            ["Please do PBTASK now"],
+            lambda: "PBTASK" in stage.screen(),
+            "typed",
+            tries=1,
+            each=20,
+            literal=True,
+        )
+        stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
+        stage.api.release(1)
+        stage.wait_screen(lambda s: "Do you want to proceed?" in s, 60, "the permission prompt")
+        key = {"host": "here", "tmux": stage.tmux.name, "pane": stage.pane}
+        _until(
+            lambda: any(u.key.pane == stage.pane and u.state == "blocked" for u in sink.updates[-3:]),
+            30,
+            "the in-process collector sees it blocked",
+        )
+        asyncio.run_coroutine_threadsafe(collector.command(dict(wire.watch(key))), loop).result(20)
+        shot = _until(
+            lambda: next((m for m in reversed(side) if m["type"] == "screen" and m["answers"]), None),
+            30,
+            "a screen with answers",
+        )
+        assert [a["id"] for a in shot["answers"]][:1] == ["yes"] and shot["answers"][-1]["id"] == "no"
+        assert shot["input"] and "Do you want to proceed?" in (shot["prompt"] or "")
+
+        def answer(request: str, fp: str) -> str:
+            msg = dict(wire.answer(request, key, fp, time.time() + 60, answer="yes"))
+            asyncio.run_coroutine_threadsafe(collector.command(msg), loop).result(30)
+            return next(m["outcome"] for m in side if m["type"] == "answered" and m["id"] == request)
+
+        assert answer("stale", "0" * 64) == "changed"
+        time.sleep(1.0)  # Claude Code ignores keys for a moment after it shows a dialog
+        assert not (work / "pb-ran").exists()
+        # As a page does: answer the latest screen; if the program redrew in between
+        # ("changed", nothing typed), the operator sees the new screen and taps again.
+        outcomes = []
+        for i in range(4):
+            latest = next(m for m in reversed(side) if m["type"] == "screen" and m["answers"])
+            outcomes.append(answer(f"yes{i}", latest["fingerprint"]))
+            if outcomes[-1] != "changed":
+                break
+            time.sleep(1.0)
+        assert outcomes[-1] == "typed" and set(outcomes[:-1]) <= {"changed"}, outcomes
+        _until(lambda: stage.api.held(2), 30, "the approved command's result sent to the model")
+        assert (work / "pb-ran").exists(), "the approved command ran"
+        stage.api.release(2)
+        stage.wait_screen(lambda s: "All done: pb-ran exists." in s, 60, "the final answer")
+    finally:
+        running.cancel()
+        time.sleep(0.5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)

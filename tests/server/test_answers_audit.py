@@ -1,0 +1,65 @@
+"""The answer audit (answering.py): every attempt is one inserted row, listed newest
+first, and retention removes rows by age with the history."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from paneboard_server import accounts
+from paneboard_server import schema as s
+from paneboard_server.accounts import Principal
+from paneboard_server.answering import audit
+from paneboard_server.app import create_app
+from paneboard_server.config import Config
+from paneboard_server.core import Ingest
+from paneboard_server.database import resolve_url
+from paneboard_server.retention import prune_once
+from paneboard_server.wire import PaneIn
+from pbserver import make_tokens, pane_update
+from sqlalchemy import func, insert, select
+
+
+def test_attempts_are_audited_and_pruned_by_age(db_url: str) -> None:
+    cfg = Config.model_validate({"retention": {"max_age_days": 1}})
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(cfg, resolve_url(db_url))
+        async with app.router.lifespan_context(app):
+            core = app.state.core
+            done = asyncio.get_running_loop().create_future()
+            up = PaneIn.model_validate(pane_update("h", "%1", "blocked").wire_json())
+            core.submit(Ingest(1, "s", 1, panes=[up], on_commit=lambda: done.set_result(None)))
+            await done
+            [pid] = core.panes
+            desk = app.state.answers
+            ids = {}
+            for name in ("nina", "olga"):
+                await accounts.add_viewer(core.engine, name, "correct horse")
+                async with core.engine.connect() as conn:
+                    ids[name] = (
+                        await conn.execute(select(s.viewers.c.id).where(s.viewers.c.name == name))
+                    ).scalar()
+            viewer = Principal("viewer", "nina", ids["nina"], readonly=False, operator=False)
+            operator = Principal("viewer", "olga", ids["olga"], readonly=False, operator=True)
+            assert (await desk.answer(viewer, pid, "a" * 64, "yes", None))[0] == "forbidden"
+            # no collector connected to this process: nothing can be typed
+            assert (await desk.answer(operator, pid, "a" * 64, None, "main"))[0] == "offline"
+            rows = await audit(core, pid)
+            assert [(r["who"], r["outcome"], r["answer"], r["text"]) for r in rows] == [
+                ("olga", "offline", None, "main"),
+                ("nina", "forbidden", "yes", None),
+            ]
+            old = {**{k: rows[0][k] for k in ("who", "fingerprint", "outcome")}, "t": time.time() - 3 * 86400}
+            async with core.engine.begin() as conn:
+                await conn.execute(
+                    insert(s.answers).values(pane_id=pid, host="h", tmux="default", pane="%1", **old)
+                )
+            assert len(await audit(core, pid)) == 3
+            await prune_once(core)
+            async with core.engine.connect() as conn:
+                left = (await conn.execute(select(func.count()).select_from(s.answers))).scalar()
+            assert left == 2
+
+    asyncio.run(go())

@@ -1,0 +1,174 @@
+// The stats page: how much of the agents' time is spent waiting on you, and on what.
+// Every figure comes from one `GET /api/stats` request (the filters are its query,
+// kept in the address bar so a view can be shared); the plots are drawn by plots.js.
+
+import { Unauthorized, get } from "./api.js";
+import { clean } from "./sanitize.js";
+import { formatWait } from "./model.js";
+import { answerRanges, labelledBars, stackedBars } from "./plots.js";
+
+const $ = (id) => document.getElementById(id);
+const SELECTS = { range: "s-range", state: "s-state", host: "s-host", agent: "s-agent", by: "s-by", tta: "s-tta" };
+let data = null;
+
+function readUrl() {
+  const q = new URLSearchParams(location.search);
+  for (const [k, id] of Object.entries(SELECTS)) {
+    const v = q.get(k);
+    if (v === null) continue;
+    const sel = $(id);
+    if (![...sel.options].some((o) => o.value === v)) {
+      const o = document.createElement("option"); // a host or agent before the options arrive
+      o.value = v;
+      o.textContent = clean(v, 80);
+      sel.append(o);
+    }
+    sel.value = v;
+  }
+}
+
+function writeUrl() {
+  const q = new URLSearchParams();
+  for (const [k, id] of Object.entries(SELECTS)) if ($(id).value) q.set(k, $(id).value);
+  history.replaceState(null, "", `${location.pathname}?${q}${location.hash}`);
+}
+
+function apiQuery() {
+  const days = Number($("s-range").value) || 7;
+  const to = Date.now() / 1000;
+  const q = new URLSearchParams({
+    from: String(Math.floor(to - days * 86400)),
+    to: String(Math.ceil(to)),
+    state: $("s-state").value,
+    by: $("s-by").value,
+    tz: String(-new Date().getTimezoneOffset()),
+  });
+  for (const k of ["host", "agent"]) if ($(`s-${k}`).value) q.set(k, $(`s-${k}`).value);
+  return q;
+}
+
+function fill(sel, values) {
+  const cur = sel.value;
+  const want = [...new Set([...values, ...(cur ? [cur] : [])])].sort();
+  const have = [...sel.options].slice(1).map((o) => o.value);
+  if (have.length === want.length && have.every((v, i) => v === want[i])) return;
+  while (sel.options.length > 1) sel.remove(1);
+  for (const v of want) {
+    const o = document.createElement("option");
+    o.value = v;
+    o.textContent = clean(v, 80);
+    sel.append(o);
+  }
+  sel.value = cur;
+}
+
+function emptyNote(box, text) {
+  const p = document.createElement("p");
+  p.className = "empty-plot";
+  p.textContent = text;
+  box.replaceChildren(p);
+}
+
+function draw() {
+  if (!data) return;
+  const waitWord = data.state === "done" ? "waited to be seen" : "waited for an answer";
+  const t = data.totals;
+  $("s-totals").textContent = t.count
+    ? `${t.count} waits, ${formatWait(t.waited)} ${waitWord}` +
+      (t.open ? `, ${t.open} still waiting` : "") +
+      (data.state === "blocked" ? `, ${t.answered} answered` : "")
+    : "No waits in this range.";
+  const days = data.per_day;
+  if (days.series.length) stackedBars($("p-days"), days, `Time ${waitWord} per day, stacked by ${data.by}`);
+  else emptyNote($("p-days"), "Nothing waited in this range.");
+  const per = $("s-tta").value;
+  const groups = data.time_to_answer[per] || [];
+  if (groups.length) answerRanges($("p-tta"), groups, `Time to answer per ${per}: median, 90th percentile and longest`);
+  else emptyNote($("p-tta"), "No answered waits in this range.");
+  const panes = data.panes.map((p) => ({
+    label: `${p.host} ${p.pane}${p.agent ? ` · ${p.agent}` : ""}${p.session ? ` · ${p.session}` : ""}`,
+    value: p.waited,
+    note: `${p.count}×`,
+  }));
+  if (panes.length) labelledBars($("p-panes"), panes, "Panes that waited most", formatWait);
+  else emptyNote($("p-panes"), "No panes waited in this range.");
+  const prompts = data.prompts.map((p) => ({
+    label: `${p.kind ? `[${p.kind}] ` : ""}${p.example || p.text || "(no text)"}`,
+    value: p.count,
+    note: formatWait(p.waited),
+  }));
+  if (prompts.length) labelledBars($("p-prompts"), prompts, "Prompts that recur most", (n) => `${n}×`);
+  else emptyNote($("p-prompts"), "No prompts in this range.");
+}
+
+const REASONS = { block: "first block", grouped: "grouped burst", escalation: "escalation", done: "done", error: "error", test: "test" };
+
+/** The notification log: what was sent where, and why. */
+async function loadSent() {
+  let entries = [];
+  try {
+    entries = (await get("/api/notify/log?limit=50")).entries || [];
+  } catch {
+    return; // notifications off on this server: the section stays empty
+  }
+  const list = $("sent-list");
+  list.replaceChildren(...entries.map((e) => {
+    const li = document.createElement("li");
+    const when = new Date(e.t * 1000).toLocaleString([], { month: "short", day: "numeric", hour: "numeric", minute: "2-digit" });
+    const reason = document.createElement("span");
+    reason.className = "reason";
+    reason.textContent = REASONS[e.reason] || clean(e.reason || "—", 20);
+    li.append(`${when} · `, reason, ` · ${clean(e.channel, 80)}${e.state ? ` · ${clean(e.state, 16)}` : ""}`);
+    if (!e.ok) {
+      const f = document.createElement("span");
+      f.className = "failed";
+      f.textContent = " · failed";
+      li.append(f);
+    }
+    if (e.detail) li.append(` · ${clean(e.detail, 200)}`);
+    li.dataset.reason = e.reason || "";
+    return li;
+  }));
+  if (!entries.length) {
+    const li = document.createElement("li");
+    li.className = "muted";
+    li.textContent = "Nothing sent yet.";
+    list.append(li);
+  }
+}
+
+async function load() {
+  writeUrl();
+  const q = apiQuery();
+  const csv = new URLSearchParams(q);
+  csv.delete("by");
+  csv.delete("tz");
+  csv.set("format", "csv");
+  $("s-csv").href = `/api/blocks?${csv}`;
+  try {
+    data = await get(`/api/stats?${q}`);
+    $("s-banner").hidden = true;
+  } catch (e) {
+    if (e instanceof Unauthorized) { location.href = "/login"; return; }
+    $("s-banner").textContent = `cannot load the stats: ${e.message}`;
+    $("s-banner").hidden = false;
+    return;
+  }
+  fill($("s-host"), data.options.hosts);
+  fill($("s-agent"), data.options.agents);
+  draw();
+  document.documentElement.dataset.ready = "1";
+  document.documentElement.dataset.loaded = String(Number(document.documentElement.dataset.loaded || 0) + 1);
+}
+
+readUrl();
+loadSent();
+for (const [k, id] of Object.entries(SELECTS)) {
+  $(id).addEventListener("change", () => (k === "tta" ? (writeUrl(), draw()) : load()));
+}
+let resizeTimer = null;
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(draw, 150);
+});
+load();
