@@ -8,7 +8,6 @@ running, not a simulation of it). Ctrl-C stops every child and removes the direc
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -26,6 +25,8 @@ import urllib.request
 import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
+
+from paneboard_protocol.cli_args import OneLineParser
 
 # (window name, demo agent) — one pane per kind of evidence paneboard reads.
 DEMO_PANES: tuple[tuple[str, str], ...] = (
@@ -179,7 +180,8 @@ class Demo:
         while time.monotonic() < deadline:
             for proc in self.children:
                 if proc.poll() is not None:
-                    raise DemoError(f"`{' '.join(proc.args[2:4])}` exited early; see its log")
+                    what = " ".join(proc.args[2:4]) if isinstance(proc.args, list) else "a child"
+                    raise DemoError(f"`{what}` exited early; see its log")
             with (
                 contextlib.suppress(urllib.error.URLError, OSError, ValueError),
                 urllib.request.urlopen(request, timeout=2) as response,
@@ -260,8 +262,9 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="paneboard demo",
+        help_hint=False,
         description="Run the server, a collector and scripted demo agents on a private tmux "
         "server and a throw-away SQLite database; Ctrl-C removes everything.",
     )

@@ -302,11 +302,16 @@ def test_model_reads_exactly_the_fields_the_server_sends(page, board):
           const m = await import('/js/model.js');
           const read = new Set();
           const spy = new Proxy(raw, {get(t, k) { if (typeof k === 'string') read.add(k); return t[k]; }});
-          m.normalise(spy);
-          return {read: [...read].sort(), fields: m.PANE_FIELDS, unused: m.PANE_FIELDS_UNUSED};
+          const model = m.normalise(spy);
+          const added = m.normalise({...raw, trial_field_2: {x: 1}});
+          return {read: [...read].sort(), fields: m.PANE_FIELDS, model: Object.keys(model),
+                  added: added.trialField2};
         }""",
         sent,
     )
     assert set(got["read"]) <= set(sent), set(got["read"]) - set(sent)  # nothing guessed at
-    assert set(got["read"]) == set(got["fields"])
-    assert set(got["fields"]) | set(got["unused"]) == set(sent)  # and nothing the server sends forgotten
+    assert set(got["fields"]) <= set(sent), set(got["fields"]) - set(sent)  # read by name: sent
+    assert set(got["read"]) == set(sent)  # and nothing the server sends forgotten
+    assert {re.sub(r"_([a-z0-9])", lambda m: m[1].upper(), k) for k in sent} <= set(got["model"])
+    # A field the server starts sending (one added to the pane definition) reaches the page.
+    assert got["added"] == {"x": 1}

@@ -1,6 +1,6 @@
 // The board's view of the world: panes by id and the listeners that redraw when one
-// changes. Pane objects from the server are normalised once here, reading exactly the
-// fields the server sends (PANE_FIELDS), so the rest of the page reads one shape.
+// changes. Pane objects from the server are normalised once here (PANE_FIELDS by name,
+// the rest copied), so the rest of the page reads one shape.
 
 export const STATES = {
   blocked: { icon: "⚠", word: "blocked", rank: 0 },
@@ -15,16 +15,22 @@ export function stateInfo(state) {
   return STATES[state] || STATES.none;
 }
 
-/** The fields of a pane exactly as `GET /api/panes` and the stream send them
- * (server/src/paneboard_server/model.py `Pane.api`); a test compares this list, and
- * what `normalise` actually reads, with the server's output. `rev` is the server's
- * change counter: the stream's event ids already carry it, the page does not need it. */
+/** The fields of a pane the page reads by name, to give them the shape it uses. Every
+ * other field the server sends (`GET /api/panes` and the stream: `Pane.api`, derived
+ * from protocol/src/paneboard_protocol/pane.py) is copied as it is, under its camelCase
+ * name, so a field added to the pane definition reaches the page with no change here.
+ * A test holds both to the server's output: nothing read that it does not send, nothing
+ * it sends dropped. */
 export const PANE_FIELDS = [
   "id", "host", "collector", "tmux", "pane", "session", "window", "agent", "state", "kind", "msg", "title",
   "progress", "source", "observable", "process", "since", "last_seen", "reachable", "stale",
   "records", "last_known",
 ];
-export const PANE_FIELDS_UNUSED = ["rev"];
+const NAMED = new Set(PANE_FIELDS);
+const FIELD_NAME = /^[a-z][a-z0-9_]*$/; // what a definition's field is called (never __proto__)
+
+/** `last_seen` -> `lastSeen`: the page's spelling of a server field's name. */
+export const camel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
 
 const str = (v) => (v === null || v === undefined ? "" : String(v));
 const time = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
@@ -39,9 +45,14 @@ export function stripSpinner(title) {
 
 /** One pane from the API (or the stream) in the shape the page uses. */
 export function normalise(p) {
+  const rest = {};
+  for (const name of Object.keys(p)) {
+    if (!NAMED.has(name) && FIELD_NAME.test(name)) rest[camel(name)] = p[name];
+  }
   const state = p.state && STATES[p.state] ? p.state : null;
   const lk = p.last_known && typeof p.last_known === "object" ? p.last_known : null;
   return {
+    ...rest,
     id: String(p.id),
     host: str(p.host),
     collector: p.collector ?? null,

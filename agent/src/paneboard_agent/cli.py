@@ -22,10 +22,16 @@ import signal
 import socket
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from paneboard_protocol.cli_args import OneLineParser
 
 from paneboard_agent.config import Config, ConfigError, HostConfig, load_config, parse_ssh_spec
+
+if TYPE_CHECKING:
+    from paneboard_protocol.rules import RuleSet
+
+    from paneboard_agent.sink import Sink
 
 _Parser = functools.partial(OneLineParser, help_hint=False)
 
@@ -161,12 +167,14 @@ def ssh_config_for(h: HostConfig, chosen: str | None) -> str | None:
 
 def make_targets(hosts: Sequence[HostConfig], ssh_config: str | None = None) -> list:
     from paneboard_agent.collector import TmuxTarget
+    from paneboard_agent.transport.base import Transport
     from paneboard_agent.transport.local import LocalTransport
     from paneboard_agent.transport.ssh import SSHTarget, SSHTransport
 
     targets = []
     ssh: dict[tuple, SSHTransport] = {}  # one transport (connection pool) per host and login
     for h in hosts:
+        transport: Transport
         if h.local:
             transport = LocalTransport(socket.gethostname())
         else:
@@ -205,7 +213,7 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
 
     from paneboard_agent.collector import Collector, Options
 
-    def read_rules():
+    def read_rules() -> RuleSet:
         try:
             rules = load_rules(config.rules_dir)
         except OSError as exc:  # the bundled manifests are missing from this installation
@@ -227,7 +235,7 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
     if args.stdout:
         from paneboard_agent.stdout_sink import StdoutSink
 
-        sink = StdoutSink(explain=args.explain)
+        sink: Sink = StdoutSink(explain=args.explain)
     else:
         try:
             from paneboard_agent.uplink import UplinkSink

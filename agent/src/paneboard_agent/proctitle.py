@@ -40,9 +40,9 @@ def set_title(command: Sequence[str]) -> bool:
     if not title:
         return False
     try:
-        import setproctitle  # type: ignore[import-not-found]
+        import setproctitle
     except ImportError:
-        setproctitle = None
+        setproctitle = None  # type: ignore[assignment]  # a dependency, but a build may lack it
     changed = False
     if setproctitle is not None:
         with contextlib.suppress(Exception):  # never worth failing the program over

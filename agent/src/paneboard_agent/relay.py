@@ -24,6 +24,7 @@ the pty does not echo, and end of input becomes the pty's EOF character.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import fcntl
@@ -36,29 +37,13 @@ import time
 import tty
 from typing import Any
 
+from paneboard_protocol.cli_args import OneLineParser
 from paneboard_protocol.encode import probe_reply, tmux_passthrough
 
 from paneboard_agent.proctitle import set_title
 from paneboard_agent.relay_child import FORWARD_TO_CHILD, FORWARD_TO_FOREGROUND, HANDLED, session_leader
 from paneboard_agent.relay_scan import OutputScanner
 from paneboard_agent.relay_state import RelayState
-
-USAGE = "usage: paneboard run [--wrap] [--] CMD [ARGS...]"
-HELP = f"""{USAGE}
-
-Run CMD (e.g. `paneboard run claude`) so that it can report its state from inside
-tmux. Programs such as Claude Code first ask the terminal whether it understands
-status reports, and tmux never answers, so they stay silent; paneboard run gives
-CMD a terminal of its own, answers that question, and passes everything else
-through unchanged in both directions.
-
-options:
-  --wrap      also pass CMD's status reports on to the terminal outside tmux
-              (needs tmux's allow-passthrough option on)
-  -h, --help  show this help
-
-Exit status: CMD's own, 128+N if signal N killed it, 127 if CMD was not found,
-126 if it could not be executed."""
 
 READ_SIZE = 65536
 MAX_BATCH = 1 << 18  # program output taken per turn of the loop before it is written on
@@ -67,32 +52,50 @@ DRAIN_IDLE = 0.1  # after the program exits: give up on its pty after this long 
 DRAIN_MAX = 1.0  # ... or after this long in all
 
 
-class UsageError(Exception):
-    pass
+def build_parser() -> OneLineParser:
+    """`paneboard run`'s options, on the parser every subcommand uses. Options stop at the
+    first word that is not one (or at `--`): everything from CMD on is CMD's own."""
+    p = OneLineParser(
+        prog="paneboard run",
+        usage="paneboard run [--wrap] [--] CMD [ARGS...]",
+        help_hint=False,
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run CMD (e.g. `paneboard run claude`) so that it can report its state from inside\n"
+        "tmux. Programs such as Claude Code first ask the terminal whether it understands\n"
+        "status reports, and tmux never answers, so they stay silent; paneboard run gives\n"
+        "CMD a terminal of its own, answers that question, and passes everything else\n"
+        "through unchanged in both directions.",
+        epilog="Exit status: CMD's own, 128+N if signal N killed it, 127 if CMD was not found,\n"
+        "126 if it could not be executed.",
+    )
+    p.add_argument(
+        "--wrap",
+        action="store_true",
+        help="also pass CMD's status reports on to the terminal outside tmux "
+        "(needs tmux's allow-passthrough option on)",
+    )
+    p.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="CMD [ARGS...]",
+        help="the program to run, and its arguments",
+    )
+    return p
 
 
-def parse_args(argv: list[str]) -> tuple[bool, list[str]] | None:
-    """Return (wrap, command), or None for --help. Options stop at the first non-option."""
-    wrap = False
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            i += 1
-            break
-        if arg in ("-h", "--help"):
-            return None
-        if arg == "--wrap":
-            wrap = True
-        elif arg.startswith("-"):
-            raise UsageError(f"unknown option {arg!r} (put the command after --)")
-        else:
-            break
-        i += 1
-    command = argv[i:]
+def parse_args(argv: list[str]) -> tuple[bool, list[str]]:
+    """(wrap, command); a usage error or `--help` exits as every subcommand's does."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        parser.error(f"unknown option {unknown[0]!r} (put the command after --)")
+    command: list[str] = args.command
+    if command[:1] == ["--"]:  # argparse leaves the `--` that ended the options in place
+        command = command[1:]
     if not command:
-        raise UsageError("no command given (" + USAGE + ")")
-    return wrap, command
+        parser.error("no command given")
+    return args.wrap, command
 
 
 def _get_winsize(fd: int) -> bytes | None:
@@ -458,15 +461,7 @@ def _noop(signum: int, frame: object) -> None:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        parsed = parse_args(argv)
-    except UsageError as exc:
-        print(f"paneboard run: {exc}", file=sys.stderr)
-        return 2
-    if parsed is None:
-        print(HELP)
-        return 0
-    wrap, command = parsed
+    wrap, command = parse_args(argv)
     set_title(command)  # tmux and ps name the program, not `python` (proctitle.py)
     try:
         return Relay(command, wrap=wrap).run()

@@ -86,7 +86,7 @@ class PaneScreens:
     # --- from the server ---------------------------------------------------------
     def watch(self, pane_id: str, scrollback: int) -> None:
         if not self.enabled:
-            self._emit(wire.screen(self._key(pane_id), time.time(), [], (0, 0), (0, 0), "", error=OFF))
+            self._emit(dict(wire.screen(self._key(pane_id), time.time(), [], (0, 0), (0, 0), "", error=OFF)))
             return
         w = self.watched.setdefault(pane_id, _Watched())
         w.scrollback = max(0, min(scrollback, wire.SCREEN_LINES_MAX - 200))

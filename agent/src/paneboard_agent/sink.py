@@ -10,7 +10,7 @@ stdout printer (`paneboard agent --stdout`) and the server uplink
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, make_dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from paneboard_protocol import pane as pane_def
 
@@ -58,8 +58,8 @@ class _UpdateMethods:
     def wire_json(self) -> dict[str, Any]:
         """Everything, for the server uplink."""
         out = asdict(self)  # type: ignore[call-overload]  # a dataclass, made below
-        out["key"] = asdict(self.key)  # type: ignore[attr-defined]
-        out["records"] = list(self.records)  # type: ignore[attr-defined]
+        out["key"] = asdict(self.key)  # type: ignore[attr-defined]  # a field, made below
+        out["records"] = list(self.records)  # type: ignore[attr-defined]  # a field, made below
         return out
 
 
@@ -71,7 +71,19 @@ def _update_field(f: pane_def.Field) -> tuple[str, Any] | tuple[str, Any, Any]:
     return (f.name, Any, field(default=f.default))
 
 
-PaneUpdate = make_dataclass(
+if TYPE_CHECKING:
+
+    class PaneUpdate(_UpdateMethods):
+        """What a type checker sees of the dataclass made below: its key typed, every
+        field of the definition as Any (naming them here would be a second field list)."""
+
+        key: PaneKey
+
+        def __init__(self, key: PaneKey, *fields: Any, **named: Any) -> None: ...
+        def __getattr__(self, name: str) -> Any: ...
+
+
+PaneUpdate = make_dataclass(  # type: ignore[assignment,misc]  # the real class of the declaration above
     "PaneUpdate",
     [("key", PaneKey)] + [_update_field(f) for f in pane_def.FIELDS if f.update],
     bases=(_UpdateMethods,),

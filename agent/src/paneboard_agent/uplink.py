@@ -27,7 +27,7 @@ import re
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -115,12 +115,12 @@ class UplinkSink:
         self.stream = uuid.uuid4().hex
         self.source: SnapshotSource | None = None
         # The latest known view (what a snapshot holds when no source is attached).
-        self.view: dict[str, dict[str, Any]] = {}
+        self.view: dict[str, wire.PaneOp] = {}
         self.hosts: dict[str, tuple[bool, str | None]] = {}
         # Not yet sent, coalesced per pane/host: the bound is the pane count.
-        self.pending: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.pending: OrderedDict[str, wire.PaneOp | wire.GoneOp | wire.HostOp] = OrderedDict()
         # Sent, not yet acknowledged: seq -> message.
-        self.inflight: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        self.inflight: OrderedDict[int, Mapping[str, Any]] = OrderedDict()  # a Snapshot or a Delta
         self.seq = 0
         self.acked = 0
         self.connected = asyncio.Event()
@@ -166,7 +166,7 @@ class UplinkSink:
             self.side.append(msg)
             self._wake.set()
 
-    def _put(self, key: str, op: dict[str, Any]) -> None:
+    def _put(self, key: str, op: wire.PaneOp | wire.GoneOp | wire.HostOp) -> None:
         self.pending.pop(key, None)
         self.pending[key] = op
         self._wake.set()
@@ -391,9 +391,9 @@ class UplinkSink:
             task.add_done_callback(self._bg.discard)
             task.add_done_callback(
                 lambda t: (
-                    t.cancelled()
-                    or t.exception() is None
-                    or log.warning("server command failed: %s", t.exception())
+                    None
+                    if t.cancelled() or t.exception() is None
+                    else log.warning("server command failed: %s", t.exception())
                 )
             )
 
@@ -439,12 +439,13 @@ class UplinkSink:
         await ws.send(wire.encode(msg))
 
     async def _send_delta(self, ws: Any) -> None:
-        ops = []
+        ops: list[wire.PaneOp | wire.GoneOp | wire.HostOp] = []
         while self.pending and len(ops) < self.ops_per_message:
             _, op = self.pending.popitem(last=False)
             if op["op"] == "pane" and self._held_back(op["update"]):
                 continue
-            if op.get("host", (op.get("key") or {}).get("host")) in self.refused_hosts:
+            any_op: Mapping[str, Any] = op  # whichever op it is, its host
+            if any_op.get("host", (any_op.get("key") or {}).get("host")) in self.refused_hosts:
                 continue
             ops.append(op)
         if not ops:

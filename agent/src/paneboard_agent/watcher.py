@@ -344,7 +344,7 @@ class TmuxWatcher:
         else:
             look = []
             for info in infos:
-                pane = self.panes.get(info.pane_id)
+                pane = self.panes.get(info.pane_id)  # type: ignore[assignment]  # None is handled below
                 known = pane.tracker.info if pane is not None else None
                 if (
                     known is None

@@ -177,7 +177,7 @@ def contract_identity(evidence: dict[str, Any], now: float) -> bool:
         return False
     if c.get("leader_gen") is not None:
         # A leader was recorded: identity lasts while it is in front; stale ts does not remove it.
-        return c["leader_gen"] == evidence["process"]["gen"]
+        return bool(c["leader_gen"] == evidence["process"]["gen"])
     # No leader was observable: the 6-hour window also expires identity (TA-13).
     return contract_mod.is_fresh(c, now)
 
@@ -197,7 +197,8 @@ def _native_state(native: dict[str, Any]) -> str | None:
 def _native_progress(native: dict[str, Any]) -> int | None:
     prog = native.get("progress")
     if prog and prog.get("state") in (1, 2, 4):
-        return prog.get("percent")
+        percent: int | None = prog.get("percent")
+        return percent
     return None
 
 
@@ -347,7 +348,7 @@ def _decide(evidence: dict[str, Any], now: float, facts: RecordFacts) -> dict[st
         out["source"] = "native" if res.get("native") else "screen"
         return out
     c = evidence.get("contract")
-    if has_contract and c.get("state") and contract_mod.is_fresh(c, now) and c["agent"] == agent:
+    if has_contract and c and c.get("state") and contract_mod.is_fresh(c, now) and c["agent"] == agent:
         out["state"] = c["state"]
         out["source"] = "protocol"
         if c["state"] == "blocked" and screen and screen.get("question"):
@@ -387,8 +388,10 @@ def classify_evidence(
         check_evidence(evidence)
         if isinstance(now, bool) or not isinstance(now, int | float) or now != now:
             raise EvidenceError("now must be a number")
-    list_facts = _list_facts(evidence) if facts is None else None
-    d = _decide(evidence, now, facts if list_facts is None else list_facts)
+    list_facts: ListFacts | None = None
+    if facts is None:
+        facts = list_facts = _list_facts(evidence)
+    d = _decide(evidence, now, facts)
     basis = evidence.get("basis")
     bsince = evidence.get("since")
     if basis is not None and list(basis) == [d["agent"], d["state"]] and bsince is not None:

@@ -114,7 +114,7 @@ def _parse_prompt(rest: bytes, offset: int) -> Event | None:
     exit_code: int | None = None
     if mark == b"D" and len(parts) > 1 and _DIGITS.fullmatch(parts[1]):
         exit_code = int(parts[1])
-    return PromptMark(offset, mark=mark.decode(), exit=exit_code)  # type: ignore[arg-type]
+    return PromptMark(offset, mark=mark.decode(), exit=exit_code)  # type: ignore[arg-type]  # one of A B C D
 
 
 def dispatch_osc(payload: bytes, offset: int, terminator: Literal["bel", "st"]) -> Event | None:
@@ -216,7 +216,7 @@ class Decoder:
                 if final < 0x20:
                     # C0 between ESC and its final byte is executed, the escape kept (as in
                     # a VT parser and tmux). Rare, so handled here rather than in the regex.
-                    e = _FILL_RUN.match(data, e - 1).end()  # type: ignore[union-attr]
+                    e = _FILL_RUN.match(data, e - 1).end()  # type: ignore[union-attr]  # {0,n}: matches at any offset
                     if e == n:
                         self._tail = data[j:]
                         self._tail_off = base + j

@@ -186,7 +186,7 @@ def parse_report(body: bytes, offset: int, terminator: Literal["bel", "st"]) -> 
     return StatusReport(
         offset,
         id=rid,
-        state=state,  # type: ignore[arg-type]
+        state=state,  # type: ignore[arg-type]  # checked against REPORT_STATES above
         kind=kind,
         app=app,
         msg=msg,

@@ -64,7 +64,7 @@ class Field:
     sql_big: bool = False
 
 
-_CLS = {"classification": True, "update": True, "required": True, "row": True, "api": True}
+_CLS: dict[str, Any] = {"classification": True, "update": True, "required": True, "row": True, "api": True}
 
 #: The fields in `PaneUpdate`'s positional order (after its key).
 FIELDS: tuple[Field, ...] = (

@@ -394,7 +394,7 @@ class RecordStore:
             eff = rec.app or self._inherited(rec.id)
             if eff != rec.eff_app:
                 rec.eff_app = eff
-                rec.pub = public_record(rec.ev, eff)  # type: ignore[arg-type]
+                rec.pub = public_record(rec.ev, eff)  # type: ignore[arg-type]  # ev is set once the record is filed
                 self._pub[rec.id] = rec.pub
         self._ctx = None  # eligibility depends on the effective app: rebuild when asked
 
@@ -445,13 +445,13 @@ def effective_app(
 
     Pass `by_id` (id -> record) when calling for many records: it keeps this linear."""
     if rec.get("app"):
-        return rec["app"]
+        return str(rec["app"])
     if by_id is None:
         by_id = {r["id"]: r for r in records}
     for up in ancestors(rec["id"]):
         parent = by_id.get(up)
         if parent is not None and parent.get("app"):
-            return parent["app"]
+            return str(parent["app"])
     return None
 
 

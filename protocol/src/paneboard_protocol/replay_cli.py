@@ -31,7 +31,7 @@ import binascii
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from paneboard_protocol.arbitration import Classification
@@ -286,7 +286,7 @@ def _replay_trace(path: str, rules: RuleSet, explain: bool = False) -> int:
     return 1 if bad else 0
 
 
-def _bounded_lines(stream: TextIO):
+def _bounded_lines(stream: TextIO) -> Iterator[str | None]:
     """Lines of the stream, None for a line over MAX_LINE (its rest is skipped)."""
     while True:
         line = stream.readline(MAX_LINE + 1)

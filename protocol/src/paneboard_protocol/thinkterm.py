@@ -106,7 +106,7 @@ def parse_agent_value(value: str, offset: int) -> Event:
         var=AGENT_VAR,
         version=1,
         agent=agent,
-        state=state,  # type: ignore[arg-type]
+        state=state,  # type: ignore[arg-type]  # checked against AGENT_STATES above
         session=session,
         ts=ts,
         ended=ended,

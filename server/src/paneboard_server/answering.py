@@ -22,7 +22,7 @@ import asyncio
 import logging
 import secrets
 import time
-from typing import Any
+from typing import Any, cast
 
 from paneboard_protocol import wire as pwire
 from sqlalchemy import insert, select
@@ -136,7 +136,8 @@ class AnswerDesk:
         self.hub.replies[request] = fut
         try:
             expires = time.time() + self.ttl
-            send(dict(pwire.answer(request, key, fingerprint, expires, answer=answer, text=text)))
+            wire_key = cast(pwire.Key, key)  # the pane's key as the collector sent it
+            send(dict(pwire.answer(request, wire_key, fingerprint, expires, answer=answer, text=text)))
             try:
                 reply = await asyncio.wait_for(fut, min(REPLY_WAIT, self.ttl + 1))
             except TimeoutError:

@@ -191,8 +191,8 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         fut: asyncio.Future[None] = loop.create_future()
         op = Seen(
             pane_id,
-            on_commit=lambda: fut.done() or fut.set_result(None),
-            on_fail=lambda e: fut.done() or fut.set_exception(e),
+            on_commit=lambda: None if fut.done() else fut.set_result(None),
+            on_fail=lambda e: None if fut.done() else fut.set_exception(e),
         )
         core.submit(op)
         try:
@@ -382,7 +382,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             resp: Response = RedirectResponse("/" + (f"?{rest}" if rest else ""), 303)
             set_session(resp, sid, csrf)
             return resp
-        sid = request.cookies.get(SESSION_COOKIE)
+        sid = request.cookies.get(SESSION_COOKIE, "")
         if not sid or await accounts.session_principal(core.engine, sid) is None:
             return RedirectResponse("/login", 303)
         d = web_dir()
@@ -411,7 +411,7 @@ async def forward_seen(app: Any, pane_id: int) -> None:
         return
     cid, key = target
     send = core.seen_routes.get(cid)
-    msg = pwire.seen(key.model_dump(), core.clock())
+    msg = pwire.seen(pwire.Key(host=key.host, tmux=key.tmux, pane=key.pane), core.clock())
     if send is not None:
         send(msg)
         return

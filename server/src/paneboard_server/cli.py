@@ -14,7 +14,7 @@ import getpass
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from paneboard_protocol.cli_args import OneLineParser
@@ -53,7 +53,7 @@ async def _with_engine(url: str, fn: Callable[[Any], Awaitable[Any]], check: boo
         await engine.dispose()
 
 
-def _run(cmd: str, coro_fn: Callable[[], Awaitable[int]]) -> int:
+def _run(cmd: str, coro_fn: Callable[[], Coroutine[Any, Any, int]]) -> int:
     from .accounts import AccountError
 
     try:
@@ -116,7 +116,7 @@ def token_main(argv: list[str]) -> int:
         "send its panes to this server; a viewer token opens the dashboard and API read-only (wall "
         "screens, scripts). Only a hash of each token is stored.",
     )
-    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
+    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")  # type: ignore[call-overload]  # a partial of a parser class
     c = sub.add_parser(
         "create",
         help="make a new token and print it on stdout (the only time it is shown)",
@@ -177,8 +177,8 @@ def token_main(argv: list[str]) -> int:
                 shows = "\tshows screens" if t.screens else ""
                 print(f"{t.name}\t{t.kind}\t{state}\tlast used {used}{shows}")
             return 0
-        kind = "viewer" if args.viewer else "collector" if args.collector else None
-        n = await _with_engine(url, lambda e: accounts.revoke_token(e, args.name, kind))
+        which = "viewer" if args.viewer else "collector" if args.collector else None
+        n = await _with_engine(url, lambda e: accounts.revoke_token(e, args.name, which))
         if not n:
             return _err("token", f"no active token named {args.name!r}")
         print(f"revoked {n} token(s) named {args.name!r}", file=sys.stderr)
@@ -213,7 +213,7 @@ def user_main(argv: list[str]) -> int:
         prog="paneboard user",
         description="Dashboard logins: a name and a password for signing in to the dashboard in a browser.",
     )
-    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")
+    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser, metavar="ACTION")  # type: ignore[call-overload]  # a partial of a parser class
     a = sub.add_parser(
         "add",
         help=f"add a login; asks for its password twice (at least {accounts.PASSWORD_MIN} characters)",

@@ -70,7 +70,7 @@ def protocols(header_timeout: float, max_header_bytes: int, per_address: int) ->
         _pb_header_bytes = 0
         _pb_counted = False
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # as uvicorn's
             super().connection_made(transport)
             self._pb_ip = self.client[0] if self.client else "?"
             self._pb_counted = True

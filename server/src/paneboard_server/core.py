@@ -19,7 +19,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqlalchemy import select
@@ -83,7 +83,7 @@ class Core:
         self.hub = Hub(cfg.limits.sse_queue)
         self.deadlines = Deadlines(self.clock, self._due)
         self.listeners: list[Callable[[list[Change]], Any]] = []
-        self.seen_routes: dict[int, Callable[[dict[str, Any]], None]] = {}
+        self.seen_routes: dict[int, Callable[[Mapping[str, Any]], None]] = {}
         self.collector_names: dict[int, str] = {}
         # Hosts whose collector types answers (its hello's `input`), per collector.
         self.input_hosts: dict[int, frozenset[str]] = {}

@@ -75,7 +75,7 @@ class Fanout:
         cid, key = target
         send = self.core.seen_routes.get(cid)
         if send is not None:
-            send(pwire.seen(key.model_dump(), self.core.clock()))
+            send(pwire.seen(pwire.Key(host=key.host, tmux=key.tmux, pane=key.pane), self.core.clock()))
 
     async def notify_seen(self, pane_id: int) -> None:
         if self.conn is not None:

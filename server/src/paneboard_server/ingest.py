@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from paneboard_protocol import wire as pwire
@@ -47,15 +48,15 @@ class Connection:
         self.ws = ws
         self.collector_id = collector_id
         self.name = name
-        self.outbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(10000)
+        self.outbox: asyncio.Queue[Mapping[str, Any] | None] = asyncio.Queue(10000)
         self.acked = -1
         self.ack_sent = -1
         self.ack_event = asyncio.Event()
         self.closing: tuple[int, str] | None = None
-        self.last_words: dict[str, Any] | None = None  # sent just before the close
+        self.last_words: Mapping[str, Any] | None = None  # sent just before the close
         self.failed = False  # an operation of this connection was refused or lost
 
-    def send(self, msg: dict[str, Any]) -> None:
+    def send(self, msg: Mapping[str, Any]) -> None:
         try:
             self.outbox.put_nowait(msg)
         except asyncio.QueueFull:
@@ -229,7 +230,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
         async with core.engine.connect() as db:
             row = (await db.execute(select(s.collectors).where(s.collectors.c.token_id == cid))).first()
         known = row is not None and row.stream == hello.stream and row.last_seq is not None
-        last = int(row.last_seq) if known else -1
+        last = int(row.last_seq) if known and row is not None else -1
         need_snapshot = not known
         core.input_hosts[cid] = frozenset(hello.input)
         registry.attach(conn)
@@ -297,7 +298,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                         hello.version,
                         snapshot_hosts=dict(msg.hosts),
                         panes=list(msg.panes),
-                        on_commit=lambda seq=seq: conn.ack(seq),
+                        on_commit=functools.partial(conn.ack, seq),
                         on_fail=failer(seq),
                         alive=alive,
                     )
@@ -320,7 +321,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                 hello.stream,
                 seq,
                 hello.version,
-                on_commit=lambda seq=seq: conn.ack(seq),
+                on_commit=functools.partial(conn.ack, seq),
                 on_fail=failer(seq),
                 alive=alive,
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from paneboard_protocol.pane import STATES
@@ -15,7 +16,7 @@ class _Live:
         self.core = core
         self.registry = registry
 
-    def collect(self):  # type: ignore[no-untyped-def]
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         core = self.core
         states = Counter(p.state or "none" for p in core.panes.values() if p.gone_at is None)
         g = GaugeMetricFamily("paneboard_panes", "Live panes by state", labels=["state"])

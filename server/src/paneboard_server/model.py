@@ -36,7 +36,7 @@ class _PaneMethods:
         return replace(self)  # type: ignore[type-var,return-value]  # a Pane dataclass, made below
 
     def triple(self) -> tuple[str | None, str | None, str | None]:
-        return (self.agent, self.state, self.kind)  # type: ignore[attr-defined]
+        return (self.agent, self.state, self.kind)  # type: ignore[attr-defined]  # fields, made below
 
     def row(self) -> dict[str, Any]:
         """The panes-table columns this object owns (what an update writes)."""
@@ -49,7 +49,7 @@ class _PaneMethods:
         the last known one, `stale` is true and `last_seen` gives its age. `collector` is
         the name of the collector token the pane came from.
         """
-        return _api(self, host, collector)  # type: ignore[no-any-return]
+        return _api(self, host, collector)
 
 
 _ROW = pane_def.ROW_FIELDS
@@ -108,7 +108,7 @@ if TYPE_CHECKING:
 
 
 #: The server's in-memory pane: its identity plus every stored or shown field.
-Pane = make_dataclass(  # type: ignore[no-redef,assignment,misc]  # the real class of the declaration above
+Pane = make_dataclass(  # type: ignore[assignment,misc]  # the real class of the declaration above
     "Pane",
     [("id", int), ("host_id", int), ("tmux", str), ("pane", str)]
     + [_pane_field(f) for f in pane_def.FIELDS if f.row or f.api],

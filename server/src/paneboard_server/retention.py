@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, func, select
 
 from . import schema as s
 
+if TYPE_CHECKING:
+    from .core import Core
+
 log = logging.getLogger("paneboard.retention")
 
 
-async def prune_once(core) -> int:  # type: ignore[no-untyped-def]
+async def prune_once(core: Core) -> int:
     """One full pass; returns the number of history rows removed."""
     cfg = core.cfg.retention
     now = core.clock()
@@ -85,14 +89,16 @@ async def prune_once(core) -> int:  # type: ignore[no-untyped-def]
     from .core import Purge
 
     done = asyncio.get_running_loop().create_future()
-    op = Purge(now - cfg.gone_pane_days * 86400, on_fail=lambda e: done.done() or done.set_exception(e))
-    op.on_commit = lambda: done.done() or done.set_result(None)
+    op = Purge(
+        now - cfg.gone_pane_days * 86400, on_fail=lambda e: None if done.done() else done.set_exception(e)
+    )
+    op.on_commit = lambda: None if done.done() else done.set_result(None)
     core.submit(op)
     await asyncio.wait_for(done, 60)
     return removed
 
 
-async def prune_waits(core, cutoff: float) -> int:  # type: ignore[no-untyped-def]
+async def prune_waits(core: Core, cutoff: float) -> int:
     """The ledger's intervals that ended before `cutoff` (the history's age limit);
     an open one stays, however old, until its pane leaves the state."""
     removed = 0
@@ -114,7 +120,7 @@ async def prune_waits(core, cutoff: float) -> int:  # type: ignore[no-untyped-de
         await asyncio.sleep(0)
 
 
-async def retention_loop(core) -> None:  # type: ignore[no-untyped-def]
+async def retention_loop(core: Core) -> None:
     while True:
         await asyncio.sleep(core.cfg.retention.interval)
         try:

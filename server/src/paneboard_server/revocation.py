@@ -116,6 +116,7 @@ def collector_holders(registry: Any) -> list[Holder]:
     for c in list(registry.connections.values()):
         p = Principal("collector", c.name, c.collector_id, readonly=False)
         out.append(
-            Holder(p, lambda _why, c=c: c.close(CLOSE_UNAUTHORIZED, "unauthorized: token revoked"), "ingest")
+            # c=c binds this turn's connection; mypy cannot type a lambda's defaulted parameter
+            Holder(p, lambda _why, c=c: c.close(CLOSE_UNAUTHORIZED, "unauthorized: token revoked"), "ingest")  # type: ignore[misc]
         )
     return out

@@ -34,9 +34,9 @@ from sqlalchemy import (
 metadata = MetaData()
 
 
-def pane_columns(names: tuple[str, ...]) -> list[Column]:  # type: ignore[type-arg]
+def pane_columns(names: tuple[str, ...]) -> list[Column]:
     """The columns of these `paneboard_protocol.pane` fields (the migrations are held to them)."""
-    out: list[Column] = []  # type: ignore[type-arg]
+    out: list[Column] = []
     for name in names:
         f = BY_NAME[name]
         if f.type == "str":

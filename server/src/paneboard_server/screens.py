@@ -69,7 +69,7 @@ class ScreenHub:
             return False
         if first:
             self.stats["watches"] += 1
-            send(dict(pwire.watch(key.model_dump(), scrollback)))
+            send(dict(pwire.watch(pwire.Key(host=key.host, tmux=key.tmux, pane=key.pane), scrollback)))
         return True
 
     def online(self, pane_id: int) -> bool:
@@ -124,7 +124,9 @@ class ScreenHub:
         for pane_id in list(self.until):
             target = self.core.collector_of(pane_id)
             if target is not None and target[0] == cid:
-                send(dict(pwire.watch(target[1].model_dump(), self.scrollback.get(pane_id, 0))))
+                k = target[1]
+                key = pwire.Key(host=k.host, tmux=k.tmux, pane=k.pane)
+                send(dict(pwire.watch(key, self.scrollback.get(pane_id, 0))))
 
     # --- time -----------------------------------------------------------------------
     def sweep(self) -> None:
@@ -138,7 +140,8 @@ class ScreenHub:
             target = self.core.collector_of(pane_id)
             send = self.core.seen_routes.get(target[0]) if target is not None else None
             if target is not None and send is not None:
-                send(dict(pwire.unwatch(target[1].model_dump())))
+                k = target[1]
+                send(dict(pwire.unwatch(pwire.Key(host=k.host, tmux=k.tmux, pane=k.pane))))
 
     async def run(self) -> None:
         while True:

@@ -62,7 +62,7 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
         app,
         http=http_protocol,
         ws=ws_protocol,
-        timeout_keep_alive=lim.keep_alive_timeout,
+        timeout_keep_alive=lim.keep_alive_timeout,  # type: ignore[arg-type]  # typed int; seconds to call_later
         limit_concurrency=lim.max_connections,
         host=host,
         port=port,

@@ -147,7 +147,7 @@ def _split(a: float, b: float, day0: float) -> list[tuple[int, float]]:
 
 
 def _ttas(groups: dict[str, list[float]]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for name, vals in groups.items():
         vals.sort()
         out.append(
@@ -223,7 +223,9 @@ def compute(rows: list[Any], q: Query, now: float, groups: list[Any] | None = No
             _prompt(prompts, r.kind, r.msg, 1, waited)
     for kind, msg, n, secs in groups or ():
         _prompt(prompts, kind, msg, int(n), max(0.0, float(secs or 0.0)))
-    series = sorted(({"name": k, "values": v} for k, v in per_day.items()), key=lambda x: -sum(x["values"]))
+    series: list[dict[str, Any]] = sorted(
+        ({"name": k, "values": v} for k, v in per_day.items()), key=lambda x: -sum(x["values"])
+    )
     if len(series) > MAX_SERIES:
         rest = series[MAX_SERIES - 1 :]
         other = [sum(x["values"][i] for x in rest) for i in range(len(day_list))]

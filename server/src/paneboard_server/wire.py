@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from paneboard_protocol import pane as pane_def
 from paneboard_protocol import wire as pwire
@@ -149,7 +149,7 @@ Time = Annotated[float, Field(ge=0, le=1e11, allow_inf_nan=False)]
 Seq = Annotated[int, Field(ge=0, le=MAX_INT)]
 Evidence = Annotated[dict[str, Any], AfterValidator(storable_json)]
 Record = Annotated[dict[str, Any], AfterValidator(_clean_record)]
-STATES = Literal[pane_def.STATES]  # type: ignore[valid-type]
+STATES = Literal[pane_def.STATES]  # type: ignore[valid-type]  # a Literal of a runtime tuple
 
 
 class _Msg(BaseModel):
@@ -166,7 +166,7 @@ def _pane_in_field(f: pane_def.Field) -> tuple[Any, Any]:
     """A pane field's pydantic type and default, with its limits from the definition."""
     typ: Any
     if f.choices is not None:
-        typ = Literal[f.choices]  # type: ignore[valid-type]  # Literal of a runtime tuple
+        typ = Literal[f.choices]  # a Literal of a runtime tuple: `typ` is Any to the checker
     elif f.type == "list":  # records: display data, every string cleaned
         typ = Annotated[list[Record], Field(max_length=f.max_len)]
     elif f.type == "json":  # evidence: free-form, refused if a backend cannot store it
@@ -189,13 +189,24 @@ def _pane_in_field(f: pane_def.Field) -> tuple[Any, Any]:
     return (typ, default)
 
 
-#: `PaneUpdate.wire_json()` as the collector sends it, derived from `pane.FIELDS`.
-PaneIn = create_model(  # type: ignore[call-overload]
-    "PaneIn",
-    __base__=_Msg,
-    key=(Key, ...),
-    **{f.name: _pane_in_field(f) for f in pane_def.FIELDS if f.update},
-)
+if TYPE_CHECKING:
+
+    class PaneIn:
+        """What a type checker sees of the model made below: its key typed, every field
+        of the definition as Any (naming them here would be a second field list)."""
+
+        key: Key
+
+        def __getattr__(self, name: str) -> Any: ...
+
+else:
+    #: `PaneUpdate.wire_json()` as the collector sends it, derived from `pane.FIELDS`.
+    PaneIn = create_model(
+        "PaneIn",
+        __base__=_Msg,
+        key=(Key, ...),
+        **{f.name: _pane_in_field(f) for f in pane_def.FIELDS if f.update},
+    )
 
 
 class HostIn(_Msg):
@@ -289,7 +300,7 @@ class Screen(_Msg):
 class Answered(_Msg):
     type: Literal["answered"]
     id: RequestId
-    outcome: Literal[pwire.OUTCOMES]  # type: ignore[valid-type]
+    outcome: Literal[pwire.OUTCOMES]  # type: ignore[valid-type]  # a Literal of a runtime tuple
     prompt: LongText | None = None
 
 

@@ -242,7 +242,7 @@ class SSHTransport(Transport):
             if i == 0 and resolved is not None and resolved.jumps:
                 tunnel = await self._jump(resolved.jumps, opened, depth + 1)
             try:
-                conn = await asyncssh.connect(t.host, tunnel=tunnel, **self._options(t))  # type: ignore[arg-type]
+                conn = await asyncssh.connect(t.host, tunnel=tunnel, **self._options(t))
             except Exception as exc:
                 known = resolved.known_hosts if resolved else None
                 raise describe_ssh_error(t, exc, known, via) from exc
@@ -262,7 +262,7 @@ class SSHTransport(Transport):
             # with its own defaults (agent forwarding, passwords) instead of ours
             tunnel = await self._jump(resolved.jumps, jumps, 0) if resolved and resolved.jumps else None
             try:
-                conn = await asyncssh.connect(t.host, tunnel=tunnel, **self._options(t))  # type: ignore[arg-type]
+                conn = await asyncssh.connect(t.host, tunnel=tunnel, **self._options(t))
             except Exception as exc:
                 raise describe_ssh_error(t, exc, resolved.known_hosts if resolved else None) from exc
         except BaseException:

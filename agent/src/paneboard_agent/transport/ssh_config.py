@@ -41,7 +41,7 @@ def _record(self: SSHClientConfig, option: str, args: list[str]) -> None:
 class _Probe(SSHClientConfig):
     """asyncssh's client config parser, plus the options it would otherwise drop."""
 
-    _handlers: ClassVar[dict[str, tuple[str, Any]]] = {
+    _handlers: ClassVar[dict[str, tuple[str, Any]]] = {  # type: ignore[misc]  # asyncssh: not a ClassVar
         **SSHClientConfig._handlers,
         **{name.lower(): (name, _record) for name in UNSUPPORTED},
     }
@@ -139,8 +139,8 @@ def resolve(
     jump = config.get("ProxyJump")
     return Resolved(
         host=str(config.get("Hostname", host)),
-        port=int(config.get("Port", 22)),  # type: ignore[call-overload]
-        user=config.get("User"),  # type: ignore[arg-type]
+        port=int(config.get("Port", 22)),  # type: ignore[call-overload]  # asyncssh: values are object
+        user=config.get("User"),  # type: ignore[arg-type]  # asyncssh: values are object
         jumps=parse_jumps(where, jump) if isinstance(jump, str) else (),
         known_hosts=tuple(str(Path(k).expanduser()) for k in known) if isinstance(known, list) else None,
     )

@@ -134,9 +134,10 @@ def default_lines(lines: Sequence[str], anchor: int | None, *, ask_only: bool = 
     elif ask_only:
         return []
     else:
-        q = next((i for i in range(at, -1, -1) if not is_noise(lines[i])), None)
-        if q is None:
+        found = next((i for i in range(at, -1, -1) if not is_noise(lines[i])), None)
+        if found is None:
             return []
+        q = found
     context = None
     for i in range(q + 1, min(n, q + 3)):
         if not lines[i].strip():

@@ -85,7 +85,7 @@ class NotifySettings:
                 want = str if f.type == "str" else (int if f.type == "int" else float)
                 if isinstance(v, bool) or not isinstance(v, (str,) if want is str else (int, float)):
                     raise ConfigError(f"notify.{name}: must be a {want.__name__}")
-                if want is not str and v <= 0:
+                if want is not str and not isinstance(v, str) and v <= 0:
                     raise ConfigError(f"notify.{name}: must be greater than 0")
                 kw[name] = want(v)
         subject = kw.get("subject", cls.__dataclass_fields__["subject"].default)
@@ -166,7 +166,7 @@ class NotifyService:
 
     async def _run(self) -> None:
         while True:
-            batch = [await self._queue.get()]
+            batch: list[tuple[StateChange, frozenset[str] | None]] = [await self._queue.get()]
             try:
                 if self.settings.group_window > 0:
                     await self._sleep(self.settings.group_window)  # let a burst gather

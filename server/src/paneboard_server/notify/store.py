@@ -110,7 +110,9 @@ async def add_mute(engine: AsyncEngine, scope: str, value: str, until: float | N
         res = await conn.execute(
             insert(s.quiet_rules).values(scope=scope, value=value, until=until, created_at=time.time())
         )
-        return int(res.inserted_primary_key[0])
+        key = res.inserted_primary_key
+        assert key is not None  # an insert into a table with a primary key
+        return int(key[0])
 
 
 async def remove_mute(engine: AsyncEngine, rule_id: int) -> int:

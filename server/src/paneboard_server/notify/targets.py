@@ -69,7 +69,7 @@ def safe_resolver() -> Any:
     """An aiohttp resolver that refuses to connect to a non-public address."""
     from aiohttp.resolver import DefaultResolver
 
-    class PublicOnly(DefaultResolver):
+    class PublicOnly(DefaultResolver):  # type: ignore[valid-type,misc]  # aiohttp picks its class at import
         async def resolve(
             self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
         ) -> list[Any]:
