@@ -21,7 +21,6 @@ import contextlib
 import logging
 import random
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from paneboard_protocol.identity import process_identity
@@ -38,6 +37,7 @@ from paneboard_agent.control import (
     parse_version,
     tmux_base,
 )
+from paneboard_agent.pane_tasks import TrackerTasks, WatchedPane
 from paneboard_agent.panes import (
     PaneInfo,
     observe,
@@ -74,27 +74,6 @@ POLL_SPACING = 0.05
 BURST_PAUSE = 0.005
 
 
-@dataclass(eq=False)
-class _Pane:
-    """A tracker and the asyncio things the watcher runs for it."""
-
-    tracker: PaneTracker
-    settle_handle: asyncio.TimerHandle | None = None
-    settle_for: float | None = None
-    deadline_handle: asyncio.TimerHandle | None = None
-    deadline_for: float | None = None
-    capture_task: asyncio.Task[None] | None = None
-
-    def cancel(self) -> None:
-        for h in (self.settle_handle, self.deadline_handle):
-            if h is not None:
-                h.cancel()
-        self.settle_handle = self.deadline_handle = None
-        self.settle_for = self.deadline_for = None
-        if self.capture_task is not None and not self.capture_task.done():
-            self.capture_task.cancel()
-
-
 class NoTmuxServer(FatalTransportError):
     """No tmux server runs on the socket to watch, and waiting for one was not asked for."""
 
@@ -105,7 +84,7 @@ def _reason(host: str, exc: Exception) -> str:
     return text.removeprefix(f"{host}: ")
 
 
-class TmuxWatcher:
+class TmuxWatcher(TrackerTasks):
     """Watches one tmux server; survives losing it, gives up only on fatal errors."""
 
     def __init__(self, target: TmuxTarget, options: Options, pump: Pump) -> None:
@@ -115,7 +94,7 @@ class TmuxWatcher:
         self.opt = options
         self.pump = pump
         self.base = tmux_base(target.socket, target.socket_path)
-        self.panes: dict[str, _Pane] = {}  # by tmux pane id
+        self.panes: dict[str, WatchedPane] = {}  # by tmux pane id
         self.clients = ControlClients(self.t, self.base, self._on_note, self._client_closed)
         self.reachable: tuple[bool, str | None] = (False, "not connected yet")
         self.fatal: str | None = None
@@ -125,7 +104,7 @@ class TmuxWatcher:
         self._polls = 0
         self._warned_old = False
         self._capture_sem = asyncio.Semaphore(options.captures_at_once)
-        self._held: set[_Pane] = set()  # panes holding reports until the next poll
+        self._held: set[WatchedPane] = set()  # panes holding reports until the next poll
         self._full_due = 0.0
         # the classifier sees a name only; "docker exec"-style entries are judged here
         self._classifier_transports = [t for t in options.transports if " " not in t]
@@ -285,7 +264,7 @@ class TmuxWatcher:
             if note.name in PANE_NOTICES:
                 self._wake.set()
 
-    def _release_held(self, waiting: set[_Pane], everything: bool = False) -> None:
+    def _release_held(self, waiting: set[WatchedPane], everything: bool = False) -> None:
         """The poll these panes waited for has run: their reports go to the classifier.
 
         A pane whose output brought a report while the poll ran still holds that one
@@ -304,8 +283,8 @@ class TmuxWatcher:
 
     # --- listing -----------------------------------------------------------------
 
-    def _new_pane(self, pane_id: str, session: str) -> _Pane:
-        pane = _Pane(
+    def _new_pane(self, pane_id: str, session: str) -> WatchedPane:
+        pane = WatchedPane(
             PaneTracker(
                 PaneKey(self.host, self.target.label, pane_id),
                 session,
@@ -441,65 +420,10 @@ class TmuxWatcher:
         manifest = rules.for_process(ident)
         return manifest.agent if manifest is not None else None
 
-    def _gone(self, pane: _Pane, now: float) -> None:
+    def _gone(self, pane: WatchedPane, now: float) -> None:
         pane.cancel()
         self.panes.pop(pane.tracker.key.pane, None)
         self.pump.gone(pane.tracker.key, now)
-
-    # --- what a tracker asks for ---------------------------------------------------
-
-    def _after(self, pane: _Pane) -> None:
-        """Carry out what the tracker wants after an input: send, capture, set timers."""
-        t = pane.tracker
-        update = t.take_update()
-        if update is not None:
-            self.pump.changed(update)
-        if t.take_capture():
-            pane.capture_task = asyncio.create_task(self._do_capture(pane))
-        loop = asyncio.get_running_loop()
-        now = time.time()
-        if t.settle_at != pane.settle_for:
-            if pane.settle_handle is not None:
-                pane.settle_handle.cancel()
-            pane.settle_for, pane.settle_handle = t.settle_at, None
-            if t.settle_at is not None:
-                pane.settle_handle = loop.call_later(max(0.0, t.settle_at - now), self._timer, pane, "settle")
-        if t.deadline_at != pane.deadline_for:
-            if pane.deadline_handle is not None:
-                pane.deadline_handle.cancel()
-            pane.deadline_for, pane.deadline_handle = t.deadline_at, None
-            if t.deadline_at is not None:
-                delay = max(0.0, t.deadline_at - now) + 0.001
-                pane.deadline_handle = loop.call_later(delay, self._timer, pane, "deadline")
-
-    def _timer(self, pane: _Pane, which: str) -> None:
-        if self.panes.get(pane.tracker.key.pane) is not pane:
-            return
-        now = time.time()
-        if which == "settle":
-            pane.settle_handle = pane.settle_for = None
-            pane.tracker.settled(now)
-        else:
-            pane.deadline_handle = pane.deadline_for = None
-            pane.tracker.deadline(now)
-        self._after(pane)
-
-    # --- screen capture ------------------------------------------------------------
-
-    async def _do_capture(self, pane: _Pane) -> None:
-        key = pane.tracker.key
-        try:
-            async with self._capture_sem:
-                res = await self.t.run([*self.base, "capture-pane", "-p", "-t", key.pane], timeout=10)
-        except TransportError as exc:
-            log.debug("%s: capture of %s failed: %s", self.host, key.pane, exc)
-            pane.tracker.capture_failed()
-            return
-        if self.panes.get(key.pane) is not pane:
-            return
-        screen = res.stdout.decode("utf-8", "replace") if res.returncode == 0 else None
-        pane.tracker.captured(time.time(), screen)
-        self._after(pane)
 
     # --- from outside ----------------------------------------------------------------
 
