@@ -37,10 +37,24 @@ WIDTH, HEIGHT = 120, 40
 TITLE = re.compile(rb"\x1b\][02];([^\x07\x1b]*)(?:\x07|\x1b\\)")
 
 
+#: Variables by which programs tell they run under CI (the `ci-info` package's and
+#: alike). Gemini CLI, seeing `CI=true`, starts non-interactive and exits waiting for
+#: stdin; a user's pane has none of them, so the agents' panes do not either.
+CI_MARKERS = ("CI", "CONTINUOUS_INTEGRATION", "BUILD_NUMBER", "BUILD_ID", "RUN_ID")
+CI_PREFIXES = (
+    "CI_", "GITHUB_", "GITLAB_", "BUILDKITE", "CIRCLE", "TRAVIS", "JENKINS", "TEAMCITY", "BITBUCKET_",
+)  # fmt: skip
+
+
+def without_ci(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k not in CI_MARKERS and not k.startswith(CI_PREFIXES)}
+
+
 class IsolatedTmux(TmuxServer):
     """TmuxServer whose server process (and so every pane) lives in a new network namespace."""
 
     def start(self, session: str = "main", command: str = SHELL) -> IsolatedTmux:
+        self.env = without_ci(self.env)
         if shutil.which("unshare") is None or shutil.which("ip") is None:
             raise RuntimeError("the real-agent tests need unshare(1) and ip(8) to isolate the network")
         inner = " ".join(
