@@ -48,11 +48,26 @@ class AnswerDesk:
         self.ttl = ttl
         # (pane id, fingerprint) -> who answered it (in flight or typed): single use
         self.claims: dict[tuple[int, str], str] = {}
+        self.remote: Any = None  # replicas.Replicas on PostgreSQL: panes held by a peer
 
     async def answer(
-        self, who: Principal, pane_id: int, fingerprint: str, answer: str | None, text: str | None
+        self,
+        who: Principal,
+        pane_id: int,
+        fingerprint: str,
+        answer: str | None,
+        text: str | None,
+        relayed: bool = False,
     ) -> tuple[str, dict[str, Any]]:
-        """The outcome, and the audit row written for it."""
+        """The outcome, and the audit row written for it. A pane whose collector is
+        connected to a peer replica is answered there (`replicas.py`: one process
+        decides the claim); `relayed`: this is that peer's request."""
+        if self.remote is not None and who.operator and not relayed:
+            target = self.core.collector_of(pane_id)
+            if target is not None and target[0] not in self.core.seen_routes:
+                got = await self.remote.ask(who, pane_id, fingerprint, answer, text)
+                if got is not None:
+                    return cast(tuple[str, dict[str, Any]], got)
         asked_at = self.core.clock()
         shown = self.hub.latest.get(pane_id)
         sc = shown.screen if shown is not None else None
