@@ -49,6 +49,9 @@ class AnswerDesk:
         # (pane id, fingerprint) -> who answered it (in flight or typed): single use
         self.claims: dict[tuple[int, str], str] = {}
         self.remote: Any = None  # replicas.Replicas on PostgreSQL: panes held by a peer
+        # PostgreSQL: a screen answered `typed` by any process (the collector may have
+        # moved from one replica to another) is used, as the audit table says
+        self.durable_claims = False
 
     async def answer(
         self,
@@ -91,7 +94,7 @@ class AnswerDesk:
             outcome = "not-blocked"
         elif (answer is not None and label is None) or (text is not None and not sc.text):
             outcome = "refused"
-        elif claim in self.claims:
+        elif claim in self.claims or (self.durable_claims and await self._typed_before(claim)):
             outcome = "used"
         else:
             outcome, said = await self._relay(
@@ -123,6 +126,12 @@ class AnswerDesk:
             row["id"] = await self._insert({**row, "viewer_id": None, "pane_id": None})
         log.info("answer by %s to pane %s: %s", who.name, pane_id, outcome)
         return outcome, row
+
+    async def _typed_before(self, claim: tuple[int, str]) -> bool:
+        a = s.answers.c
+        q = select(a.id).where(a.pane_id == claim[0], a.fingerprint == claim[1], a.outcome == "typed")
+        async with self.core.engine.connect() as conn:
+            return (await conn.execute(q.limit(1))).first() is not None
 
     async def _insert(self, row: dict[str, Any], asked_at: float | None = None) -> int | None:
         async with self.core.engine.begin() as conn:

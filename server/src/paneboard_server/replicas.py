@@ -20,9 +20,11 @@ Everything travels by LISTEN/NOTIFY on the fan-out's connection (`fanout.py`):
   request; only A, the process holding the collector, runs `AnswerDesk.answer` — so the
   single-use claim is decided in one process for every replica, the checks against the
   latest screen are made where the screen is authoritative, the audit row is written
-  once (by A), and A re-reads the operator role from the database rather than trusting
-  the message. A NOTIFYs the outcome and the row id back; B returns them. No reply in
-  `ASK_WAIT` s (no replica holds the collector): B answers `offline` and audits it.
+  once (by A; a screen some process's audit row says was typed is `used` too, for a
+  collector that moved between replicas), and A re-reads the operator role from the
+  database rather than trusting the message. A NOTIFYs the outcome and the row id
+  back; B returns them. No reply in `ASK_WAIT` s (no replica holds the collector):
+  B answers `offline` and audits it.
 
 SQLite runs one process: none of this is started there.
 """
@@ -88,6 +90,7 @@ class Replicas:
         hub.remote = self
         hub.on_store.append(self._stored)
         desk.remote = self
+        desk.durable_claims = True
 
     def listeners(self) -> list[tuple[str, Callable[..., None]]]:
         return [
