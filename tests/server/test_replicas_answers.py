@@ -27,10 +27,13 @@ pytestmark = pytest.mark.postgres
 PASSWORD = "correct horse battery"
 
 
-def asker() -> str:
+def asker(filler: int = 0) -> str:
+    """demo_ask's permission prompt; `filler` long lines printed first (history)."""
     path = shlex.quote(os.pathsep.join(p for p in sys.path if p))
     py = shlex.quote(sys.executable)
     cmd = f"PYTHONPATH={path} exec -a claude {py} -m paneboard.demo_ask permission --once"
+    if filler:
+        cmd = f'for i in $(seq {filler}); do echo "filler-$i-{"x" * 60}"; done; {cmd}'
     return f"bash -c {shlex.quote(cmd)}"
 
 
@@ -65,8 +68,8 @@ def test_screen_and_answers_through_the_replica_without_the_collector(
     try:
         wait_for(lambda: wall.get("/api/panes"), timeout=30, what="the collector's panes on B")
 
-        def blocked_pane() -> tuple[str, str]:
-            pane = tmux.new_window("work", "ask", asker())
+        def blocked_pane(filler: int = 0) -> tuple[str, str]:
+            pane = tmux.new_window("work", "ask", asker(filler))
             row = wait_for(
                 lambda: next(
                     (p for p in wall.get("/api/panes") if p["pane"] == pane and p["state"] == "blocked"), None
@@ -92,7 +95,18 @@ def test_screen_and_answers_through_the_replica_without_the_collector(
         ana_b = WebClient(b.url).login("ana", PASSWORD)  # no operator role
 
         # 1. seen and answered through B alone
-        pane, pid = blocked_pane()
+        pane, pid = blocked_pane(filler=300)
+        # with 300 lines of history the screen is ~25 KB of JSON: several NOTIFY chunks
+        big = wait_for(
+            lambda: (
+                (s := olga_b.get(f"/api/panes/{pid}/screen?wait=2&scrollback=300"))["answers"]
+                and any(ln.startswith("filler-150-") for ln in s["lines"])
+                and s
+            ),
+            timeout=30,
+            what="B's screen with the history asked for",
+        )
+        assert len("".join(big["lines"])) > 3 * 7000
         shot = screen_of(olga_b, pid)
         assert shot["online"] is True and shot["operator"] is True and shot["state"] == "blocked"
         assert [x["id"] for x in shot["answers"]] == ["yes", "always", "no"]
