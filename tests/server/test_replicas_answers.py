@@ -164,8 +164,19 @@ def test_screen_and_answers_through_the_replica_without_the_collector(
         assert text(pane2).count("ANSWERED") == 1
         audit2 = otto_a.get(f"/api/panes/{pid2}/answers")["answers"]
         assert [r["outcome"] for r in audit2].count("typed") == 1, audit2
-    finally:
+
+        # 3. no replica holds the collector any more: B answers offline (no hang), audited
+        pane3, pid3 = blocked_pane()
+        fp3 = screen_of(olga_b, pid3)["fingerprint"]
         os.killpg(collector.pid, 15)
         collector.wait(20)
+        assert post(olga_b, pid3, {"fingerprint": fp3, "answer": "yes"})[1]["outcome"] == "offline"
+        assert "ANSWERED" not in text(pane3)
+        audit3 = olga_b.get(f"/api/panes/{pid3}/answers")["answers"]
+        assert [r["outcome"] for r in audit3] == ["offline"], audit3
+    finally:
+        if collector.poll() is None:
+            os.killpg(collector.pid, 15)
+            collector.wait(20)
         log.close()
         tmux.kill()
