@@ -48,11 +48,29 @@ class AnswerDesk:
         self.ttl = ttl
         # (pane id, fingerprint) -> who answered it (in flight or typed): single use
         self.claims: dict[tuple[int, str], str] = {}
+        self.remote: Any = None  # replicas.Replicas on PostgreSQL: panes held by a peer
+        # PostgreSQL: a screen answered `typed` by any process (the collector may have
+        # moved from one replica to another) is used, as the audit table says
+        self.durable_claims = False
 
     async def answer(
-        self, who: Principal, pane_id: int, fingerprint: str, answer: str | None, text: str | None
+        self,
+        who: Principal,
+        pane_id: int,
+        fingerprint: str,
+        answer: str | None,
+        text: str | None,
+        relayed: bool = False,
     ) -> tuple[str, dict[str, Any]]:
-        """The outcome, and the audit row written for it."""
+        """The outcome, and the audit row written for it. A pane whose collector is
+        connected to a peer replica is answered there (`replicas.py`: one process
+        decides the claim); `relayed`: this is that peer's request."""
+        if self.remote is not None and who.operator and not relayed:
+            target = self.core.collector_of(pane_id)
+            if target is not None and target[0] not in self.core.seen_routes:
+                got = await self.remote.ask(who, pane_id, fingerprint, answer, text)
+                if got is not None:
+                    return cast(tuple[str, dict[str, Any]], got)
         asked_at = self.core.clock()
         shown = self.hub.latest.get(pane_id)
         sc = shown.screen if shown is not None else None
@@ -76,7 +94,7 @@ class AnswerDesk:
             outcome = "not-blocked"
         elif (answer is not None and label is None) or (text is not None and not sc.text):
             outcome = "refused"
-        elif claim in self.claims:
+        elif claim in self.claims or (self.durable_claims and await self._typed_before(claim)):
             outcome = "used"
         else:
             outcome, said = await self._relay(
@@ -108,6 +126,12 @@ class AnswerDesk:
             row["id"] = await self._insert({**row, "viewer_id": None, "pane_id": None})
         log.info("answer by %s to pane %s: %s", who.name, pane_id, outcome)
         return outcome, row
+
+    async def _typed_before(self, claim: tuple[int, str]) -> bool:
+        a = s.answers.c
+        q = select(a.id).where(a.pane_id == claim[0], a.fingerprint == claim[1], a.outcome == "typed")
+        async with self.core.engine.connect() as conn:
+            return (await conn.execute(q.limit(1))).first() is not None
 
     async def _insert(self, row: dict[str, Any], asked_at: float | None = None) -> int | None:
         async with self.core.engine.begin() as conn:

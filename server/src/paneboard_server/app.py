@@ -93,9 +93,15 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         tasks.append(start_screens(app, core, registry))
         if not is_sqlite(url):
             from .fanout import Fanout
+            from .replicas import Replicas
 
             fan = Fanout(core, registry)
             app.state.fanout = fan
+            rep = Replicas(core, app.state.screens, app.state.answers)
+            app.state.replicas = rep
+            fan.extra = rep.listeners()
+            registry.on_attach.append(rep.on_attach)
+            tasks.append(asyncio.create_task(rep.run(fan.ready), name="paneboard-replicas"))
             tasks.append(asyncio.create_task(fan.run(), name="paneboard-fanout"))
             await fan.ready.wait()
         try:

@@ -44,6 +44,7 @@ class Fanout:
         self._open: Refresh | None = None
         self._open_ids: set[int] = set()
         self.merged = 0  # notifications that joined a queued refresh
+        self.extra: list[tuple[str, Any]] = []  # (channel, callback): replicas.py's
 
     def _on_change(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         origin, _, ids = payload.partition(":")
@@ -89,6 +90,8 @@ class Fanout:
                 conn = await asyncpg.connect(self.dsn)
                 await conn.add_listener(NOTIFY_CHANNEL, self._on_change)
                 await conn.add_listener(SEEN_CHANNEL, self._on_seen)
+                for channel, callback in self.extra:
+                    await conn.add_listener(channel, callback)
                 self.conn = conn
                 if not first:
                     self.core.submit(Refresh(None))  # whatever was missed while away

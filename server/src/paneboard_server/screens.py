@@ -8,7 +8,7 @@ no page has asked for `WATCH_FOR` seconds the collector is told `unwatch`, so an
 board costs no captures. A collector that reconnects is sent its watches again.
 
 Screens live in the process the collector is connected to; with several server
-replicas (PostgreSQL), a page served by another replica sees `online: false`.
+replicas (PostgreSQL), `replicas.py` relays watches and screens to the others (`remote`).
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ class ScreenHub:
         self.changed: dict[int, asyncio.Event] = {}
         self.replies: dict[str, asyncio.Future[Answered]] = {}  # answer request id -> its reply
         self.stats = {"screens": 0, "watches": 0}
+        self.remote: Any = None  # replicas.Replicas on PostgreSQL: panes held by a peer
+        self.on_store: list[Callable[[int, Shown], None]] = []
 
     # --- pages ----------------------------------------------------------------------
     def look(self, pane_id: int, scrollback: int = 0) -> bool:
@@ -66,7 +68,10 @@ class ScreenHub:
         self.until[pane_id] = self.clock() + WATCH_FOR
         self.scrollback[pane_id] = scrollback
         if send is None:
-            return False
+            if self.remote is None:
+                return False
+            self.remote.look(pane_id, scrollback, first)  # held by a peer, perhaps
+            return True
         if first:
             self.stats["watches"] += 1
             send(dict(pwire.watch(pwire.Key(host=key.host, tmux=key.tmux, pane=key.pane), scrollback)))
@@ -74,7 +79,9 @@ class ScreenHub:
 
     def online(self, pane_id: int) -> bool:
         target = self.core.collector_of(pane_id)
-        return target is not None and target[0] in self.core.seen_routes
+        if target is not None and target[0] in self.core.seen_routes:
+            return True
+        return self.remote is not None and bool(self.remote.online(pane_id))
 
     async def wait(
         self, pane_id: int, after: str | None, timeout: float, since: int | None = None
@@ -109,12 +116,19 @@ class ScreenHub:
         pane_id = self.core.pane_ids.get((hid, k.tmux, k.pane)) if hid is not None else None
         if pane_id is None or pane_id not in self.until:
             return  # not a pane of this collector, or nobody watches it any more
+        self.store(pane_id, msg)
+
+    def store(self, pane_id: int, screen: Screen) -> None:
+        """The pane's newest screen (from its collector, or relayed by a peer replica)."""
         self.stats["screens"] += 1
         old = self.latest.get(pane_id)
-        self.latest[pane_id] = Shown(msg, self.core.clock(), (old.rev if old is not None else 0) + 1)
+        rev = (old.rev if old is not None else 0) + 1
+        shown = self.latest[pane_id] = Shown(screen, self.core.clock(), rev)
         ev = self.changed.pop(pane_id, None)
         if ev is not None:
             ev.set()
+        for hook in self.on_store:
+            hook(pane_id, shown)
 
     def on_attach(self, cid: int) -> None:
         """A collector (re)connected: it forgot what was watched."""
