@@ -184,9 +184,15 @@ class UplinkSink:
         while (self.pending or self.inflight) and self.connected.is_set() and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         self._closing = True
-        self._task.cancel()
+        # Cancel until it is done: on Python 3.11 `asyncio.wait_for` swallows a cancel that
+        # lands as its inner await completes (the welcome arriving as we close), and the
+        # session would then run on, pinging, with nobody to stop it.
+        task = self._task
+        while not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=0.5)
         with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._task
+            task.result()
         self._task = None
 
     @property
