@@ -63,3 +63,22 @@ def test_attempts_are_audited_and_pruned_by_age(db_url: str) -> None:
             assert left == 2
 
     asyncio.run(go())
+
+
+def test_pane_page_is_newest_first_older_than_before_and_one_pane_only() -> None:
+    """The paging /events and /answers share: a page, newest first, below `before`."""
+    from paneboard_server import schema as s
+    from sqlalchemy import create_engine, insert
+
+    engine = create_engine("sqlite://")
+    s.answers.create(engine)
+    row = {"t": 1.0, "host": "h", "tmux": "t", "pane": "%0", "who": "olga"}
+    row |= {"fingerprint": "f", "outcome": "typed"}
+    with engine.begin() as conn:
+        for i in range(1, 7):
+            conn.execute(insert(s.answers).values(id=i, pane_id=1 if i != 5 else 2, **row))
+        ids = lambda *a: [r.id for r in conn.execute(s.pane_page(s.answers, *a))]  # noqa: E731
+        assert ids(1, 2) == [6, 4]
+        assert ids(1, 2, 4) == [3, 2]
+        assert ids(1, 10, 2) == [1]
+        assert ids(2, 10) == [5]

@@ -178,10 +178,7 @@ async def audit(
     core: Core, pane_id: int, limit: int = 100, before: int | None = None
 ) -> list[dict[str, Any]]:
     """`GET /api/panes/{id}/answers`: the pane's answer attempts, newest first."""
-    q = select(s.answers).where(s.answers.c.pane_id == pane_id)
-    if before is not None:
-        q = q.where(s.answers.c.id < before)
-    q = q.order_by(s.answers.c.id.desc()).limit(limit)
+    q = s.pane_page(s.answers, pane_id, limit, before)
     async with core.engine.connect() as conn:
         rows = (await conn.execute(q)).all()
     return [{k: r._mapping[k] for k in AUDIT_KEYS} for r in rows]

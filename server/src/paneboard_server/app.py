@@ -174,10 +174,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         core = core_of(request)
         if pane_id not in core.panes:
             raise HTTPException(404, "no such pane")
-        q = select(s.history).where(s.history.c.pane_id == pane_id)
-        if before is not None:
-            q = q.where(s.history.c.id < before)
-        q = q.order_by(s.history.c.id.desc()).limit(limit)
+        q = s.pane_page(s.history, pane_id, limit, before)
         async with core.engine.connect() as conn:
             rows = (await conn.execute(q)).all()
         keys = ("id", "t", *HISTORY_FIELDS, "prev_state", "reason")

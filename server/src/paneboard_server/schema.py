@@ -29,7 +29,9 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    select,
 )
+from sqlalchemy.sql import Select
 
 metadata = MetaData()
 
@@ -277,3 +279,12 @@ answers = Table(
     Index("ix_answers_pane", "pane_id", "id"),
     Index("ix_answers_t", "t"),
 )
+
+
+def pane_page(table: Table, pane_id: int, limit: int, before: int | None = None) -> Select[Any]:
+    """One page of a pane's rows (history, answers), newest first, older than `before`:
+    the paging every per-pane list of the API shares (its index is `(pane_id, id)`)."""
+    q = select(table).where(table.c.pane_id == pane_id)
+    if before is not None:
+        q = q.where(table.c.id < before)
+    return q.order_by(table.c.id.desc()).limit(limit)
