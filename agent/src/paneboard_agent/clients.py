@@ -66,11 +66,22 @@ class ControlClients:
                 return c.control
         return None
 
+    def stale(self) -> set[int]:
+        """Pids of clients we attached whose link broke without tmux's %exit: tmux may
+        still list them (a remote client that cannot react lingers)."""
+        live = {c.pid for c in self._by_session.values() if c.pid is not None}
+        return self.ours - live
+
     async def detach_stale(self) -> None:
-        """Detach control clients this process attached before a lost connection."""
-        if self.ours:
-            await queries.detach_stale(self.t, self.base, self.ours)
-        self.ours.clear()
+        """Detach control clients this process attached before a lost link.
+
+        Called on every (re)connect, and before re-attaching after a client's link
+        broke: the transport may open a fresh connection for the next command without
+        the watcher ever seeing an error, so a reconnect alone would miss that case."""
+        stale = self.stale()
+        if stale:
+            await queries.detach_stale(self.t, self.base, stale)
+        self.ours -= stale
 
     async def attach(self, session: str, version: tuple[int, int], pause_after: int) -> None:
         argv = attach_argv(self.base, session, version, pause_after)

@@ -348,6 +348,8 @@ class TmuxWatcher(TrackerTasks):
             if name not in wanted:
                 await self.clients.detach(name)
         todo = [name for name in wanted if self.clients.may_attach(name)]
+        if todo and self.clients.stale():
+            await self.clients.detach_stale()
         # in parallel: over SSH each attach is a channel and a login shell start (~0.3 s+)
         results = await asyncio.gather(
             *(self.clients.attach(n, self.version, self.opt.pause_after) for n in todo),

@@ -51,8 +51,19 @@ class Tmux:
             raise AssertionError(f"tmux {' '.join(args)} failed: {proc.stderr.strip()}")
         return proc.stdout
 
-    def pane(self, shell_command: str, *, width: int = 100, height: int = 30, gate: bool = True) -> Pane:
-        """Start `shell_command` (run by sh) in a new pane, capture its raw output."""
+    def pane(
+        self,
+        shell_command: str,
+        *,
+        width: int = 100,
+        height: int = 30,
+        gate: bool = True,
+        release: bool = True,
+    ) -> Pane:
+        """Start `shell_command` (run by sh) in a new pane, capture its raw output.
+
+        With `release` False the gated command waits until the caller calls
+        `Pane.release()` (say, once a collector watches the pane's session)."""
         name = f"p{secrets.token_hex(3)}"
         rc = self.tmp / f"{name}.rc"
         # tmux 3.3a's #{pane_dead_status} is sometimes empty for a dead pane, so the
@@ -82,8 +93,8 @@ class Tmux:
         raw = self.tmp / f"{name}.raw"
         self.cmd("pipe-pane", "-t", pane_id, f"cat >> {shlex.quote(str(raw))}")
         pane = Pane(self, name, pane_id, raw, rc)
-        if gate:
-            self.cmd("send-keys", "-t", pane_id, "Enter")
+        if gate and release:
+            pane.release()
         return pane
 
     def kill(self) -> None:
@@ -96,6 +107,10 @@ class Pane:
 
     def output(self) -> bytes:
         return self.raw.read_bytes() if self.raw.exists() else b""
+
+    def release(self) -> None:
+        """Let a gated command start."""
+        self.keys("Enter")
 
     def keys(self, *keys: str, literal: bool = False) -> None:
         self.tmux.cmd("send-keys", "-t", self.id, *(["-l"] if literal else []), *keys)

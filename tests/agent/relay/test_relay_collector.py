@@ -93,7 +93,13 @@ def test_collector_sees_nothing_without_the_relay(tmux: Tmux, collector: Collect
     marker = tmp_path / "after"
     # After the probe gives up, a plain report proves the collector is watching this pane.
     late = "printf '\\033]7501;state=idle:app=probe-test\\033\\\\'"
-    pane = tmux.pane(f"{q(PYTHON, PROBE, str(result))}; {late}; touch {q(str(marker))}; sleep 30")
+    pane = tmux.pane(
+        f"{q(PYTHON, PROBE, str(result))}; {late}; touch {q(str(marker))}; sleep 30", release=False
+    )
+    # Bytes written before the collector attaches to the pane's new session reach nobody
+    # (only the relay's pane options outlive that), so the program starts once it is watched.
+    wait_for(lambda: collector.of(pane.id), timeout=20, what="the collector to watch the new pane")
+    pane.release()
     wait_for(marker.exists, what="the probe to finish")
     assert json.loads(result.read_text())["verdict"] == "unsupported"
     wait_for(
