@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import socket
 
 from . import logsafe
@@ -36,6 +37,25 @@ def listen_socket(host: str, port: int) -> socket.socket:
         raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     sock.set_inheritable(True)
     return sock
+
+
+#: Collector reports allocate a few dozen short-lived containers each. With CPython's
+#: default thresholds (700, 10, 10) a server taking 5,000 reports/s ran ~1.3 full
+#: collections a second over its ~200,000 live objects, 100-150 ms each with the event
+#: loop stopped: a quarter of a core, and the p99 of every report's delay
+#: (bench/ingest.py: 2,000 reports/s p99 304 -> 174 ms, 3,000/s p50 455 -> 123 ms).
+#: Reference counting frees the reports (dicts and lists of scalars); the cycles left
+#: for the collector (tasks, exceptions with their frames) are few, so collecting them
+#: less often costs little memory (peak RSS in the same bench: 142 -> 155 MB).
+GC_THRESHOLDS = (50_000, 50, 100)
+
+
+def tune_gc() -> None:
+    """Collect what start-up left, keep the survivors (modules, the app) out of every
+    later collection, and collect young objects 70x less often."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def run_server(cfg: Config, url: str, host: str, port: int) -> int:
@@ -76,6 +96,7 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
         server_header=False,
     )
     server = uvicorn.Server(config)
+    tune_gc()
     with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
     return 0 if server.started else 1
