@@ -17,6 +17,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from . import fastjson
+
 
 class DatabaseError(Exception):
     """A database problem a person can act on (bad URL, unmigrated schema, ...)."""
@@ -136,7 +138,7 @@ def redact(url: str) -> str:
 def create_engine(url: str) -> AsyncEngine:
     """An async engine with the SQLite pragmas applied on every new connection."""
     if is_sqlite(url):
-        engine = create_async_engine(url, connect_args={"timeout": 30})
+        engine = create_async_engine(url, connect_args={"timeout": 30}, json_serializer=fastjson.dumps_text)
 
         @event.listens_for(engine.sync_engine, "connect")
         def _pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -148,4 +150,6 @@ def create_engine(url: str) -> AsyncEngine:
             cur.close()
 
         return engine
-    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+    return create_async_engine(
+        url, pool_size=10, max_overflow=10, pool_pre_ping=True, json_serializer=fastjson.dumps_text
+    )

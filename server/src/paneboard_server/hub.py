@@ -10,24 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
+from . import fastjson
 
 
 def sse_frame(event: str, data: Any, id_: int | None = None) -> bytes:
-    """One SSE event; encoded once per frame and shared by every client.
-
-    orjson writes the same JSON as `json.dumps(separators=(",", ":"),
-    ensure_ascii=False)` for what the server streams (validated data: str keys, finite
-    floats, 64-bit ints), ~20x faster per pane (bench/json_encoders.py); anything it
-    refuses (a non-str key, a huge int) goes through the stdlib as before."""
-    try:
-        body = orjson.dumps(data)
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    """One SSE event; encoded once per frame and shared by every client."""
+    body = fastjson.dumps(data)
     head = f"id: {id_}\n" if id_ is not None else ""
     return b"".join((f"{head}event: {event}\ndata: ".encode(), body, b"\n\n"))
 
