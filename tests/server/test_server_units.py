@@ -264,3 +264,28 @@ def test_reclassify_gives_none_for_evidence_the_classifier_refuses() -> None:
         assert reclassify.deadline(bad, 1.0) is None
         assert reclassify.mark_seen(bad, 1.0) is None
     assert reclassify.classify(None, 1.0) is None and reclassify.mark_seen({}, 1.0) is None
+
+
+def test_json_columns_encode_what_the_stdlib_did() -> None:
+    """orjson for the hot path; what it refuses (an int beyond 64 bits, a non-str key)
+    still encodes, through the stdlib, so nothing that stored before fails now."""
+    from paneboard_server import fastjson
+
+    for value in ({"a": [1, 2.5, None, True, "é\u2028"]}, {"n": 2**64}, {1: "x"}, []):
+        assert json.loads(fastjson.dumps_text(value)) == json.loads(json.dumps(value))
+    assert fastjson.dumps({"a": "é"}) == '{"a":"é"}'.encode()
+
+
+def test_tune_gc_freezes_start_up_objects_and_raises_the_thresholds() -> None:
+    import gc
+
+    from paneboard_server import serve
+
+    before = gc.get_threshold()
+    try:
+        serve.tune_gc()
+        assert gc.get_threshold() == serve.GC_THRESHOLDS
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

@@ -47,7 +47,7 @@ def listen_socket(host: str, port: int) -> socket.socket:
 #: 811 -> 331 ms).
 #: Reference counting frees the reports (dicts and lists of scalars); the cycles left
 #: for the collector (tasks, exceptions with their frames) are few, so collecting them
-#: less often costs little memory (peak RSS in the same bench: 142 -> 155 MB).
+#: less often costs little memory (peak RSS in the same runs did not grow).
 GC_THRESHOLDS = (50_000, 50, 100)
 
 
