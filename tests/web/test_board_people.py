@@ -8,6 +8,7 @@ copyable attach command that really attaches, and the fields the page reads.
 from __future__ import annotations
 
 import re
+import secrets
 import shlex
 
 import pytest
@@ -166,7 +167,16 @@ def test_disabled_seen_button_looks_disabled(page, board):
     seen = page.locator("#pane-view button.seen")
     seen.wait_for()
     assert seen.is_disabled()
-    opacity, cursor = seen.evaluate("e => [getComputedStyle(e).opacity, getComputedStyle(e).cursor]")
+    # Read from the button in the document at that moment: the pane view re-renders as
+    # its data arrives, and a replaced (detached) button has no computed style ("").
+    style = page.wait_for_function(
+        """() => {
+          const e = document.querySelector('#pane-view button.seen');
+          const s = e && e.isConnected ? getComputedStyle(e) : null;
+          return s && s.opacity !== '' ? [s.opacity, s.cursor] : null;
+        }"""
+    ).json_value()
+    opacity, cursor = style
     assert float(opacity) <= 0.6 and cursor == "not-allowed"
     assert page.errors == []
 
@@ -259,6 +269,35 @@ def test_blocked_cards_count_the_wait_live_longest_first(page, board):
     assert ids.index(first_id) < ids.index(second_id)  # the longest wait first
     assert re.search(r"\(\d+ waiting, longest \d+ (s|min)", page.title()), page.title()
     for pane in (first, second):
+        board.report(pane, state="idle")
+
+
+def test_every_blocked_card_is_on_top_longest_wait_first_whatever_its_session(page, board):
+    """Blocked cards of different tmux sessions (different groups) are not ordered by
+    group: the one waiting longest comes first, then the next, wherever they run."""
+    a1, a1_id = new_pane(board)  # session "work"
+    b1 = board.tmux.new_session(f"other{secrets.token_hex(2)}")
+    row = wait_for(
+        lambda: next((p for p in board.panes() if p["pane"] == b1), None), timeout=20, what="the new pane"
+    )
+    b1_id = str(row["id"])
+    a2, a2_id = new_pane(board)
+    for pane, pid in ((a1, a1_id), (b1, b1_id), (a2, a2_id)):
+        board.report(pane, state="blocked", kind="question", msg=f"question of {pid}")
+        wait_card_state(page, pid, "blocked")
+        page.wait_for_timeout(1100)  # waits a second apart at least
+    section = page.locator(".group.waiting")
+    ids = section.locator(".card").evaluate_all("cs => cs.map(c => c.dataset.id)")
+    assert [i for i in ids if i in (a1_id, b1_id, a2_id)] == [a1_id, b1_id, a2_id]
+    assert page.locator(".group").first.get_attribute("class") == "group waiting"
+    assert re.fullmatch(r"Waiting on you · \d+", section.locator("h2 .group-name").inner_text())
+    where = card(page, b1_id).locator(".where").inner_text()  # outside its group: names its host
+    assert where.startswith(row["host"]) and f" · {row['session']}:" in where, where
+    board.report(b1, state="working")  # no longer waiting: back in its session's group
+    wait_card_state(page, b1_id, "working")
+    assert section.locator(f".card[data-id='{b1_id}']").count() == 0
+    assert " · " not in card(page, b1_id).locator(".where").inner_text()  # its group header names it
+    for pane in (a1, b1, a2):
         board.report(pane, state="idle")
 
 

@@ -1,10 +1,14 @@
-// The board: one card per pane, grouped by host and tmux session, blocked first.
+// The board: one card per pane; every blocked one on top, longest wait first, the rest
+// grouped by host and tmux session.
 // Cards are kept by pane id and updated in place so focus, scroll position and the
 // IntersectionObserver (which tells notifications what is on screen) survive a redraw.
 
 import { clean, setText } from "./sanitize.js";
 import { attachCommand, clock, clockTime, comparePanes, formatDuration, formatWait, stateInfo } from "./model.js";
 import { muteReason } from "./quiet.js";
+
+/** The key of the section that holds every blocked pane (no host/session key is a bare word). */
+const WAITING = "waiting";
 
 export class Board {
   constructor(model, { root, empty, tpl, filters, onOpen, getQuiet = () => null, localHost = () => "" }) {
@@ -71,9 +75,13 @@ export class Board {
   render() {
     this.refreshFilterOptions();
     const panes = [...this.model.panes.values()].filter((p) => this.passes(p)).sort(comparePanes);
-    // Groups: host, then tmux session; a group's rank is its most urgent pane's.
+    // Every blocked pane, whichever host, in one section on top, longest wait first:
+    // "which agent waits, and for how long" must not depend on where it runs. The rest
+    // is grouped by host, then tmux session; a group's rank is its most urgent pane's.
+    const waiting = panes.filter((p) => p.state === "blocked");
     const byGroup = new Map();
     for (const p of panes) {
+      if (p.state === "blocked") continue;
       const key = JSON.stringify([p.host, p.tmux, p.session]);
       if (!byGroup.has(key)) byGroup.set(key, []);
       byGroup.get(key).push(p);
@@ -83,6 +91,7 @@ export class Board {
       if (c) return c;
       return a[0] < b[0] ? -1 : 1;
     });
+    if (waiting.length) order.unshift([WAITING, waiting]);
     const seenCards = new Set(), seenGroups = new Set();
     let prevGroup = null;
     for (const [key, list] of order) {
@@ -92,7 +101,8 @@ export class Board {
         g = this.makeGroup(key, list[0]);
         this.groups.set(key, g);
       }
-      this.updateGroupHeader(g, list[0]);
+      if (key === WAITING) this.updateWaitingHeader(g, list);
+      else this.updateGroupHeader(g, list[0]);
       const where = prevGroup ? prevGroup.el.nextSibling : this.root.firstChild;
       if (g.el !== where) this.root.insertBefore(g.el, where);
       prevGroup = g;
@@ -106,7 +116,7 @@ export class Board {
           this.cards.set(p.id, card);
           this.observer.observe(card);
         }
-        fillCard(card, p, { quiet: this.getQuiet(), localHost: this.localHost() });
+        fillCard(card, p, { quiet: this.getQuiet(), localHost: this.localHost(), withHost: key === WAITING });
         const at = prevCard ? prevCard.nextSibling : g.cards.firstChild;
         if (card !== at) g.cards.insertBefore(card, at);
         prevCard = card;
@@ -142,7 +152,13 @@ export class Board {
     cards.className = "cards";
     el.append(h, cards);
     el.dataset.key = key;
+    if (key === WAITING) el.classList.add("waiting");
     return { el, h, name, status, cards };
+  }
+
+  updateWaitingHeader(g, list) {
+    g.name.textContent = `Waiting on you · ${list.length}`;
+    g.status.textContent = "";
   }
 
   updateGroupHeader(g, p) {
@@ -242,7 +258,7 @@ export async function copyText(text, button) {
   return ok;
 }
 
-export function fillCard(card, p, { quiet = null, localHost = "" } = {}) {
+export function fillCard(card, p, { quiet = null, localHost = "", withHost = false } = {}) {
   const info = stateInfo(p.state);
   card.className = `card st-${p.state || "none"}`;
   const unreachable = !p.reachable;
@@ -292,7 +308,10 @@ export function fillCard(card, p, { quiet = null, localHost = "" } = {}) {
   wait.hidden = !waiting;
   wait.textContent = waiting ? waitText(p.since, clock.now()) : "";
   card.querySelector(".elapsed").textContent = p.since && !waiting ? formatDuration(clock.now() - p.since) : "";
-  const where = `${clean(p.session)}:${clean(p.window)} ${clean(p.pane)}`;
+  // Outside its host's group (the waiting section) a card names its host itself.
+  const tmux = withHost && p.tmux && p.tmux !== "default" ? ` (${clean(p.tmux)})` : "";
+  const host = withHost ? `${clean(p.host)}${tmux} · ` : "";
+  const where = `${host}${clean(p.session)}:${clean(p.window)} ${clean(p.pane)}`;
   card.querySelector(".where").textContent = where;
   const markers = card.querySelector(".markers");
   markers.replaceChildren();
