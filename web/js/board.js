@@ -78,10 +78,10 @@ export class Board {
     // Every blocked pane, whichever host, in one section on top, longest wait first:
     // "which agent waits, and for how long" must not depend on where it runs. The rest
     // is grouped by host, then tmux session; a group's rank is its most urgent pane's.
-    const waiting = panes.filter((p) => p.state === "blocked");
+    const waiting = [];
     const byGroup = new Map();
     for (const p of panes) {
-      if (p.state === "blocked") continue;
+      if (p.state === "blocked") { waiting.push(p); continue; }
       const key = JSON.stringify([p.host, p.tmux, p.session]);
       if (!byGroup.has(key)) byGroup.set(key, []);
       byGroup.get(key).push(p);
@@ -162,8 +162,7 @@ export class Board {
   }
 
   updateGroupHeader(g, p) {
-    const tmux = p.tmux && p.tmux !== "default" ? ` (${clean(p.tmux)})` : "";
-    g.name.textContent = `${clean(p.host)}${tmux} · ${clean(p.session) || "?"}`;
+    g.name.textContent = `${hostLabel(p)} · ${clean(p.session) || "?"}`;
     const down = !p.reachable;
     g.status.textContent = down ? "↯ unreachable" : "";
     g.status.classList.toggle("down", down);
@@ -206,6 +205,12 @@ export class Board {
     const c = id && this.cards.get(id);
     if (c) c.focus({ preventScroll: false });
   }
+}
+
+/** "build-3", or "build-3 (NAME)" for a pane of a named tmux server. */
+function hostLabel(p) {
+  const tmux = p.tmux && p.tmux !== "default" ? ` (${clean(p.tmux)})` : "";
+  return `${clean(p.host)}${tmux}`;
 }
 
 function fillSelect(sel, values) {
@@ -309,8 +314,7 @@ export function fillCard(card, p, { quiet = null, localHost = "", withHost = fal
   wait.textContent = waiting ? waitText(p.since, clock.now()) : "";
   card.querySelector(".elapsed").textContent = p.since && !waiting ? formatDuration(clock.now() - p.since) : "";
   // Outside its host's group (the waiting section) a card names its host itself.
-  const tmux = withHost && p.tmux && p.tmux !== "default" ? ` (${clean(p.tmux)})` : "";
-  const host = withHost ? `${clean(p.host)}${tmux} · ` : "";
+  const host = withHost ? `${hostLabel(p)} · ` : "";
   const where = `${host}${clean(p.session)}:${clean(p.window)} ${clean(p.pane)}`;
   card.querySelector(".where").textContent = where;
   const markers = card.querySelector(".markers");

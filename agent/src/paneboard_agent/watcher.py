@@ -348,7 +348,7 @@ class TmuxWatcher(TrackerTasks):
             if name not in wanted:
                 await self.clients.detach(name)
         todo = [name for name in wanted if self.clients.may_attach(name)]
-        if todo and self.clients.stale():
+        if todo:  # a client whose link broke unseen may linger: detach it first
             await self.clients.detach_stale()
         # in parallel: over SSH each attach is a channel and a login shell start (~0.3 s+)
         results = await asyncio.gather(
