@@ -270,7 +270,7 @@ def pct(values: list[float], q: float) -> float:
 
 # --- one configuration --------------------------------------------------------------------------
 def prepare_db(kind: str, tmp: Path) -> tuple[str, Any]:
-    from paneboard_server.migrate import upgrade
+    from paneboard_server.store.migrate import upgrade
 
     if kind == "sqlite":
         url = f"sqlite:///{tmp / 'bench.db'}"
@@ -296,8 +296,8 @@ def prepare_db(kind: str, tmp: Path) -> tuple[str, Any]:
 
 
 def make_tokens(url: str, collectors: int) -> tuple[list[str], str]:
-    from paneboard_server import accounts
-    from paneboard_server.database import create_engine, resolve_url
+    from paneboard_server.auth import accounts
+    from paneboard_server.store.database import create_engine, resolve_url
 
     async def go() -> tuple[list[str], str]:
         engine = create_engine(resolve_url(url))

@@ -37,8 +37,8 @@ Row = namedtuple("Row", "host tmux pane session agent kind msg start_t end_t end
 
 def build(path: Path, rows: int, now: float) -> tuple[int, float]:
     """Schema, panes, `rows` history rows and the derived waits; returns (waits, seconds)."""
-    from paneboard_server.ledger import Event, derive
-    from paneboard_server.migrate import upgrade
+    from paneboard_server.ledger.intervals import Event, derive
+    from paneboard_server.store.migrate import upgrade
 
     upgrade(f"sqlite+aiosqlite:///{path}")
     db = sqlite3.connect(path)
@@ -113,12 +113,12 @@ def build(path: Path, rows: int, now: float) -> tuple[int, float]:
 
 async def measure(path: Path, now: float, repeat: int) -> dict[str, Any]:
     import httpx
-    from paneboard_server import accounts
-    from paneboard_server import schema as s
     from paneboard_server.app import create_app
+    from paneboard_server.auth import accounts
     from paneboard_server.config import Config
-    from paneboard_server.ledger import Event, derive
-    from paneboard_server.stats import COLUMNS, Query, compute, overlapping
+    from paneboard_server.ledger.intervals import Event, derive
+    from paneboard_server.ledger.stats import COLUMNS, Query, compute, overlapping
+    from paneboard_server.store import schema as s
     from sqlalchemy import select
 
     url = f"sqlite+aiosqlite:///{path}"

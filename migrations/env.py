@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 
 from alembic import context
-from paneboard_server.database import create_engine, is_sqlite
-from paneboard_server.schema import metadata
+from paneboard_server.store.database import create_engine, is_sqlite
+from paneboard_server.store.schema import metadata
 from sqlalchemy.engine import Connection
 
 config = context.config

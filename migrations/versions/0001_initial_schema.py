@@ -1,4 +1,4 @@
-"""initial schema: every table of the store (see paneboard_server.schema)
+"""initial schema: every table of the store (see paneboard_server.store.schema)
 
 Revision ID: 0001
 Revises:

@@ -34,7 +34,7 @@ def resolve(path: str) -> Path:
 
 def test_paths_it_names_exist() -> None:
     paths = {m.rstrip(".,") for m in PATH.findall(PAGE)}
-    assert {"agent/tracker.py", "server/writer.py", "web/js/model.js"} <= paths
+    assert {"agent/tracker.py", "server/panes/writer.py", "web/js/model.js"} <= paths
     missing = sorted(p for p in paths if not resolve(p).exists())
     assert missing == []
 

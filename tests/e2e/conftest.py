@@ -31,7 +31,7 @@ def browser():
 @pytest.fixture(scope="session")
 def db_template(tmp_path_factory) -> Path:
     """One migrated SQLite for the session; each stack starts from a copy."""
-    from paneboard_server.migrate import upgrade
+    from paneboard_server.store.migrate import upgrade
 
     path = tmp_path_factory.mktemp("e2e-tmpl") / "template.db"
     upgrade(f"sqlite+aiosqlite:///{path}")

@@ -23,7 +23,7 @@ from support.postgres import PG_ADMIN, pg_exec, require_postgres
 
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from paneboard_server.migrate import upgrade
+    from paneboard_server.store.migrate import upgrade
 
     path = tmp_path_factory.mktemp("tmpl") / "template.db"
     upgrade(f"sqlite+aiosqlite:///{path}")
@@ -33,7 +33,7 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def pg_template() -> Iterator[str]:
     require_postgres()
-    from paneboard_server.migrate import upgrade
+    from paneboard_server.store.migrate import upgrade
 
     name = f"pb_test_{uuid.uuid4().hex[:10]}"
     pg_exec(f'CREATE DATABASE "{name}"')

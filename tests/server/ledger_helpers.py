@@ -7,9 +7,9 @@ import asyncio
 import itertools
 from typing import Any
 
-from paneboard_server import schema as s
-from paneboard_server.core import Ingest, Seen
-from paneboard_server.wire import Key, PaneIn
+from paneboard_server.ingest.wire import Key, PaneIn
+from paneboard_server.panes.core import Ingest, Seen
+from paneboard_server.store import schema as s
 from sqlalchemy import select
 
 T0 = 1_900_000_000.0

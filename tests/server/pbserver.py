@@ -145,8 +145,8 @@ async def open_sse(client: httpx.AsyncClient, url: str, headers: dict[str, str])
 
 async def make_tokens(db: str, *, viewer_password: str | None = None) -> dict[str, str]:
     """Create a collector token, a viewer token and (optionally) a viewer account."""
-    from paneboard_server import accounts
-    from paneboard_server.database import create_engine, resolve_url
+    from paneboard_server.auth import accounts
+    from paneboard_server.store.database import create_engine, resolve_url
 
     engine = create_engine(resolve_url(db))
     try:

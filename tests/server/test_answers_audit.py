@@ -6,16 +6,16 @@ from __future__ import annotations
 import asyncio
 import time
 
-from paneboard_server import accounts
-from paneboard_server import schema as s
-from paneboard_server.accounts import Principal
-from paneboard_server.answering import audit
+from paneboard_server.answers.desk import audit
 from paneboard_server.app import create_app
+from paneboard_server.auth import accounts
+from paneboard_server.auth.accounts import Principal
 from paneboard_server.config import Config
-from paneboard_server.core import Ingest
-from paneboard_server.database import resolve_url
-from paneboard_server.retention import prune_once
-from paneboard_server.wire import PaneIn
+from paneboard_server.ingest.wire import PaneIn
+from paneboard_server.panes.core import Ingest
+from paneboard_server.store import schema as s
+from paneboard_server.store.database import resolve_url
+from paneboard_server.store.retention import prune_once
 from pbserver import make_tokens, pane_update
 from sqlalchemy import func, insert, select
 
@@ -67,7 +67,7 @@ def test_attempts_are_audited_and_pruned_by_age(db_url: str) -> None:
 
 def test_pane_page_is_newest_first_older_than_before_and_one_pane_only() -> None:
     """The paging /events and /answers share: a page, newest first, below `before`."""
-    from paneboard_server import schema as s
+    from paneboard_server.store import schema as s
     from sqlalchemy import create_engine, insert
 
     engine = create_engine("sqlite://")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from paneboard_server.ledger import Event, Interval, derive, normalise, step
+from paneboard_server.ledger.intervals import Event, Interval, derive, normalise, step
 
 T = 1_900_000_000.0
 

@@ -8,11 +8,11 @@ import asyncio
 from typing import Any
 
 from ledger_helpers import T0, Clock, gone, report, reports, seen, update, waits
-from paneboard_server import ledger_store
-from paneboard_server import schema as s
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.database import resolve_url
+from paneboard_server.ledger import store as ledger_store
+from paneboard_server.store import schema as s
+from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
 from sqlalchemy import select
 
@@ -149,7 +149,7 @@ def test_a_server_restart_in_the_middle_of_a_block(db_url: str) -> None:
 
 
 def test_retention_prunes_ended_intervals_by_age_and_keeps_open_ones(db_url: str) -> None:
-    from paneboard_server.retention import prune_once
+    from paneboard_server.store.retention import prune_once
 
     asyncio.run(make_tokens(db_url))
     clock = Clock(T0)

@@ -15,9 +15,10 @@ from paneboard_agent.sink import PaneKey, PaneUpdate
 from paneboard_protocol import pane as d
 from paneboard_protocol.arbitration import Classification
 from paneboard_protocol.events import BLOCKED_KINDS, REPORT_STATES
-from paneboard_server import reclassify, schema
-from paneboard_server.model import Host, Pane
-from paneboard_server.wire import PaneIn
+from paneboard_server.ingest.wire import PaneIn
+from paneboard_server.panes import reclassify
+from paneboard_server.panes.model import Host, Pane
+from paneboard_server.store import schema
 
 ROOT = Path(__file__).resolve().parents[2]
 

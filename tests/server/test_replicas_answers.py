@@ -38,8 +38,8 @@ def asker(filler: int = 0) -> str:
 
 
 async def _operators(db: str) -> None:
-    from paneboard_server import accounts
-    from paneboard_server.database import create_engine, resolve_url
+    from paneboard_server.auth import accounts
+    from paneboard_server.store.database import create_engine, resolve_url
 
     engine = create_engine(resolve_url(db))
     try:

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.core import Ingest
-from paneboard_server.database import resolve_url
-from paneboard_server.wire import PaneIn
+from paneboard_server.ingest.wire import PaneIn
+from paneboard_server.panes.core import Ingest
+from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
 
 PASSWORD = "correct horse battery"

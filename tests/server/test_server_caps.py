@@ -11,12 +11,12 @@ import time
 from typing import Any
 
 import pytest
-from paneboard_server import schema as s
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.core import Ingest, Refused
-from paneboard_server.database import resolve_url
-from paneboard_server.wire import MAX_INT, Key, PaneIn, WireError, parse
+from paneboard_server.ingest.wire import MAX_INT, Key, PaneIn, WireError, parse
+from paneboard_server.panes.core import Ingest, Refused
+from paneboard_server.store import schema as s
+from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens, pane_update
 from sqlalchemy import func, select
 

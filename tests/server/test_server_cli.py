@@ -26,7 +26,7 @@ def test_unmigrated_database_is_refused_with_what_to_run(tmp_path: Path) -> None
 def test_newer_schema_is_refused(db_url: str) -> None:
     import asyncio
 
-    from paneboard_server.database import create_engine, resolve_url
+    from paneboard_server.store.database import create_engine, resolve_url
     from sqlalchemy import text
 
     async def bump() -> None:
@@ -55,7 +55,7 @@ def test_tokens_print_alone_hash_only_and_revoke(db_url: str) -> None:
 
     import asyncio
 
-    from paneboard_server.database import create_engine, resolve_url
+    from paneboard_server.store.database import create_engine, resolve_url
     from sqlalchemy import text
 
     async def stored() -> list[str]:

@@ -273,8 +273,8 @@ def test_token_list_shows_when_a_connected_collector_used_its_token(db_url: str,
 
 def test_a_connection_keeps_its_token_marked_as_used(db_url: str) -> None:
     """While connected, `last_used` moves on (here every 0.2 s instead of every minute)."""
-    from paneboard_server import accounts
-    from paneboard_server.database import create_engine, resolve_url
+    from paneboard_server.auth import accounts
+    from paneboard_server.store.database import create_engine, resolve_url
 
     async def go() -> None:
         engine = create_engine(resolve_url(db_url))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from paneboard_server import accounts
-from paneboard_server.database import create_engine, resolve_url
+from paneboard_server.auth import accounts
+from paneboard_server.store.database import create_engine, resolve_url
 from pbserver import paneboard
 
 

@@ -112,7 +112,7 @@ def test_notifications_before_the_writer_takes_a_refresh_join_it(db_url: str) ->
     it, the next notification queues a new one, so no id waits for a later change."""
     from paneboard_server.app import create_app
     from paneboard_server.config import Config
-    from paneboard_server.database import resolve_url
+    from paneboard_server.store.database import resolve_url
 
     async def go() -> None:
         await make_tokens(db_url)

@@ -27,8 +27,8 @@ async def _slow_hash(db: str, name: str) -> None:
     """Give `name` a password hash that takes about two seconds to verify (argon2 reads
     its cost from the stored hash), so a check in progress is easy to overlap."""
     from argon2 import PasswordHasher
-    from paneboard_server import schema as s
-    from paneboard_server.database import create_engine, resolve_url
+    from paneboard_server.store import schema as s
+    from paneboard_server.store.database import create_engine, resolve_url
     from sqlalchemy import update
 
     slow = PasswordHasher(time_cost=40, memory_cost=65536, parallelism=1).hash(PASSWORD)

@@ -9,7 +9,7 @@ import asyncio
 from paneboard_protocol.contract import MAX_AGE
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.database import resolve_url
+from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens, wait_until
 from test_server_staleness import T0, Clock, evidence_for, ingest
 

@@ -23,8 +23,8 @@ def bearer(token: str) -> dict[str, str]:
 
 
 async def second_collector(db: str, name: str = "evil") -> str:
-    from paneboard_server import accounts
-    from paneboard_server.database import create_engine, resolve_url
+    from paneboard_server.auth import accounts
+    from paneboard_server.store.database import create_engine, resolve_url
 
     engine = create_engine(resolve_url(db))
     try:
@@ -150,7 +150,7 @@ def test_text_is_cleaned_on_ingest_by_the_collectors_own_function(db_url: str, s
     """NUL, ESC, RLO and ZWSP in msg, title, records (values and keys) are cleaned once, on
     ingest, by `sanitize_text` - the function the collector's classifier cleans with."""
     from paneboard_protocol import records
-    from paneboard_server import wire
+    from paneboard_server.ingest import wire
 
     assert wire.sanitize_text is sanitize_text and records.sanitize_text is sanitize_text
     clean = sanitize_text(HOSTILE)
@@ -281,7 +281,7 @@ def test_hello_must_come_within_the_time_out(db_url: str, server_factory: Any) -
 
 
 def test_healthz_reports_a_writer_that_cannot_commit(db_url: str, server_factory: Any) -> None:
-    from paneboard_server.database import create_engine, resolve_url
+    from paneboard_server.store.database import create_engine, resolve_url
     from sqlalchemy import text
 
     tokens = asyncio.run(make_tokens(db_url))

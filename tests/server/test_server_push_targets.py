@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from fastapi import FastAPI
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.database import resolve_url
+from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
 
 PASSWORD = "correct horse battery"

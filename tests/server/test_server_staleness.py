@@ -12,9 +12,9 @@ from paneboard_protocol.contract import MAX_AGE
 from paneboard_protocol.events import AgentReport
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.core import Ingest
-from paneboard_server.database import resolve_url
-from paneboard_server.wire import PaneIn
+from paneboard_server.ingest.wire import PaneIn
+from paneboard_server.panes.core import Ingest
+from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens, wait_until
 
 T0 = 1_900_000_000.0
@@ -101,7 +101,7 @@ def test_stale_blocked_contract_loses_authority_and_identity(db_url: str) -> Non
             _rev, frame = await asyncio.wait_for(sub.queue.get(), 5)
             assert b'"state":null' in frame or b'"state":"idle"' in frame
             async with core.engine.connect() as conn:
-                from paneboard_server import schema as s
+                from paneboard_server.store import schema as s
                 from sqlalchemy import select
 
                 rows = (

@@ -10,11 +10,11 @@ import time
 import pytest
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.core import Ingest
-from paneboard_server.database import resolve_url
-from paneboard_server.hub import Hub
-from paneboard_server.staleness import Deadlines
-from paneboard_server.wire import Delta, Snapshot, WireError, parse
+from paneboard_server.ingest.wire import Delta, Snapshot, WireError, parse
+from paneboard_server.panes.core import Ingest
+from paneboard_server.panes.staleness import Deadlines
+from paneboard_server.store.database import resolve_url
+from paneboard_server.stream.hub import Hub
 from pbserver import make_tokens, pane_update
 
 
@@ -99,9 +99,9 @@ def test_hub_drops_a_client_that_cannot_keep_up() -> None:
 def test_migrations_create_exactly_the_schema(db_url: str) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
-    from paneboard_server.database import create_engine
-    from paneboard_server.migrate import HEAD, script_head
-    from paneboard_server.schema import metadata
+    from paneboard_server.store.database import create_engine
+    from paneboard_server.store.migrate import HEAD, script_head
+    from paneboard_server.store.schema import metadata
 
     assert script_head() == HEAD
 
@@ -116,9 +116,9 @@ def test_migrations_create_exactly_the_schema(db_url: str) -> None:
 
 
 def test_retention_prunes_by_age_and_count_and_purges_gone_panes(db_url: str) -> None:
-    from paneboard_server import schema as s
-    from paneboard_server.retention import prune_once
-    from paneboard_server.wire import Key, PaneIn
+    from paneboard_server.ingest.wire import Key, PaneIn
+    from paneboard_server.store import schema as s
+    from paneboard_server.store.retention import prune_once
     from sqlalchemy import func, insert, select
 
     cfg = Config.model_validate(
@@ -184,9 +184,9 @@ async def _second(sub):  # type: ignore[no-untyped-def]
 def test_the_writer_runs_the_commit_hook_of_every_kind_of_operation(db_url: str) -> None:
     """A hook set on any operation runs once its batch committed; none is silently
     ignored (the writer runs them, not each operation by choice)."""
-    from paneboard_server import commands
-    from paneboard_server.core import HostsDown, HostsUp, Purge, Reevaluate, Refresh, Seen
-    from paneboard_server.wire import PaneIn
+    from paneboard_server.ingest.wire import PaneIn
+    from paneboard_server.panes import commands
+    from paneboard_server.panes.core import HostsDown, HostsUp, Purge, Reevaluate, Refresh, Seen
 
     async def go() -> None:
         await make_tokens(db_url)
@@ -219,8 +219,8 @@ def test_the_writer_runs_the_commit_hook_of_every_kind_of_operation(db_url: str)
 
 def test_a_refused_ingest_runs_no_commit_hook_but_tells_its_sender(db_url: str) -> None:
     """A refused message changed nothing: its sender hears of it through on_fail only."""
-    from paneboard_server.core import HostsUp, Refused
-    from paneboard_server.wire import PaneIn
+    from paneboard_server.ingest.wire import PaneIn
+    from paneboard_server.panes.core import HostsUp, Refused
 
     async def go() -> None:
         await make_tokens(db_url)
@@ -257,7 +257,7 @@ def test_a_refused_ingest_runs_no_commit_hook_but_tells_its_sender(db_url: str) 
 def test_reclassify_gives_none_for_evidence_the_classifier_refuses() -> None:
     """Evidence the classifier refuses (EvidenceError: another collector version's, or
     malformed) keeps the collector's verdict, as no evidence does."""
-    from paneboard_server import reclassify
+    from paneboard_server.panes import reclassify
 
     for bad in ({"v": 999}, {"records": [{"x": 1}]}, {"records": "no"}):
         assert reclassify.classify(bad, 1.0) is None
@@ -279,7 +279,7 @@ def test_json_columns_encode_what_the_stdlib_did() -> None:
 def test_tune_gc_freezes_start_up_objects_and_raises_the_thresholds() -> None:
     import gc
 
-    from paneboard_server import serve
+    from paneboard_server.serving import run as serve
 
     before = gc.get_threshold()
     try:

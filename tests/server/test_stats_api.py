@@ -12,7 +12,7 @@ import httpx
 from ledger_helpers import Clock, report
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.database import resolve_url
+from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
 
 D = 1_899_936_000.0  # 2030-03-17 00:00 UTC
@@ -160,7 +160,7 @@ def test_blocks_lists_the_intervals_as_json_and_csv(db_url: str) -> None:
 
 
 def test_csv_cells_that_would_be_formulas_are_quoted() -> None:
-    from paneboard_server.api_stats import FIELDS, to_csv
+    from paneboard_server.api.stats import FIELDS, to_csv
 
     row = dict.fromkeys(FIELDS)
     row.update(start_t=D, msg='=HYPERLINK("http://x")', host="+h", agent="@a", session="fine")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import get_type_hints
 
 from paneboard_protocol import wire as w
-from paneboard_server import wire as sw
+from paneboard_server.ingest import wire as sw
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_MODELS = {

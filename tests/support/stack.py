@@ -120,9 +120,9 @@ class Paneboard:
         a second collector token for tests that play a collector beside the real one."""
         import asyncio
 
-        from paneboard_server import accounts
-        from paneboard_server.database import create_engine, resolve_url
-        from paneboard_server.migrate import upgrade
+        from paneboard_server.auth import accounts
+        from paneboard_server.store.database import create_engine, resolve_url
+        from paneboard_server.store.migrate import upgrade
 
         url = resolve_url(str(self.db))
 

@@ -25,8 +25,8 @@ OVERFLOW = "[document.documentElement.scrollWidth, document.documentElement.clie
 
 
 def seed(board) -> int:
-    from paneboard_server.database import create_engine, resolve_url
-    from paneboard_server.ledger_seed import seed_sample
+    from paneboard_server.ledger.seed import seed_sample
+    from paneboard_server.store.database import create_engine, resolve_url
 
     async def go() -> int:
         engine = create_engine(resolve_url(str(board.db)))

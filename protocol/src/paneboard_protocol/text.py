@@ -6,7 +6,7 @@ formatting characters (which can hide or disguise text) are removed, and control
 characters and line/paragraph separators are turned into nothing or a space, so one
 report is one harmless line. The decoder keeps text exactly as sent; the classifier
 (`records.display_text`, so the collector) and the server's ingest validation
-(`paneboard_server.wire`) both clean text with this one function, so what the collector
+(`paneboard_server.ingest.wire`) both clean text with this one function, so what the collector
 shows and what the server stores, serves and notifies about cannot differ.
 """
 

@@ -1,7 +1,7 @@
 """The ingest uplink's messages (`WS /api/ingest`), defined once for both ends.
 
 The collector builds every message it sends with these helpers, and reads the server's
-with `parse_server`; the server's pydantic validation (`paneboard_server.wire`) and
+with `parse_server`; the server's pydantic validation (`paneboard_server.ingest.wire`) and
 `docs/wire.md` are held to these definitions by tests. A new message, in either
 direction, is a TypedDict here plus its entry in `COLLECTOR_MESSAGES` or
 `SERVER_MESSAGES` (server→collector commands go in the latter).

@@ -27,26 +27,27 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 from starlette.staticfiles import StaticFiles
 
-from . import __version__, accounts
-from . import schema as s
-from .accounts import Principal
-from .api_notify import make_router, start_notify, stop_notify
-from .api_screens import make_screens_router, start_screens
-from .api_stats import make_router as make_stats_router
+from . import __version__
+from .api.metrics import metrics_text
+from .api.notify import make_router, start_notify, stop_notify
+from .api.pages import bad_token_page
+from .api.screens import make_screens_router, start_screens
+from .api.stats import make_router as make_stats_router
+from .auth import accounts
+from .auth.access import CSRF_COOKIE, SESSION_COOKIE, origin_ok, require_viewer, require_writer
+from .auth.accounts import Principal
+from .auth.revocation import Revocation, collector_holders
+from .auth.throttle import LoginThrottle
 from .config import Config
-from .core import Core, Seen
-from .database import create_engine, is_sqlite
-from .hub import END, sse_frame
-from .ingest import IngestRegistry, handle
-from .limits import Guard
-from .metrics import metrics_text
-from .migrate import check_schema
-from .pages import bad_token_page
-from .revocation import Revocation, collector_holders
-from .snapshots import SnapshotCache
-from .streams import QuietEventSource
-from .throttle import LoginThrottle
-from .web_auth import CSRF_COOKIE, SESSION_COOKIE, origin_ok, require_viewer, require_writer
+from .ingest.uplink import IngestRegistry, handle
+from .panes.core import Core, Seen
+from .serving.middleware import Guard
+from .store import schema as s
+from .store.database import create_engine, is_sqlite
+from .store.migrate import check_schema
+from .stream.hub import END, sse_frame
+from .stream.response import QuietEventSource
+from .stream.snapshots import SnapshotCache
 
 log = logging.getLogger("paneboard.server")
 _HOSTNAME = socket.gethostname()
@@ -86,14 +87,14 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         app.state.snapshots = SnapshotCache(core)
         await start_notify(app, core, engine, cfg.notify, clock)
         tasks: list[asyncio.Task[Any]] = []
-        from .retention import retention_loop
+        from .store.retention import retention_loop
 
         tasks.append(asyncio.create_task(retention_loop(core), name="paneboard-retention"))
         tasks.append(asyncio.create_task(revocation.run(), name="paneboard-revocation"))
         tasks.append(start_screens(app, core, registry))
         if not is_sqlite(url):
-            from .fanout import Fanout
-            from .replicas import Replicas
+            from .answers.replicas import Replicas
+            from .store.fanout import Fanout
 
             fan = Fanout(core, registry)
             app.state.fanout = fan

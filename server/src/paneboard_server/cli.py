@@ -19,7 +19,7 @@ from typing import Any
 
 from paneboard_protocol.cli_args import OneLineParser
 
-from .database import DatabaseError, create_engine, redact, require_existing, resolve_url
+from .store.database import DatabaseError, create_engine, redact, require_existing, resolve_url
 
 
 def _err(cmd: str, msg: str) -> int:
@@ -41,7 +41,7 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
 
 async def _with_engine(url: str, fn: Callable[[Any], Awaitable[Any]], check: bool = True) -> Any:
     """Run `fn(engine)` on an existing store (a missing SQLite file is refused, never created)."""
-    from .migrate import check_schema
+    from .store.migrate import check_schema
 
     require_existing(url)
     engine = create_engine(url)
@@ -54,7 +54,7 @@ async def _with_engine(url: str, fn: Callable[[Any], Awaitable[Any]], check: boo
 
 
 def _run(cmd: str, coro_fn: Callable[[], Coroutine[Any, Any, int]]) -> int:
-    from .accounts import AccountError
+    from .auth.accounts import AccountError
 
     try:
         return asyncio.run(coro_fn())
@@ -85,7 +85,7 @@ def db_main(argv: list[str]) -> int:
         url = resolve_url(args.db)
     except DatabaseError as exc:
         return _err("db", str(exc))
-    from .migrate import current_revision, head_revision, upgrade
+    from .store.migrate import current_revision, head_revision, upgrade
 
     if args.action == "upgrade":
         try:
@@ -108,7 +108,7 @@ def db_main(argv: list[str]) -> int:
 
 
 def token_main(argv: list[str]) -> int:
-    from . import accounts
+    from .auth import accounts
 
     p = _Parser(
         prog="paneboard token",
@@ -189,7 +189,7 @@ def token_main(argv: list[str]) -> int:
 
 def _read_password(name: str) -> str:
     """The new login's password: typed twice at a terminal (after saying so), else one stdin line."""
-    from .accounts import PASSWORD_MAX, PASSWORD_MIN, AccountError, check_viewer
+    from .auth.accounts import PASSWORD_MAX, PASSWORD_MIN, AccountError, check_viewer
 
     if not sys.stdin.isatty():
         return sys.stdin.readline().rstrip("\r\n")
@@ -207,7 +207,7 @@ def _read_password(name: str) -> str:
 
 
 def user_main(argv: list[str]) -> int:
-    from . import accounts
+    from .auth import accounts
 
     p = _Parser(
         prog="paneboard user",
@@ -339,7 +339,7 @@ def serve_main(argv: list[str]) -> int:
     host = args.host or cfg.server.host
     port = cfg.server.port if args.port is None else args.port
     if args.migrate:
-        from .migrate import upgrade
+        from .store.migrate import upgrade
 
         try:
             upgrade(url)
@@ -351,7 +351,7 @@ def serve_main(argv: list[str]) -> int:
         require_existing(url)
     except DatabaseError as exc:
         return _err("serve", str(exc))
-    from .serve import run_server
+    from .serving.run import run_server
 
     try:
         return run_server(cfg, url, host, port)

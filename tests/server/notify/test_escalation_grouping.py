@@ -14,9 +14,9 @@ import pytest
 from ledger_helpers import T0, Clock, report, reports, update
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.database import resolve_url
 from paneboard_server.notify import store
 from paneboard_server.notify.routing import ConfigError, parse_channels
+from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
 from support.receiver import JsonReceiver
 

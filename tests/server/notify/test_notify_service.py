@@ -8,15 +8,16 @@ import datetime as dt
 import uuid
 
 import pytest
-from paneboard_server import accounts, schema
-from paneboard_server.database import create_engine, resolve_url
-from paneboard_server.migrate import upgrade
+from paneboard_server.auth import accounts
 from paneboard_server.notify import store
 from paneboard_server.notify.events import StateChange
 from paneboard_server.notify.quiet import QuietHours
 from paneboard_server.notify.routing import ConfigError
 from paneboard_server.notify.service import NotifyService, NotifySettings
 from paneboard_server.notify.webpush import Subscription
+from paneboard_server.store import schema
+from paneboard_server.store.database import create_engine, resolve_url
+from paneboard_server.store.migrate import upgrade
 from sqlalchemy import insert, select
 from sqlalchemy.engine import make_url
 from support.postgres import PG_ADMIN, pg_exec, require_postgres

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .. import schema as s
+from ..store import schema as s
 from .events import StateChange
 from .routing import Channel
 

@@ -1,4 +1,4 @@
-"""The notification tables (in `paneboard_server.schema`): VAPID keys, push
+"""The notification tables (in `paneboard_server.store.schema`): VAPID keys, push
 subscriptions, quiet rules, per-viewer settings and the notification log.
 
 Quiet rules reuse one table: scope `pane`/`host`/`agent` are mutes (shared,
@@ -15,7 +15,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .. import schema as s
+from ..store import schema as s
 from .quiet import SCOPES, Dnd, Mute, QuietHours, parse_hhmm
 from .vapid import VapidKeys
 from .webpush import Subscription

@@ -42,11 +42,11 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy import select, text
 
-from . import schema as s
-from .accounts import Principal
-from .answering import REPLY_WAIT, AnswerDesk
+from ..auth.accounts import Principal
+from ..ingest.wire import Screen
+from ..store import schema as s
+from .desk import REPLY_WAIT, AnswerDesk
 from .screens import WATCH_FOR, ScreenHub, Shown
-from .wire import Screen
 
 log = logging.getLogger("paneboard.replicas")
 

@@ -19,11 +19,11 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from paneboard_protocol.pane import KIND_MAX, NAME_MAX
 from sqlalchemy import select
 
-from . import schema as s
-from .accounts import Principal
-from .stats import Query as StatsQuery
-from .stats import compute, fetch, options, overlapping
-from .web_auth import require_viewer
+from ..auth.access import require_viewer
+from ..auth.accounts import Principal
+from ..ledger.stats import Query as StatsQuery
+from ..ledger.stats import compute, fetch, options, overlapping
+from ..store import schema as s
 
 Reader = Annotated[Principal, Depends(require_viewer)]
 DEFAULT_SPAN = 7 * 86400

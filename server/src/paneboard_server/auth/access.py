@@ -11,7 +11,7 @@ from __future__ import annotations
 from fastapi import HTTPException, Request
 
 from .accounts import Principal, lookup_token, session_principal
-from .secrets_ import same
+from .credentials import same
 
 SESSION_COOKIE = "pb_session"
 CSRF_COOKIE = "pb_csrf"

@@ -25,17 +25,17 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from ..config import Config
+from ..ingest.wire import Key
+from ..store import schema as s
+from ..store.database import is_sqlite
+from ..stream.hub import Hub
 from . import reclassify, writer
-from . import schema as s
 from .commands import DISCONNECTED, HostsDown, HostsUp, Ingest, Op, Purge, Reevaluate, Refresh, Refused, Seen
-from .config import Config
-from .database import is_sqlite
 from .flush import NOTIFY_CHANNEL
-from .hub import Hub
 from .model import Host, Pane
 from .staleness import Deadlines
 from .tx import host_from_row, pane_from_row
-from .wire import Key
 from .writer import BATCH_MAX, Change, Unstorable, is_data_error
 
 __all__ = [

@@ -27,8 +27,8 @@ from typing import Any
 from sqlalchemy import CompoundSelect, Select, case, func, or_, select, union, union_all
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import schema as s
-from .ledger import normalise
+from ..store import schema as s
+from .intervals import normalise
 
 W = s.waits
 TOP = 10  # panes and prompts listed

@@ -17,7 +17,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from . import schema as s
+from ..store import schema as s
 from .model import Host, Pane
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import delete, insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import schema as s
-from .ledger import Event, derive
+from ..store import schema as s
+from .intervals import Event, derive
 
 SAMPLE_SESSION = "sample day"
 HOSTS = ("sample-build1", "sample-gpu2", "sample-laptop")

@@ -15,14 +15,14 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from .accounts import Principal
-from .notify import store
-from .notify.events import StateChange
-from .notify.quiet import QuietHours, parse_hhmm
-from .notify.service import NotifyService
-from .notify.targets import check_endpoint
-from .notify.webpush import Subscription
-from .web_auth import require_viewer, require_writer
+from ..auth.access import require_viewer, require_writer
+from ..auth.accounts import Principal
+from ..notify import store
+from ..notify.events import StateChange
+from ..notify.quiet import QuietHours, parse_hhmm
+from ..notify.service import NotifyService
+from ..notify.targets import check_endpoint
+from ..notify.webpush import Subscription
 
 MAX_MINUTES = 60 * 24 * 365
 

@@ -28,10 +28,10 @@ from paneboard_protocol import wire as pwire
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
-from . import schema as s
-from .accounts import Principal
-from .core import Core
-from .ledger_store import mark_answered
+from ..auth.accounts import Principal
+from ..ledger.store import mark_answered
+from ..panes.core import Core
+from ..store import schema as s
 from .screens import ScreenHub
 
 log = logging.getLogger("paneboard.answers")

@@ -13,11 +13,11 @@ import contextlib
 import gc
 import socket
 
+from ..config import Config
+from ..store.database import create_engine
+from ..store.migrate import check_schema
 from . import logsafe
-from .config import Config
 from .conn_limits import protocols
-from .database import create_engine
-from .migrate import check_schema
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -62,7 +62,7 @@ def tune_gc() -> None:
 def run_server(cfg: Config, url: str, host: str, port: int) -> int:
     import uvicorn
 
-    from .app import create_app
+    from ..app import create_app
 
     async def precheck() -> None:
         engine = create_engine(url)

@@ -30,7 +30,7 @@ def migrations_dir() -> Path:
     packaged = Path(str(resources.files("paneboard_server"))) / "migrations"
     if (packaged / "env.py").is_file():
         return packaged
-    source = Path(__file__).resolve().parents[3] / "migrations"
+    source = Path(__file__).resolve().parents[4] / "migrations"
     if (source / "env.py").is_file():
         return source
     raise DatabaseError("the migrations are missing from this installation")

@@ -13,7 +13,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import fastjson
+from .. import fastjson
 
 
 def sse_frame(event: str, data: Any, id_: int | None = None) -> bytes:

@@ -17,8 +17,8 @@ from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import schema as s
-from .secrets_ import hash_password, new_secret, new_token, token_hash, verify_password
+from ..store import schema as s
+from .credentials import hash_password, new_secret, new_token, token_hash, verify_password
 
 log = logging.getLogger("paneboard.accounts")
 

@@ -15,7 +15,7 @@ from sqlalchemy import delete, func, select
 from . import schema as s
 
 if TYPE_CHECKING:
-    from .core import Core
+    from ..panes.core import Core
 
 log = logging.getLogger("paneboard.retention")
 
@@ -86,7 +86,7 @@ async def prune_once(core: Core) -> int:
     async with engine.begin() as conn:
         await conn.execute(delete(s.web_sessions).where(s.web_sessions.c.expires_at < now))
     # Panes gone long ago: deleted by the writer, which owns the in-memory mirror.
-    from .core import Purge
+    from ..panes.core import Purge
 
     done = asyncio.get_running_loop().create_future()
     op = Purge(

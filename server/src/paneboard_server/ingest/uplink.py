@@ -24,10 +24,10 @@ from paneboard_protocol import wire as pwire
 from sqlalchemy import select
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from . import __version__
-from . import schema as s
-from .accounts import lookup_token, note_use_while_connected
-from .core import Core, HostsDown, HostsUp, Ingest, Refused, Unstorable
+from .. import __version__
+from ..auth.accounts import lookup_token, note_use_while_connected
+from ..panes.core import Core, HostsDown, HostsUp, Ingest, Refused, Unstorable
+from ..store import schema as s
 from .wire import PROTOCOL, Answered, Delta, Hello, Screen, Snapshot, WireError, parse, reason
 
 log = logging.getLogger("paneboard.ingest")

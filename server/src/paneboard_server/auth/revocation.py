@@ -23,7 +23,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql import ColumnElement
 
-from . import schema as s
+from ..store import schema as s
 from .accounts import Principal
 
 log = logging.getLogger("paneboard.revocation")
@@ -110,7 +110,7 @@ async def _present(
 
 def collector_holders(registry: Any) -> list[Holder]:
     """The connected collectors of an `IngestRegistry`, as holders of their tokens."""
-    from .ingest import CLOSE_UNAUTHORIZED
+    from ..ingest.uplink import CLOSE_UNAUTHORIZED
 
     out = []
     for c in list(registry.connections.values()):

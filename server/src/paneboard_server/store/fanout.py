@@ -18,7 +18,7 @@ import asyncpg
 from paneboard_protocol import wire as pwire
 from sqlalchemy.engine import make_url
 
-from .core import NOTIFY_CHANNEL, SEEN_CHANNEL, Core, Refresh
+from ..panes.core import NOTIFY_CHANNEL, SEEN_CHANNEL, Core, Refresh
 
 log = logging.getLogger("paneboard.fanout")
 

@@ -17,8 +17,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from . import ledger_store
-from . import schema as s
+from ..ledger import store as ledger_store
+from ..store import schema as s
 from .model import Pane
 from .tx import Tx
 

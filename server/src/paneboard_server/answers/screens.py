@@ -22,8 +22,8 @@ from typing import Any
 
 from paneboard_protocol import wire as pwire
 
-from .core import Core
-from .wire import Answered, Screen
+from ..ingest.wire import Answered, Screen
+from ..panes.core import Core
 
 #: a watch lasts this long after a page last asked
 WATCH_FOR = 30.0

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from . import schema as s
-from .ledger import WAITING, Event, Interval, derive, order, step
+from ..store import schema as s
+from .intervals import WAITING, Event, Interval, derive, order, step
 
 if TYPE_CHECKING:
-    from .tx import Tx
+    from ..panes.tx import Tx
 
 W = s.waits
 

@@ -18,10 +18,10 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from paneboard_protocol import wire as pwire
 from pydantic import BaseModel, Field, model_validator
 
-from .accounts import Principal
-from .answering import AnswerDesk, audit
-from .screens import ScreenHub, screen_json
-from .web_auth import require_viewer, require_writer
+from ..answers.desk import AnswerDesk, audit
+from ..answers.screens import ScreenHub, screen_json
+from ..auth.access import require_viewer, require_writer
+from ..auth.accounts import Principal
 
 Viewer = Annotated[Principal, Depends(require_viewer)]
 Writer = Annotated[Principal, Depends(require_writer)]

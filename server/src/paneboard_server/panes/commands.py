@@ -14,11 +14,11 @@ from typing import Any
 from paneboard_protocol.pane import ROW_FIELDS, UPDATE_FIELDS
 from sqlalchemy import delete, select
 
+from ..ingest.wire import HostIn, Key, PaneIn
+from ..store import schema as s
 from . import reclassify
-from . import schema as s
 from .model import Pane
 from .tx import Tx, host_from_row, pane_from_row
-from .wire import HostIn, Key, PaneIn
 
 DISCONNECTED = "collector disconnected"
 

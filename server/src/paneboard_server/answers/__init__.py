@@ -1,0 +1,1 @@
+"""Screens of watched panes and answering a blocked one, across replicas."""

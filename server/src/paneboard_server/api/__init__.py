@@ -1,0 +1,1 @@
+"""HTTP routes beyond the core ones: screens and answers, stats, notifications, metrics, pages."""

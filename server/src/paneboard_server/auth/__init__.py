@@ -1,0 +1,1 @@
+"""Who is who: tokens, accounts, sessions, password throttling, revocation."""

@@ -1,0 +1,1 @@
+"""The collectors' uplink: `WS /api/ingest` and its message validation."""

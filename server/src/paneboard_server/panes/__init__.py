@@ -1,0 +1,1 @@
+"""The authoritative pane state and the one writer task that changes it."""

@@ -1,0 +1,1 @@
+"""Running under uvicorn: the socket, pre-authentication limits, middleware, safe logs."""

@@ -1,0 +1,1 @@
+"""The database: schema, engine, migrations, retention, cross-replica notifications."""
