@@ -62,6 +62,8 @@ class PushService:
 
     expected_vapid_key: str | None = None
     status: int = 201  # what to answer (410 to play a gone subscription)
+    # Answer every push with `307 Location: redirect_to` instead (a hostile endpoint).
+    redirect_to: str | None = None
     received: list[Received] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -71,6 +73,7 @@ class PushService:
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.port = 0
+        self.redirected = 0  # pushes answered with a redirect
         self.got = threading.Condition()
 
     def _run(self) -> None:
@@ -88,6 +91,11 @@ class PushService:
     async def _handle(self, request: web.Request) -> web.Response:
         sid = request.match_info["sid"]
         body = await request.read()
+        if self.redirect_to is not None:
+            with self.got:
+                self.redirected += 1
+                self.got.notify_all()
+            return web.Response(status=307, headers={"Location": self.redirect_to})
         try:
             priv, auth = self._subs[sid]
             claims, key = verify_vapid(request.headers.get("Authorization", ""), self.expected_vapid_key)

@@ -41,6 +41,7 @@ class SubscriptionBody(BaseModel):
     model_config = ConfigDict(extra="ignore")  # browsers add expirationTime etc.
     endpoint: str = Field(max_length=2048)
     keys: dict[str, str]
+    device: str | None = Field(default=None, max_length=128)  # the page's label for this browser
 
 
 class ShownBody(_Body):
@@ -106,12 +107,18 @@ def make_router() -> APIRouter:
 
     @r.post("/api/push/subscribe", status_code=204)
     async def push_subscribe(body: SubscriptionBody, who: Writer, svc: Svc) -> Response:
+        viewer_id = _account(who)
         try:
             sub = Subscription.from_json(body.model_dump())
             await check_endpoint(sub.endpoint, svc.settings.push_allow_local)
         except ValueError as e:  # TargetRefused included
             raise HTTPException(422, str(e)) from e
-        await store.add_subscription(svc.engine, _account(who), sub)
+        try:
+            await store.add_subscription(
+                svc.engine, viewer_id, sub, cap=svc.settings.push_max_per_user, device=body.device
+            )
+        except store.SubscriptionRefused as e:
+            raise HTTPException(409, str(e)) from e
         return Response(status_code=204)
 
     @r.delete("/api/push/subscribe", status_code=204)
@@ -135,12 +142,13 @@ def make_router() -> APIRouter:
 
     @r.get("/api/notify/log")
     async def notify_log(
-        _: Reader, svc: Svc, limit: Annotated[int, Query(ge=1, le=500)] = 100, before: int | None = None
+        who: Reader, svc: Svc, limit: Annotated[int, Query(ge=1, le=500)] = 100, before: int | None = None
     ) -> dict[str, Any]:
-        """Every notification sent, newest first: where (`channel`: browser, webpush,
+        """Notifications sent, newest first: where (`channel`: browser, webpush,
         apprise:NAME), about what, and why (`reason`: block, done, error, grouped,
-        escalation, test)."""
-        rows = await store.recent_log(svc.engine, limit, before)
+        escalation, test). The server-wide channels' entries and the caller's own
+        deliveries (its devices' pushes, its pages' notifications), never another's."""
+        rows = await store.recent_log(svc.engine, limit, before, owner=_viewer_key(who))
         return {"entries": rows}
 
     @r.get("/api/notify/quiet")

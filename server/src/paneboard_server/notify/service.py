@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -60,6 +60,8 @@ class NotifySettings:
     push_allow_local: bool = False
     # Consecutive failed sends after which a subscription is deleted.
     push_max_failures: int = 5
+    # Push subscriptions (devices) one account may have.
+    push_max_per_user: int = 10
     # Seconds to wait after a change for others to tell with it (a burst is one message).
     group_window: float = 2.0
     # Seconds between looks for blocks to escalate (channels' escalate_after).
@@ -254,7 +256,7 @@ class NotifyService:
         if not subs:
             return
         hours = await store.all_quiet_hours(self.engine)
-        plan: dict[tuple[int, ...], list[webpush.Subscription]] = {}
+        plan: dict[tuple[int, ...], list[tuple[int | None, webpush.Subscription]]] = {}
         for viewer_id, sub in subs:
             mine: list[int] = []
             for i, (change, watchers) in enumerate(live):
@@ -267,7 +269,7 @@ class NotifyService:
                 else:
                     mine.append(i)
             if mine:
-                plan.setdefault(tuple(mine), []).append(sub)
+                plan.setdefault(tuple(mine), []).append((viewer_id, sub))
         waiting = {"waiting": self.waiting()} if self.waiting is not None else {}
         for idx, targets_ in plan.items():
             changes = [live[i][0] for i in idx]
@@ -336,11 +338,12 @@ class NotifyService:
             detail,
             reason=reason,
             t=self.clock(),
+            owner=viewer,
         )
 
     async def _push_all(
         self,
-        subs: list[webpush.Subscription],
+        subs: Sequence[tuple[int | None, webpush.Subscription]],
         data: str,
         change: StateChange | None,
         pane_db_id: int | None,
@@ -357,7 +360,7 @@ class NotifyService:
             resolver = None if self.settings.push_allow_local else targets.safe_resolver()
             self._http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=resolver))
 
-        async def one(sub: webpush.Subscription) -> bool:
+        async def one(viewer_id: int | None, sub: webpush.Subscription) -> bool:
             detail = ""
             async with sem:
                 try:
@@ -380,7 +383,7 @@ class NotifyService:
                 await store.remove_subscription(self.engine, sub.endpoint)
             elif outcome == "sent":
                 self._failures.pop(sub.endpoint, None)
-                await store.mark_push_ok(self.engine, sub.endpoint)
+                await store.mark_push_ok(self.engine, sub.endpoint, self.clock())
             else:
                 await self._failed(sub, status, detail)
             ok = outcome == "sent"
@@ -394,10 +397,11 @@ class NotifyService:
                 f"{what}{outcome} {status} {detail}"[:200],
                 reason=reason,
                 t=self.clock(),
+                owner=None if viewer_id is None else f"viewer:{viewer_id}",
             )
             return outcome == "sent"
 
-        results = await asyncio.gather(*(one(s) for s in subs))
+        results = await asyncio.gather(*(one(v, s) for v, s in subs))
         return sum(results)
 
     async def _failed(self, sub: webpush.Subscription, status: int | None, detail: str) -> None:
@@ -406,6 +410,7 @@ class NotifyService:
         self._failures[sub.endpoint] = n
         host = urlsplit(sub.endpoint).hostname or "?"  # the path is the subscription's secret
         why = detail or f"status {status}"
+        await store.mark_push_failed(self.engine, sub.endpoint, why, self.clock())
         limit = self.settings.push_max_failures
         if n >= limit:
             self._failures.pop(sub.endpoint, None)
@@ -425,7 +430,7 @@ class NotifyService:
                 self.engine, None, f"apprise:{ch.label}", "test", ok, reason="test", t=self.clock()
             )
         every = await store.subscriptions(self.engine)
-        subs = [sub for v, sub in every if viewer_id is not None and v == viewer_id]
+        subs = [(v, sub) for v, sub in every if viewer_id is not None and v == viewer_id]
         data = '{"title": "paneboard test", "body": "Push notifications work on this device."}'
         pushed = await self._push_all(subs, data, None, None)
         return {"sent": sent, "failed": failed, "push": pushed}

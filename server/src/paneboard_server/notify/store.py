@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -44,23 +45,47 @@ async def vapid_keys(engine: AsyncEngine, subject: str) -> VapidKeys:
     return VapidKeys(private_pem=row.private_pem, public_key=row.public_b64)
 
 
-async def add_subscription(engine: AsyncEngine, viewer_id: int | None, sub: Subscription) -> None:
-    """Insert or re-own a subscription (the endpoint is unique)."""
+class SubscriptionRefused(ValueError):
+    """A subscription the server will not keep; the message says why (shown to the user)."""
+
+
+async def add_subscription(
+    engine: AsyncEngine, viewer_id: int, sub: Subscription, *, cap: int = 10, device: str | None = None
+) -> None:
+    """Insert a subscription, or refresh the keys of one this viewer already has.
+
+    An endpoint belongs to the account that registered it: another account sending the
+    same URL is refused, not handed the device's pushes (the endpoint is the device's
+    address at its push service; a browser changing accounts unsubscribes and gets a new
+    one). At most `cap` subscriptions per account, so one login cannot make the server
+    push to thousands of URLs per change.
+    """
+    ps = s.push_subscriptions
+    values = {"p256dh": sub.p256dh, "auth": sub.auth, "device": (device or None) and device[:128]}
     async with engine.begin() as conn:
         found = (
-            await conn.execute(
-                select(s.push_subscriptions.c.id).where(s.push_subscriptions.c.endpoint == sub.endpoint)
-            )
+            await conn.execute(select(ps.c.id, ps.c.viewer_id).where(ps.c.endpoint == sub.endpoint))
         ).first()
-        values = {"viewer_id": viewer_id, "p256dh": sub.p256dh, "auth": sub.auth}
-        if found:
-            await conn.execute(
-                update(s.push_subscriptions).where(s.push_subscriptions.c.id == found.id).values(**values)
+        if found is not None:
+            if found.viewer_id != viewer_id:
+                raise SubscriptionRefused("this push endpoint is registered to another account")
+            await conn.execute(update(ps).where(ps.c.id == found.id).values(**values))
+            return
+        have = (
+            await conn.execute(select(func.count()).select_from(ps).where(ps.c.viewer_id == viewer_id))
+        ).scalar_one()
+        if have >= cap:
+            raise SubscriptionRefused(
+                f"this account has {have} push devices, the most allowed; remove one in the settings first"
             )
-        else:
+        try:
             await conn.execute(
-                insert(s.push_subscriptions).values(endpoint=sub.endpoint, created_at=time.time(), **values)
+                insert(ps).values(
+                    endpoint=sub.endpoint, viewer_id=viewer_id, created_at=time.time(), **values
+                )
             )
+        except IntegrityError as exc:  # the same endpoint registered meanwhile by someone
+            raise SubscriptionRefused("this push endpoint is registered to another account") from exc
 
 
 async def remove_subscription(engine: AsyncEngine, endpoint: str, viewer_id: int | None = None) -> int:
@@ -77,13 +102,43 @@ async def subscriptions(engine: AsyncEngine) -> list[tuple[int | None, Subscript
     return [(r.viewer_id, Subscription(r.endpoint, r.p256dh, r.auth)) for r in rows]
 
 
-async def mark_push_ok(engine: AsyncEngine, endpoint: str) -> None:
+async def mark_push_ok(engine: AsyncEngine, endpoint: str, t: float | None = None) -> None:
     async with engine.begin() as conn:
         await conn.execute(
             update(s.push_subscriptions)
             .where(s.push_subscriptions.c.endpoint == endpoint)
-            .values(last_ok=time.time())
+            .values(last_ok=time.time() if t is None else t)
         )
+
+
+async def mark_push_failed(engine: AsyncEngine, endpoint: str, why: str, t: float | None = None) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(
+            update(s.push_subscriptions)
+            .where(s.push_subscriptions.c.endpoint == endpoint)
+            .values(last_fail=time.time() if t is None else t, last_error=why[:255])
+        )
+
+
+async def devices(engine: AsyncEngine, viewer_id: int) -> list[dict[str, Any]]:
+    """One account's push devices for its settings panel: never the endpoint's path (the
+    device's secret address), only its push service's host."""
+    ps = s.push_subscriptions
+    q = select(ps).where(ps.c.viewer_id == viewer_id).order_by(ps.c.id)
+    async with engine.connect() as conn:
+        rows = (await conn.execute(q)).all()
+    return [
+        {
+            "id": r.id,
+            "service": urlsplit(r.endpoint).hostname or "",
+            "device": r.device,
+            "created_at": r.created_at,
+            "last_ok": r.last_ok,
+            "last_fail": r.last_fail,
+            "last_error": r.last_error,
+        }
+        for r in rows
+    ]
 
 
 async def quiet_state(engine: AsyncEngine, now: float) -> tuple[Dnd | None, list[Mute]]:
@@ -180,9 +235,11 @@ async def log(
     reason: str | None = None,
     wait_id: int | None = None,
     t: float | None = None,
+    owner: str | None = None,
 ) -> None:
     """One notification sent (or tried): where, about what, and why (`reason`: block,
-    done, error, escalation, grouped, test)."""
+    done, error, escalation, grouped, test); `owner`: whose delivery it is (None for a
+    server-wide channel)."""
     row = {
         "channel": channel[:255],
         "state": state,
@@ -191,6 +248,7 @@ async def log(
         "detail": detail[:LOG_DETAIL_MAX],
         "reason": reason,
         "wait_id": wait_id,
+        "owner": owner[:64] if owner else None,
     }
     try:
         async with engine.begin() as conn:
@@ -201,15 +259,23 @@ async def log(
 
 
 async def recent_log(
-    engine: AsyncEngine, limit: int = 100, before: int | None = None
+    engine: AsyncEngine, limit: int = 100, before: int | None = None, *, owner: str | None = None
 ) -> list[dict[str, Any]]:
-    """The newest notifications first: what went where, and why."""
+    """The newest notifications first: what went where, and why. With `owner` (always,
+    for a request): the server-wide channels' entries and that owner's own deliveries,
+    never another viewer's (a push entry tells whose device was told what, and how its
+    push service answered). Without: every entry (the server's own reading)."""
     nl = s.notification_log
     q = select(nl).order_by(nl.c.id.desc()).limit(limit)
+    if owner is not None:
+        q = q.where(or_(nl.c.owner.is_(None), nl.c.owner == owner))
     if before is not None:
         q = q.where(nl.c.id < before)
     async with engine.connect() as conn:
-        return [dict(r._mapping) for r in (await conn.execute(q)).all()]
+        rows = [dict(r._mapping) for r in (await conn.execute(q)).all()]
+    for r in rows:
+        r.pop("owner", None)
+    return rows
 
 
 async def escalated(engine: AsyncEngine, wait_id: int, channel: str) -> bool:

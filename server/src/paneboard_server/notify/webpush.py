@@ -5,6 +5,11 @@ Urgency (blocked and error are `high` so Android delivers them in Doze; done is 
 Topic, derived from the pane id, so a newer push for a pane replaces an older one
 still waiting at the push service. 404/410 from the push service mean the
 subscription is gone for good: the caller deletes it.
+
+Redirects are never followed: a push service answers the POST itself, and a 3xx
+(which aiohttp would follow, method and body kept for 307/308) is how a public
+endpoint could send the server's POST to an inner address. A 3xx is a failed send
+of that subscription.
 """
 
 from __future__ import annotations
@@ -102,6 +107,17 @@ def group_message(title: str, body: str, extra: dict[str, Any] | None = None) ->
     return json.dumps(payload, ensure_ascii=False)
 
 
+class _NoRedirects:
+    """What pywebpush calls `aiohttp_session`: its one `post`, with redirects off."""
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self._session = session
+
+    async def post(self, url: str, **kw: Any) -> aiohttp.ClientResponse:
+        kw["allow_redirects"] = False
+        return await self._session.post(url, **kw)
+
+
 async def send(
     sub: Subscription,
     data: str,
@@ -121,6 +137,8 @@ async def send(
     headers: dict[str, str | int | float] = {"Urgency": urgency}
     if topic:
         headers["Topic"] = topic
+    own = session is None
+    http = aiohttp.ClientSession() if session is None else session
     try:
         resp = await webpush_async(
             sub.info(),
@@ -130,11 +148,17 @@ async def send(
             ttl=ttl,
             headers=headers,
             timeout=timeout,
-            aiohttp_session=session,
+            aiohttp_session=_NoRedirects(http),  # duck-typed: pywebpush calls only post()
         )
     except WebPushException as e:
         status = getattr(e.response, "status", None) or getattr(e.response, "status_code", None)
         return ("gone" if status in (404, 410) else "failed"), status
     except (aiohttp.ClientError, TimeoutError, OSError):
         return "failed", None
-    return "sent", getattr(resp, "status", None)
+    finally:
+        if own:
+            await http.close()
+    status = getattr(resp, "status", None)
+    if not isinstance(status, int) or not 200 <= status < 300:
+        return "failed", status  # a 3xx: pywebpush lets statuses up to 202 through
+    return "sent", status

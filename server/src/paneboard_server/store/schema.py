@@ -187,6 +187,11 @@ push_subscriptions = Table(
     Column("auth", String(255), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("last_ok", Float),
+    # The last failed send (time and why, one line): the settings panel shows both per device.
+    Column("last_fail", Float),
+    Column("last_error", String(255)),
+    # What the device said it is when it subscribed (the browser's own short label).
+    Column("device", String(128)),
 )
 
 vapid_keys = Table(
@@ -213,6 +218,9 @@ notification_log = Table(
     Column("reason", String(16)),
     # The wait (`waits.id`) it was about, when one.
     Column("wait_id", Integer),
+    # Whose delivery it is ("viewer:ID", "viewer-token:ID"): a push or a page's own
+    # notification is read back by its owner only. NULL: a server-wide channel (Apprise).
+    Column("owner", String(64)),
     Index("ix_notification_log_t", "t"),
 )
 
