@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi import FastAPI
-from paneboard_server import accounts
+from paneboard_server.auth import accounts
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.database import create_engine, resolve_url
+from paneboard_server.store.database import create_engine, resolve_url
 from paneboard_server.notify import targets
 from pbserver import make_tokens
 from support.pushendpoint import PushService
