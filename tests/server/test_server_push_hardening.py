@@ -13,11 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi import FastAPI
-from paneboard_server.auth import accounts
 from paneboard_server.app import create_app
+from paneboard_server.auth import accounts
 from paneboard_server.config import Config
-from paneboard_server.store.database import create_engine, resolve_url
 from paneboard_server.notify import targets
+from paneboard_server.store.database import create_engine, resolve_url
 from pbserver import make_tokens
 from support.pushendpoint import PushService
 
