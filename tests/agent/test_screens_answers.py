@@ -171,3 +171,71 @@ def test_free_text_is_typed_literally(tmux_server: TmuxServer) -> None:
         assert got == repr(text)
 
     _run(tmux_server, "question", scenario, allow_input=True)
+
+
+@pytest.mark.parametrize("text", ["git push;", "a\\;", ";", "x;;"])
+def test_free_text_ending_in_a_semicolon_is_typed_byte_for_byte(tmux_server: TmuxServer, text: str) -> None:
+    """tmux reads an argument ending in `;` as the end of a command (and `\\;` as `;`):
+    `git push;` used to reach the pane as `git push`, a lone `;` as a bare Enter."""
+
+    async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
+        shot = await _until(lambda: next((s for s in side.screens(pane) if s["text"]), None), what="text")
+        await collector.command(
+            dict(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
+        )
+        assert side.outcome("r1") == "typed"
+        await _until(lambda: "GOT " in _screen(tmux_server, pane), what="the program read the line")
+        got = _screen(tmux_server, pane).split("GOT ", 1)[1].split("\n", 1)[0].strip()
+        assert got == repr(text)
+
+    _run(tmux_server, "question", scenario, allow_input=True)
+
+
+def test_watch_of_an_excluded_or_unknown_pane_captures_nothing(tmux_server: TmuxServer) -> None:
+    """A server may name any pane id: one in a session the collector's `exclude` globs
+    match, or one it does not know, is neither captured nor typed into."""
+
+    async def go() -> None:
+        from paneboard_agent.collector import Options
+
+        secret = tmux_server.new_session("secret-ops", asker("permission"))
+        sink, side = Recorder(), Side()
+        target = TmuxTarget(
+            LocalTransport("here"), socket=tmux_server.name, exclude=["secret*"], allow_input=True
+        )
+        collector = Collector([target], sink, Options(rules=load_rules(None)))
+        collector.set_side(side)
+        task = asyncio.create_task(collector.run())
+        try:
+            pane = tmux_server.new_window("main", "ask", asker("permission"))
+            await _until(
+                lambda: any(u.key.pane == pane and u.state == "blocked" for u in sink.updates), what="blocked"
+            )
+            await _until(
+                lambda: "Do you want to proceed?" in _screen(tmux_server, secret), what="secret prompt"
+            )
+            assert not any(u.key.pane == secret for u in sink.updates)
+            for target_pane in (secret, "%999"):
+                key = {"host": "here", "tmux": tmux_server.name, "pane": target_pane}
+                await collector.command(dict(wire.watch(key)))
+                shot = await _until(
+                    lambda p=target_pane: next(iter(side.screens(p)), None), what="the refusal"
+                )
+                assert shot["lines"] == [] and "does not watch that pane" in shot["error"]
+                await collector.command(
+                    dict(wire.answer("r-" + target_pane, key, "0" * 64, time.time() + 60, answer="yes"))
+                )
+                assert side.outcome("r-" + target_pane) == "not-blocked"
+            await asyncio.sleep(0.5)
+            assert all(s["lines"] == [] for s in side.screens(secret))
+            assert "ANSWERED" not in _screen(tmux_server, secret)
+            # the tracked pane is still watched as before
+            key = {"host": "here", "tmux": tmux_server.name, "pane": pane}
+            await collector.command(dict(wire.watch(key)))
+            await _until(lambda: any(s["answers"] for s in side.screens(pane)), what="a screen with answers")
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    asyncio.run(go())

@@ -149,19 +149,33 @@ def test_screen_and_answer_with_every_refusal(stack: Paneboard) -> None:
 
     audit = olga.get(f"/api/panes/{pid}/answers")["answers"]
     got = [(a["who"], a["outcome"]) for a in reversed(audit)]
-    assert got[:4] == [("olga", "changed"), ("ann", "forbidden"), ("olga", "refused"), ("olga", "refused")]
+    # every refused attempt is a row saying who and why, those refused for their
+    # credentials (a viewer token, a wrong CSRF token, a cross-origin POST) included
+    assert got[:8] == [
+        ("olga", "changed"),
+        ("ann", "forbidden"),
+        ("wall2", "read-only"),
+        ("wall", "read-only"),
+        ("olga", "csrf"),
+        ("olga", "cross-origin"),
+        ("olga", "refused"),
+        ("olga", "refused"),
+    ], got
     assert sum(1 for a in audit if a["outcome"] == "typed") == 1
     typed = next(a for a in audit if a["outcome"] == "typed")
     assert typed["fingerprint"] == fp and typed["answer"] == "yes" and typed["label"] == "Yes"
     assert "Do you want to proceed?" in (typed["prompt"] or "")
     assert {a["who"] for a in audit} >= {"olga", "otto", "ann"}
-    assert len(audit) == 8
+    assert len(audit) == 12
     # the ledger's block names who answered it from paneboard
     blocks = olga.get("/api/blocks?limit=100")["blocks"]
     mine = [b for b in blocks if str(b["pane_id"]) == pid]
     assert mine and mine[0]["answered_by"] == typed["who"] and mine[0]["end_t"] is not None, mine
     # a token without --screens sees the audit, not the screen's text
-    assert all(a["prompt"] is None for a in wall.get(f"/api/panes/{pid}/answers")["answers"])
+    # (the prompt, the answers' labels and the text typed are all screen text)
+    shown = wall.get(f"/api/panes/{pid}/answers")["answers"]
+    assert all(a["prompt"] is None and a["label"] is None and a["text"] is None for a in shown)
+    assert any(a["label"] == "Yes" for a in wall2.get(f"/api/panes/{pid}/answers")["answers"])
 
 
 @pytest.mark.parametrize("stack", [()], indirect=True)

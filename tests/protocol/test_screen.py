@@ -1,9 +1,10 @@
 """The screen as relayed (paneboard_protocol.screen): colours kept, every other control
-dropped, and a fingerprint that moves exactly when the text does."""
+dropped, and a whole-screen fingerprint that moves exactly when the text does."""
 
 from __future__ import annotations
 
-from paneboard_protocol.screen import clean_line, fingerprint, plain
+from paneboard_protocol.prompt import screen_fingerprint
+from paneboard_protocol.screen import clean_line, plain
 
 
 def test_only_sgr_escapes_survive() -> None:
@@ -19,7 +20,7 @@ def test_a_long_line_is_cut_without_half_an_escape() -> None:
 
 
 def test_fingerprint_reads_text_not_colours() -> None:
-    a = fingerprint(["\x1b[1mDo you want to proceed?\x1b[0m", " ❯ 1. Yes", "", ""])
-    assert a == fingerprint(["Do you want to proceed?", " ❯ 1. Yes"])
-    assert a != fingerprint(["Do you want to proceed?", "   1. Yes"])
+    a = screen_fingerprint(["\x1b[1mDo you want to proceed?\x1b[0m", " ❯ 1. Yes", "", ""])
+    assert a == screen_fingerprint(["Do you want to proceed?", " ❯ 1. Yes"])
+    assert a != screen_fingerprint(["Do you want to proceed?", "   1. Yes"])
     assert len(a) == 64

@@ -19,6 +19,11 @@ DIR/held-N and waits for the test to create DIR/go-N (N = 1, 2, …) before it s
 answer, so the agent is visibly working for exactly as long as the test needs to look.
 Everything else (title, topic, quota side requests) is answered at once with short text.
 
+Anthropic only: DIR/commands.json, when a test writes it, is a list of shell commands
+asked in turn — the task is answered with the first, each tool result with the next
+one, and the result of the last with the text that ends the turn (two different
+prompts of the same rule, one after the other).
+
 Why a gate instead of a delay: on a loaded two-core machine no delay is long enough
 to be sure and short enough to be cheap; the test's own condition is.
 """
@@ -195,9 +200,17 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- Anthropic Messages ---------------------------------------------------------
 
+    def _commands(self) -> list[str]:
+        path = self.state.root / "commands.json"
+        return [str(c) for c in json.loads(path.read_text())] if path.exists() else [COMMAND]
+
     def _anthropic(self, body: dict[str, Any]) -> None:
         kind = classify(body)
-        tool = pick_tool(body, ("Bash",)) if kind == "task" else None
+        commands = self._commands()
+        asked = _text_of(body.get("messages")).count('"tool_result"') if kind == "result" else 0
+        wants_tool = kind == "task" or (kind == "result" and asked < len(commands))
+        tool = pick_tool(body, ("Bash",)) if wants_tool else None
+        command = commands[asked] if tool is not None else COMMAND
         if kind != "side":
             self.state.hold()
         if not body.get("stream"):
@@ -228,10 +241,11 @@ class Handler(BaseHTTPRequestHandler):
         }
         self._event({"type": "message_start", "message": msg}, "message_start")
         if tool is not None:
-            block = {"type": "tool_use", "id": "toolu_pb1", "name": tool["name"], "input": {}}
+            block = {"type": "tool_use", "id": f"toolu_pb{asked + 1}", "name": tool["name"], "input": {}}
+            what = "Create pb-ran" if command == COMMAND else f"Run {command}"
             delta = {
                 "type": "input_json_delta",
-                "partial_json": json.dumps({"command": COMMAND, "description": "Create pb-ran"}),
+                "partial_json": json.dumps({"command": command, "description": what}),
             }
             stop = "tool_use"
         else:

@@ -117,3 +117,94 @@ def test_real_claude_code_permission_answered_by_the_collector(
         time.sleep(0.5)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
+
+
+def test_real_claude_code_first_tap_and_a_swapped_prompt_refused(
+    stage: Stage, agent_cli, tmp_path: Path
+) -> None:
+    """Claude Code asks two different commands in turn. The fingerprint the page got
+    when the first prompt arrived is typed on the first tap after a human pause (its
+    transcript bullet blinks meanwhile: the prompt fingerprint does not move); the
+    same fingerprint sent while the second prompt is up types nothing (`changed`);
+    the second prompt's own fingerprint is typed on its first tap too."""
+    claude = agent_cli("claude")
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    claude_home(home, work)
+    (stage.api.root / "commands.json").write_text('["touch pb-one", "touch pb-two"]')
+    stage.open(f"{claude} --permission-mode default", claude_env(home, stage.api.url), work)
+    stage.wait_class({"agent": "claude", "state": "idle"}, 90, "idle at start")
+    stage.wait_screen(lambda s: "? for shortcuts" in s, 30, "the prompt")
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    sink, side = _Sink(), []
+    target = TmuxTarget(LocalTransport("here"), socket=stage.tmux.name, allow_input=True)
+    collector = Collector([target], sink, Options(rules=load_rules(None)))
+    collector.set_side(side.append)
+    running = asyncio.run_coroutine_threadsafe(collector.run(), loop)
+    key = {"host": "here", "tmux": stage.tmux.name, "pane": stage.pane}
+
+    def answer(request: str, fp: str) -> str:
+        msg = dict(wire.answer(request, key, fp, time.time() + 60, answer="yes"))
+        asyncio.run_coroutine_threadsafe(collector.command(msg), loop).result(30)
+        return next(m["outcome"] for m in side if m["type"] == "answered" and m["id"] == request)
+
+    def prompt_screen(command: str) -> dict[str, Any]:
+        """The first screen the page gets with `command`'s prompt and its answers."""
+        return _until(
+            lambda: next(
+                (
+                    m
+                    for m in side
+                    if m["type"] == "screen" and m["answers"] and any(command in ln for ln in m["lines"])
+                ),
+                None,
+            ),
+            60,
+            f"a screen asking {command}",
+        )
+
+    try:
+        stage.press_until(
+            ["Please do PBTASK now"],
+            lambda: "PBTASK" in stage.screen(),
+            "typed",
+            tries=1,
+            each=20,
+            literal=True,
+        )
+        stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
+        asyncio.run_coroutine_threadsafe(collector.command(dict(wire.watch(key))), loop).result(20)
+        stage.api.release(1)
+        first = prompt_screen("touch pb-one")
+        n_before = len(side)
+        time.sleep(3.0)  # a person reads the prompt (and Claude Code ignores keys at first)
+        redrawn = [m for m in side[n_before:] if m["type"] == "screen"]
+        assert all(m["fingerprint"] == first["fingerprint"] for m in redrawn if m["answers"]), (
+            "the fingerprint moved while the prompt stayed"
+        )
+        print(f"screens re-sent during the pause: {len(redrawn)}")
+        assert answer("one", first["fingerprint"]) == "typed"
+        _until(lambda: (work / "pb-one").exists(), 30, "the first command ran")
+
+        _until(lambda: stage.api.held(2), 30, "the first result sent to the model")
+        stage.api.release(2)
+        second = prompt_screen("touch pb-two")
+        assert second["fingerprint"] != first["fingerprint"]
+        time.sleep(3.0)
+        # the answer made for the first prompt, tapped while the second is up
+        assert answer("stale", first["fingerprint"]) == "changed"
+        time.sleep(1.0)
+        assert not (work / "pb-two").exists(), "nothing typed for a swapped prompt"
+        assert answer("two", second["fingerprint"]) == "typed"
+        _until(lambda: (work / "pb-two").exists(), 30, "the second command ran")
+        _until(lambda: stage.api.held(3), 30, "the second result sent to the model")
+        stage.api.release(3)
+        stage.wait_screen(lambda s: "All done: pb-ran exists." in s, 60, "the final answer")
+    finally:
+        running.cancel()
+        time.sleep(0.5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)

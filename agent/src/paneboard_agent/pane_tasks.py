@@ -1,9 +1,9 @@
 """What the watcher does for one pane's tracker: send its updates, run its captures, set its timers.
 
-`tracker.PaneTracker` decides (pure, driven by `(now, input)`); this carries the
-decisions out with asyncio timers and one-shot `capture-pane` runs. Kept apart from
-`watcher.TmuxWatcher` (sessions, listings, processes), which mixes it in: every input
-the watcher gives a tracker is followed by `_after(pane)`.
+`tracker.PaneTracker` decides (pure, driven by `(now, input)`); `PaneTasks` carries the
+decisions out with asyncio timers and captures through the watcher's one
+`capture.PaneCapture`. `watcher.TmuxWatcher` (sessions, listings, processes) owns one
+`PaneTasks`: every input the watcher gives a tracker is followed by `after(pane)`.
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from paneboard_agent.pump import Pump
+from paneboard_agent.capture import PaneCapture
+from paneboard_agent.sink import PaneUpdate
 from paneboard_agent.tracker import PaneTracker
-from paneboard_agent.transport import Transport, TransportError
+from paneboard_agent.transport import TransportError
 
 log = logging.getLogger("paneboard.agent")
 
@@ -41,24 +43,33 @@ class WatchedPane:
             self.capture_task.cancel()
 
 
-class TrackerTasks:
-    """The tracker-facing half of `TmuxWatcher` (see the module's docstring)."""
+class PaneTasks:
+    """Timers and captures for the watcher's panes (see the module's docstring).
 
-    panes: dict[str, WatchedPane]
-    pump: Pump
-    t: Transport
-    base: list[str]
-    host: str
-    _capture_sem: asyncio.Semaphore
+    `panes` is the watcher's own table (a pane no longer in it is forgotten when its
+    timer or capture comes back); `changed` sends an update (through whatever pump
+    the watcher has at that moment: `late_state` swaps it)."""
+
+    def __init__(
+        self,
+        panes: dict[str, WatchedPane],
+        changed: Callable[[PaneUpdate], None],
+        capture: PaneCapture,
+        host: str,
+    ) -> None:
+        self.panes = panes
+        self.changed = changed
+        self.capture = capture
+        self.host = host
 
     # --- what a tracker asks for ---------------------------------------------------
 
-    def _after(self, pane: WatchedPane) -> None:
+    def after(self, pane: WatchedPane) -> None:
         """Carry out what the tracker wants after an input: send, capture, set timers."""
         t = pane.tracker
         update = t.take_update()
         if update is not None:
-            self.pump.changed(update)
+            self.changed(update)
         if t.take_capture():
             pane.capture_task = asyncio.create_task(self._do_capture(pane))
         loop = asyncio.get_running_loop()
@@ -87,21 +98,19 @@ class TrackerTasks:
         else:
             pane.deadline_handle = pane.deadline_for = None
             pane.tracker.deadline(now)
-        self._after(pane)
+        self.after(pane)
 
     # --- screen capture ------------------------------------------------------------
 
     async def _do_capture(self, pane: WatchedPane) -> None:
         key = pane.tracker.key
         try:
-            async with self._capture_sem:
-                res = await self.t.run([*self.base, "capture-pane", "-p", "-t", key.pane], timeout=10)
+            screen = await self.capture.read(key.pane)
         except TransportError as exc:
             log.debug("%s: capture of %s failed: %s", self.host, key.pane, exc)
             pane.tracker.capture_failed()
             return
         if self.panes.get(key.pane) is not pane:
             return
-        screen = res.stdout.decode("utf-8", "replace") if res.returncode == 0 else None
         pane.tracker.captured(time.time(), screen)
-        self._after(pane)
+        self.after(pane)

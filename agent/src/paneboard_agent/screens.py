@@ -23,17 +23,32 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from paneboard_protocol import wire
-from paneboard_protocol.screen import clean_line, fingerprint, offer, plain
+from paneboard_protocol.screen import Offer, clean_line, offer, plain
 
-from paneboard_agent.transport import TransportError
+from paneboard_agent.capture import PaneCapture
+from paneboard_agent.pane_tasks import WatchedPane
+from paneboard_agent.panes import session_selected
+from paneboard_agent.targets import Options, TmuxTarget
+from paneboard_agent.transport import Transport, TransportError
 
-if TYPE_CHECKING:
-    from paneboard_agent.watcher import TmuxWatcher
+
+class ScreensOwner(Protocol):
+    """What `PaneScreens` reads of the watcher that owns it (`watcher.TmuxWatcher`):
+    named here so this module does not import the watcher."""
+
+    host: str
+    base: list[str]
+    t: Transport
+    capture: PaneCapture
+    target: TmuxTarget
+    opt: Options
+    panes: dict[str, WatchedPane]
+
 
 log = logging.getLogger("paneboard.screens")
 
@@ -41,8 +56,10 @@ log = logging.getLogger("paneboard.screens")
 MAX_WAIT = 1.0
 #: fingerprints answered per pane, remembered against replays
 USED_MAX = 32
-_SIZE = "#{pane_width} #{pane_height} #{cursor_x} #{cursor_y}"
 OFF = "screens are switched off for this host (paneboard agent --no-screens / screens = false)"
+NOT_TRACKED = (
+    "this collector does not watch that pane (no such pane, or its session is not included / is excluded)"
+)
 
 
 @dataclass
@@ -51,7 +68,6 @@ class Captured:
     visible: list[str]  # the visible rows
     size: tuple[int, int]
     cursor: tuple[int, int]
-    fingerprint: str
 
 
 @dataclass
@@ -68,7 +84,7 @@ class _Watched:
 class PaneScreens:
     """What is watched on one tmux server, its captures and the answers typed into it."""
 
-    def __init__(self, watcher: TmuxWatcher, send: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(self, watcher: ScreensOwner, send: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.w = watcher
         self.send = send
         self.watched: dict[str, _Watched] = {}
@@ -85,13 +101,22 @@ class PaneScreens:
 
     # --- from the server ---------------------------------------------------------
     def watch(self, pane_id: str, scrollback: int) -> None:
-        if not self.enabled:
-            self._emit(dict(wire.screen(self._key(pane_id), time.time(), [], (0, 0), (0, 0), "", error=OFF)))
+        if not self.enabled or not self.tracked(pane_id):
+            why = OFF if not self.enabled else NOT_TRACKED
+            self._emit(dict(wire.screen(self._key(pane_id), time.time(), [], (0, 0), (0, 0), "", error=why)))
             return
         w = self.watched.setdefault(pane_id, _Watched())
         w.scrollback = max(0, min(scrollback, wire.SCREEN_LINES_MAX - 200))
         w.sent = None  # a (re)watch always gets a screen
         self._capture_soon(pane_id, 0.0)
+
+    def tracked(self, pane_id: str) -> bool:
+        """A pane this collector reports: listed, in a session its include/exclude
+        globs select. A server may name any pane id; only these are ever captured."""
+        pane = self.w.panes.get(pane_id)
+        if pane is None or pane.tracker.info is None:
+            return False
+        return session_selected(pane.tracker.session, self.w.target.include, self.w.target.exclude)
 
     def unwatch(self, pane_id: str) -> None:
         w = self.watched.pop(pane_id, None)
@@ -168,20 +193,16 @@ class PaneScreens:
             self._capture_soon(pane_id, 0.0)
 
     async def capture(self, pane_id: str, scrollback: int = 0) -> Captured | None:
-        """`capture-pane -p -e` (plus its size and cursor) in one tmux run; None if it failed."""
-        argv = [*self.w.base, "capture-pane", "-p", "-e", "-t", pane_id]
-        if scrollback:
-            argv[-2:-2] = ["-S", str(-scrollback)]
-        argv += [";", "display-message", "-p", "-t", pane_id, _SIZE]
+        """The pane with its colours, scroll-back, size and cursor (the watcher's one
+        capture path, `capture.PaneCapture`); None if it failed."""
         try:
-            async with self.w._capture_sem:
-                res = await self.w.t.run(argv, timeout=10)
+            text = await self.w.capture.read(pane_id, colours=True, scrollback=scrollback, size=True)
         except TransportError as exc:
             log.debug("%s: screen capture of %s failed: %s", self.w.host, pane_id, exc)
             return None
-        if res.returncode != 0:
+        if text is None:
             return None
-        raw = res.stdout.decode("utf-8", "replace").split("\n")
+        raw = text.split("\n")
         if raw and raw[-1] == "":
             raw.pop()
         try:
@@ -190,15 +211,17 @@ class PaneScreens:
             return None
         lines = [clean_line(ln) for ln in raw][-wire.SCREEN_LINES_MAX :]
         visible = lines[-height:] if height else []
-        return Captured(lines, visible, (width, height), (cx, cy), fingerprint(visible))
+        return Captured(lines, visible, (width, height), (cx, cy))
 
-    def _offer(self, pane_id: str, cap: Captured) -> Any:
+    def _offer(self, pane_id: str, cap: Captured) -> tuple[Any, Offer]:
+        """The pane's latest update and what this capture's prompt takes, with the
+        prompt's fingerprint (`paneboard_protocol.prompt`)."""
         pane = self.w.panes.get(pane_id)
         u = pane.tracker.last_update if pane is not None else None
-        if u is None:
-            return None, offer(None, None, None, None, "")
         text = "\n".join(plain(ln) for ln in cap.visible)
-        return u, offer(self.w.opt.rules, u.agent, u.state, u.kind, text, u.title, u.msg)
+        if u is None:
+            return None, offer(None, None, None, None, text)
+        return u, offer(self.w.opt.rules, u.agent, u.state, u.kind, text, u.title, u.msg, u.since)
 
     def _screen_msg(self, pane_id: str, cap: Captured) -> dict[str, Any]:
         u, got = self._offer(pane_id, cap)
@@ -209,7 +232,7 @@ class PaneScreens:
                 cap.lines,
                 cap.size,
                 cap.cursor,
-                cap.fingerprint,
+                got.fingerprint,
                 state=u.state if u is not None else None,
                 prompt=got.prompt[:4096] if got.prompt else None,
                 answers=got.choices(),
@@ -234,6 +257,8 @@ class PaneScreens:
     async def _answer(self, pane_id: str, msg: dict[str, Any]) -> tuple[str, str | None]:
         if not self.input:
             return "disabled", None
+        if not self.tracked(pane_id):
+            return "not-blocked", None
         expires = msg.get("expires")
         if not isinstance(expires, int | float) or time.time() > expires:
             return "expired", None
@@ -247,9 +272,9 @@ class PaneScreens:
         u, got = self._offer(pane_id, cap)
         if u is None or u.state != "blocked":
             return "not-blocked", got.prompt
-        if cap.fingerprint != msg.get("fingerprint"):
+        if got.fingerprint != msg.get("fingerprint"):
             return "changed", got.prompt
-        if cap.fingerprint in self.used.get(pane_id, ()):
+        if got.fingerprint in self.used.get(pane_id, ()):
             return "used", got.prompt
         answer_id, text = msg.get("answer"), msg.get("text")
         if isinstance(answer_id, str) and text is None:
@@ -258,11 +283,14 @@ class PaneScreens:
                 return "refused", got.prompt
             runs = [["send-keys", "-t", pane_id, *keys]]
         elif isinstance(text, str) and answer_id is None and got.text and _typable(text):
-            runs = [["send-keys", "-t", pane_id, "-l", "--", text], ["send-keys", "-t", pane_id, "Enter"]]
+            runs = [
+                ["send-keys", "-t", pane_id, "-l", "--", literal_arg(text)],
+                ["send-keys", "-t", pane_id, "Enter"],
+            ]
         else:
             return "refused", got.prompt
         used = self.used.setdefault(pane_id, [])
-        used.append(cap.fingerprint)
+        used.append(got.fingerprint)
         del used[:-USED_MAX]
         for argv in runs:
             try:
@@ -284,12 +312,18 @@ class PaneScreens:
                 self.send(msg)
 
 
+class _WithScreens(Protocol):
+    host: str
+    target: TmuxTarget
+    screens: PaneScreens
+
+
 class ScreensPump:
     """The collector's `Pump`, also telling each watcher's `PaneScreens` that a pane's
     classification changed (its answers may have) or that it went: kept out of the
     watcher, which only calls `screens.output` for each output."""
 
-    def __init__(self, pump: Any, watchers: Callable[[], list[TmuxWatcher]]) -> None:
+    def __init__(self, pump: Any, watchers: Callable[[], Sequence[_WithScreens]]) -> None:
         self.pump = pump
         self.watchers = watchers
 
@@ -313,6 +347,17 @@ class ScreensPump:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.pump, name)
+
+
+def literal_arg(text: str) -> str:
+    """`text` as one tmux argument that reaches `send-keys -l` unchanged.
+
+    tmux parses the arguments of a command line: one ending in `;` ends the command
+    there (`git push;` would type `git push`, a lone `;` nothing), and one ending in
+    `\\;` loses its backslash. Only the final `;` is read so (cmd-parse.c,
+    `cmd_parse_from_arguments`): escaping that one as `\\;` makes tmux hand back
+    exactly the text (`;` -> `\\;` -> `;`, `a\\;` -> `a\\\\;` -> `a\\;`)."""
+    return text[:-1] + "\\;" if text.endswith(";") else text
 
 
 def _typable(text: str) -> bool:

@@ -146,9 +146,16 @@ class PaneTracker:
         if obs is not None:
             self.info = info
             if obs != self.obs:
+                rules_before = self._screen_rules()
                 self.classifier.set_process(now, obs.name, obs.pid, obs.observable, obs.why)
                 self.obs = obs
                 self._evaluate(now)
+                if self._wants_screen and self._screen_rules() != rules_before:
+                    # The program is known now (or another one is): its screen rules
+                    # read a screen that may have been drawn already, while the shell
+                    # was in front, and that no output will bring back (a prompt that
+                    # waits). Read it at once.
+                    self._request_capture()
         self.info = info
         self.session = info.session
         if self._recapture:
@@ -249,6 +256,11 @@ class PaneTracker:
         if self.settle_at is None:
             self._armed_at = now
             self.settle_at = now + self.settle
+
+    def _screen_rules(self) -> tuple[bool, str | None]:
+        """Which screen rules read this pane: none, or the agent whose manifest applies."""
+        u = self.last_update
+        return (self._wants_screen, u.agent if u is not None and self._wants_screen else None)
 
     def _request_capture(self) -> None:
         if self.capturing:

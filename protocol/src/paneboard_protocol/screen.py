@@ -5,20 +5,21 @@ Shared by the collector (which captures and answers) and the tests; pure, no I/O
 * `clean_line`: a `capture-pane -e` line keeps its SGR colour escapes (`ESC [ ... m`)
   and loses every other control, so what is relayed and stored can only colour text;
 * `plain`: the same line without any escape, what rules and fingerprints read;
-* `fingerprint`: the sha256 of the visible rows' plain text. An answer names the
-  fingerprint of the screen its operator saw; the collector types it only if a fresh
-  capture still has that fingerprint, so nobody answers a prompt that has moved on;
 * `offer`: for a blocked pane, its declared answers (labels as its screen draws them)
-  or free text (a `question` with none), from the manifest rule matching the screen.
+  or free text (a `question` with none), from the manifest rule matching the screen,
+  and the fingerprint of the prompt (`prompt.py`): an answer names the fingerprint of
+  the prompt its operator saw; the collector types it only if a fresh capture still
+  has that fingerprint, so nobody answers a prompt that has moved on.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 
+from paneboard_protocol.prompt import prompt_fingerprint, screen_fingerprint
 from paneboard_protocol.rules import Answer, Manifest, RuleSet
+from paneboard_protocol.wire import AnswerChoice
 
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 # CSI (7- and 8-bit), OSC/DCS/APC/PM/SOS strings (to BEL or ST), two-byte escapes
@@ -54,24 +55,18 @@ def plain(line: str) -> str:
     return _ANY_ESCAPE.sub("", line)
 
 
-def fingerprint(visible: list[str]) -> str:
-    """sha256 hex of the visible rows' plain text, trailing blanks ignored."""
-    rows = [plain(ln).rstrip() for ln in visible]
-    while rows and not rows[-1]:
-        rows.pop()
-    return hashlib.sha256("\n".join(rows).encode("utf-8", "surrogatepass")).hexdigest()
-
-
 @dataclass(frozen=True, slots=True)
 class Offer:
-    """What a blocked screen takes: declared answers, free text, and the prompt's text."""
+    """What a blocked screen takes: declared answers, free text, the prompt's text and
+    its fingerprint (what an answer must name)."""
 
     answers: tuple[tuple[Answer, str], ...] = ()  # (answer, label as drawn)
     text: bool = False
     prompt: str | None = None
+    fingerprint: str = ""
 
-    def choices(self) -> list[dict[str, str]]:
-        return [{"id": a.id, "label": label} for a, label in self.answers]
+    def choices(self) -> list[AnswerChoice]:
+        return [AnswerChoice(id=a.id, label=label) for a, label in self.answers]
 
     def keys(self, answer_id: str) -> tuple[str, ...] | None:
         for a, _ in self.answers:
@@ -91,25 +86,35 @@ def offer(
     screen: str,
     title: str | None = None,
     msg: str | None = None,
+    since: float | None = None,
 ) -> Offer:
     """The answers a pane in `state`/`kind` takes on this (plain) screen.
 
-    Nothing unless blocked. The manifest of `agent` read on this screen: a blocked rule
-    with declared answers offers those whose `line` is on the screen; otherwise a
-    `question` takes free text and anything else takes nothing."""
+    The fingerprint of the screen (`prompt.py`) whatever the state: of the prompt the
+    matched blocked rule read, else of the whole screen. Answers only when blocked: the
+    manifest of `agent` read on this screen: a blocked rule with declared answers
+    offers those whose `line` is on the screen; otherwise a `question` takes free text
+    and anything else takes nothing. `since`: when the pane's state began (a prompt
+    asked again later is a new prompt)."""
+    whole = screen_fingerprint(screen.split("\n"), since)
     if state != "blocked":
-        return NOTHING
+        return Offer(fingerprint=whole)
     manifest: Manifest | None = rules.for_agent(agent) if rules is not None else None
     if manifest is not None:
         match = manifest.match(screen, title or "", "")
         if match is not None and match.state == "blocked":
             rule = next((r for r in manifest.rules if r.id == match.rule), None)
-            if rule is not None and rule.answers:
-                lines = screen.split("\n")[-manifest.rows :]
-                got = tuple((a, label) for a in rule.answers if (label := a.offer(lines)) is not None)
+            if rule is not None:
+                got: tuple[tuple[Answer, str], ...] = ()
+                if rule.answers:
+                    lines = screen.split("\n")[-manifest.rows :]
+                    got = tuple((a, label) for a in rule.answers if (label := a.offer(lines)) is not None)
+                fp = prompt_fingerprint(
+                    manifest, rule, screen, [(a.id, label) for a, label in got], title or "", since
+                )
+                prompt = match.msg or msg
                 if got:
-                    return Offer(got, False, match.msg or msg)
-            if match.kind == "question" or (match.kind is None and kind == "question"):
-                return Offer((), True, match.msg or msg)
-            return Offer((), False, match.msg or msg)
-    return Offer((), kind == "question", msg)
+                    return Offer(got, False, prompt, fp)
+                takes_text = match.kind == "question" or (match.kind is None and kind == "question")
+                return Offer((), takes_text, prompt, fp)
+    return Offer((), kind == "question", msg, whole)

@@ -61,11 +61,14 @@ class AnswerDesk:
         answer: str | None,
         text: str | None,
         relayed: bool = False,
+        refuse: str | None = None,
     ) -> tuple[str, dict[str, Any]]:
         """The outcome, and the audit row written for it. A pane whose collector is
         connected to a peer replica is answered there (`replicas.py`: one process
-        decides the claim); `relayed`: this is that peer's request."""
-        if self.remote is not None and who.operator and not relayed:
+        decides the claim); `relayed`: this is that peer's request. `refuse`: the
+        request was refused before any check here (its credentials: `read-only`,
+        `cross-origin`, `csrf`); only its audit row is written, that outcome in it."""
+        if self.remote is not None and who.operator and not relayed and refuse is None:
             target = self.core.collector_of(pane_id)
             if target is not None and target[0] not in self.core.seen_routes:
                 got = await self.remote.ask(who, pane_id, fingerprint, answer, text)
@@ -82,7 +85,9 @@ class AnswerDesk:
         send = self.core.seen_routes.get(target[0]) if target is not None else None
         prompt = sc.prompt if sc is not None else None
         claim = (pane_id, fingerprint)
-        if not who.operator:
+        if refuse is not None:
+            outcome = refuse
+        elif not who.operator:
             outcome = "forbidden"
         elif target is None or send is None:
             outcome = "offline"

@@ -6,7 +6,8 @@
 
 Who: a screen needs a login or a viewer token created with `--screens`; an answer needs
 a login with the operator role, with the CSRF token and a same-origin request
-(`require_writer`); viewer tokens never answer.
+(`writer_refusal`); viewer tokens never answer. Every refused attempt is audited too.
+Without screen rights the audit shows no prompt, label or text (screen contents).
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ from pydantic import BaseModel, Field, model_validator
 
 from ..answers.desk import AnswerDesk, audit
 from ..answers.screens import ScreenHub, screen_json
-from ..auth.access import require_viewer, require_writer
+from ..auth.access import require_viewer, writer_refusal
 from ..auth.accounts import Principal
 
 Viewer = Annotated[Principal, Depends(require_viewer)]
-Writer = Annotated[Principal, Depends(require_writer)]
 SCROLLBACK_MAX = 300  # lines of history a page may ask for (the wire carries 500 in all)
 FIRST_WAIT = 3.0  # a page's first request waits this long for the collector's first capture
 
@@ -84,9 +84,15 @@ def make_screens_router() -> APIRouter:
         return out
 
     @r.post("/api/panes/{pane_id}/answer", summary="Answer the pane's prompt (operators only)")
-    async def answer(request: Request, pane_id: int, body: AnswerIn, who: Writer) -> dict[str, Any]:
+    async def answer(request: Request, pane_id: int, body: AnswerIn, who: Viewer) -> dict[str, Any]:
         _live_pane(request, pane_id)
         desk: AnswerDesk = request.app.state.answers
+        # Refused credentials (a viewer token, a cross-origin POST, no or a wrong CSRF
+        # token) are attempts too: audited with who and why, then refused.
+        refused = writer_refusal(request, who)
+        if refused is not None:
+            await desk.answer(who, pane_id, body.fingerprint, body.answer, body.text, refuse=refused[0])
+            raise HTTPException(403, refused[1])
         outcome, row = await desk.answer(who, pane_id, body.fingerprint, body.answer, body.text)
         if outcome == "forbidden":
             raise HTTPException(403, "answering needs the operator role (paneboard user grant NAME operator)")
@@ -103,9 +109,9 @@ def make_screens_router() -> APIRouter:
         if pane_id not in request.app.state.core.panes:
             raise HTTPException(404, "no such pane")
         rows = await audit(request.app.state.core, pane_id, limit, before)
-        if not who.screens:  # the prompt and the text typed are screen contents
+        if not who.screens:  # the prompt, the answers' labels, the text typed: screen contents
             for row in rows:
-                row["prompt"] = row["text"] = None
+                row["prompt"] = row["label"] = row["text"] = None
         return {"pane_id": pane_id, "answers": rows}
 
     return r

@@ -49,15 +49,23 @@ def origin_ok(request: Request) -> bool:
     return origin in allowed
 
 
-async def require_writer(request: Request) -> Principal:
-    p = await require_viewer(request)
+def writer_refusal(request: Request, p: Principal) -> tuple[str, str] | None:
+    """Why `p` may not change anything with this request, as (short reason, message),
+    or None: read-only credentials (a viewer token), a cross-origin request, a missing
+    or wrong CSRF token. Routes that audit refusals (answers) call it themselves."""
     if p.readonly:
-        raise HTTPException(403, "read-only credentials cannot change anything")
+        return "read-only", "read-only credentials cannot change anything"
     if not origin_ok(request):
-        raise HTTPException(403, "cross-origin request refused")
+        return "cross-origin", "cross-origin request refused"
     header = request.headers.get(CSRF_HEADER, "")
     if p.csrf is None or not header or not same(header, p.csrf):
-        raise HTTPException(
-            403, "missing or wrong CSRF token (send the pb_csrf cookie's value as X-CSRF-Token)"
-        )
+        return "csrf", "missing or wrong CSRF token (send the pb_csrf cookie's value as X-CSRF-Token)"
+    return None
+
+
+async def require_writer(request: Request) -> Principal:
+    p = await require_viewer(request)
+    refused = writer_refusal(request, p)
+    if refused is not None:
+        raise HTTPException(403, refused[1])
     return p
