@@ -244,12 +244,27 @@ def output_bytes(work: Path, n: int) -> int:
     return total
 
 
+def baseline_tree(rev: str, dest: Path) -> dict[str, str]:
+    """The collector as it was at git revision `rev`: its packages' sources extracted
+    into `dest`, and the environment that runs them (PYTHONPATH before the checkout's
+    own editable install), so a change is measured against its own before in one run."""
+    dest.mkdir(parents=True, exist_ok=True)
+    tar = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "src", "agent/src", "protocol/src", "server/src"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=tar, check=True)
+    paths = [str(dest / d) for d in ("src", "agent/src", "protocol/src", "server/src")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 def run_collector(
-    sshd: Sshd, tmux: TmuxServer, work: Path, n: int, seconds: float
+    sshd: Sshd, tmux: TmuxServer, work: Path, n: int, seconds: float, env: dict[str, str] | None = None
 ) -> tuple[Window, list[float]]:
     argv = [sys.executable, "-m", "paneboard.cli", "agent", "--stdout", *sshd.ssh_args()]
     proc = subprocess.Popen(
-        [*argv, "--tmux-socket", tmux.name], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        [*argv, "--tmux-socket", tmux.name], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
     )
     stamped: list[tuple[float, float]] = []  # (arrived, written)
 
@@ -364,6 +379,14 @@ def main() -> int:
     ap.add_argument("--modes", nargs="+", choices=["text", "spin"], default=["text", "spin"])
     ap.add_argument("--spinners", type=int, default=50, help="panes animating a spinner (spinner case)")
     ap.add_argument("--case", choices=["all", "stream", "spinner"], default="all")
+    ap.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also run the collector as it was at git revision REV (stream case), same panes, same run",
+    )
+    ap.add_argument(
+        "--runs", type=int, default=1, help="repeat each stream row; medians and spread are printed"
+    )
     args = ap.parse_args()
     print(machine_line("start"), flush=True)
     if args.case in ("all", "stream"):
@@ -393,44 +416,75 @@ def spinner_case(args: argparse.Namespace) -> None:
 
 def stream_case(args: argparse.Namespace) -> None:
     rows = []
-    for n in args.panes:
-        for mode in args.modes:
-            with tempfile.TemporaryDirectory(prefix="pb-bench-", ignore_cleanup_errors=True) as d:
-                work = Path(d)
-                sshd = Sshd(work / "sshd").start()
-                tmux = setup(n, args.rate, work, mode)
-                sessions = [f"s{i}" for i in range((n + 9) // 10)]
-                try:
-                    openssh = run_openssh(sshd, tmux, work, n, args.seconds, sessions)
-                    drain = run_drain(sshd, tmux, work, n, args.seconds, sessions)
-                    coll, delays = run_collector(sshd, tmux, work, n, args.seconds)
-                finally:
-                    tmux.kill()
-                    sshd.stop()
-            rows.append((n, mode, coll, drain, openssh, delays))
+    with tempfile.TemporaryDirectory(prefix="pb-bench-base-", ignore_cleanup_errors=True) as base_dir:
+        base_env = baseline_tree(args.baseline, Path(base_dir)) if args.baseline else None
+        for n in args.panes:
+            for mode in args.modes:
+                for _ in range(args.runs):
+                    rows.extend(stream_run(args, n, mode, base_env))
     print(
         f"collector over sshd: {args.seconds:g} s measured per run after {WARMUP:g} s warm-up;"
         f" text = {args.rate} B/s per pane in 0.1 s chunks, spin = one spinner redraw per pane every 0.1 s;"
         " 2 OSC 7501 reports/s per pane"
     )
     print(
-        f"{'panes':>5} {'mode':>5} {'MB':>6} | {'CPU s/MB':>9} {'asyncssh':>9} {'openssh':>8} {'x ssh':>6} |"
-        f" {'RSS MiB':>8} {'drain':>6} | {'delay p50':>9} {'p99 ms':>7} {'n':>5} | {'load':>5}"
+        f"{'panes':>5} {'mode':>5} {'who':>8} {'MB':>6} | {'CPU s/MB':>9} {'asyncssh':>9} {'openssh':>8}"
+        f" {'x ssh':>6} | {'RSS MiB':>8} {'drain':>6} | {'delay p50':>9} {'p99 ms':>7} {'n':>5} | {'load':>5}"
     )
-    for n, mode, coll, drain, openssh, delays in rows:
+    medians: dict[tuple[int, str, str], list[tuple[float, float]]] = {}
+    for n, mode, who, coll, drain, openssh, delays in rows:
         per = coll.cpu / coll.mb
+        ratio = per / max(1e-9, openssh.cpu / openssh.mb)
+        p99 = pct(delays, 99) * 1000
+        medians.setdefault((n, mode, who), []).append((ratio, p99))
         print(
-            f"{n:>5} {mode:>5} {coll.mb:>6.1f} | {per:>9.3f} {drain.cpu / drain.mb:>9.3f}"
-            f" {openssh.cpu / openssh.mb:>8.3f} {per / max(1e-9, openssh.cpu / openssh.mb):>6.1f} |"
+            f"{n:>5} {mode:>5} {who:>8} {coll.mb:>6.1f} | {per:>9.3f} {drain.cpu / drain.mb:>9.3f}"
+            f" {openssh.cpu / openssh.mb:>8.3f} {ratio:>6.1f} |"
             f" {coll.rss / 1024:>8.1f} {drain.rss / 1024:>6.1f} |"
-            f" {pct(delays, 50) * 1000:>9.1f} {pct(delays, 99) * 1000:>7.1f} {len(delays):>5} |"
+            f" {pct(delays, 50) * 1000:>9.1f} {p99:>7.1f} {len(delays):>5} |"
             f" {coll.load:>5.1f}"
         )
+    if args.runs > 1:
+        print("medians over runs (spread min-max):")
+        for (n, mode, who), vals in medians.items():
+            # a run whose reports all fell outside its window has no delay (nan): left out
+            ratios = sorted(v[0] for v in vals)
+            p99s = sorted(v[1] for v in vals if v[1] == v[1]) or [float("nan")]
+            print(
+                f"{n:>5} {mode:>5} {who:>8}: x ssh {pct(ratios, 50):.1f} ({ratios[0]:.1f}-{ratios[-1]:.1f}),"
+                f" p99 {pct(p99s, 50):.0f} ms ({p99s[0]:.0f}-{p99s[-1]:.0f})"
+            )
     print("CPU s/MB of pane output: the collector; asyncssh = a drain-only asyncssh client on the same")
     print("channels (no parsing); openssh = one `ssh ... tmux -C attach` per session, output to /dev/null;")
     print(
         "x ssh = collector / openssh (goal <= 3). load = 1-min load average when the collector's run ended."
     )
+    print("who: `now` = this checkout's collector; `REV` = the collector at --baseline REV, same panes.")
+
+
+def stream_run(
+    args: argparse.Namespace, n: int, mode: str, base_env: dict[str, str] | None
+) -> list[tuple[int, str, str, Window, Window, Window, list[float]]]:
+    """One set of panes measured by OpenSSH, the asyncssh drain, this collector and
+    (with --baseline) the baseline collector, one after the other."""
+    out = []
+    with tempfile.TemporaryDirectory(prefix="pb-bench-", ignore_cleanup_errors=True) as d:
+        work = Path(d)
+        sshd = Sshd(work / "sshd").start()
+        tmux = setup(n, args.rate, work, mode)
+        sessions = [f"s{i}" for i in range((n + 9) // 10)]
+        try:
+            openssh = run_openssh(sshd, tmux, work, n, args.seconds, sessions)
+            drain = run_drain(sshd, tmux, work, n, args.seconds, sessions)
+            coll, delays = run_collector(sshd, tmux, work, n, args.seconds)
+            out.append((n, mode, "now", coll, drain, openssh, delays))
+            if base_env is not None:
+                coll, delays = run_collector(sshd, tmux, work, n, args.seconds, base_env)
+                out.append((n, mode, args.baseline[:8], coll, drain, openssh, delays))
+        finally:
+            tmux.kill()
+            sshd.stop()
+    return out
 
 
 if __name__ == "__main__":

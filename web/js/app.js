@@ -69,6 +69,17 @@ model.addEventListener("reset", redrawCounts);
 model.addEventListener("change", redrawCounts);
 setInterval(redrawCounts, 1000); // the longest wait in the title grows
 
+// The links' health (round trip, reconnects) changes without any pane changing: read
+// every few seconds for the group headers; a failure leaves the last figures.
+async function loadHostHealth() {
+  try {
+    const hosts = await get("/api/hosts");
+    if (Array.isArray(hosts)) board.setHostHealth(hosts);
+  } catch { /* signed out or away: the stream's own handling says so */ }
+}
+setInterval(loadHostHealth, 5000);
+loadHostHealth();
+
 // On a phone the filters and buttons fold away behind one button (CSS decides when).
 $("tools-btn").addEventListener("click", () => {
   const open = $("tools").classList.toggle("open");

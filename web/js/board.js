@@ -21,6 +21,7 @@ export class Board {
     this.getQuiet = getQuiet;
     this.localHost = localHost;
     this.cards = new Map(); // id -> element
+    this.hostHealth = new Map(); // hostKey -> a host of `/api/hosts`
     this.groups = new Map(); // group key -> {el, cards}
     this.onScreen = new Set(); // pane ids whose card is at least half visible
     this.observer = new IntersectionObserver((entries) => {
@@ -156,6 +157,12 @@ export class Board {
     return { el, h, name, status, cards };
   }
 
+  /** The hosts of `/api/hosts` (their links' health): group headers follow. */
+  setHostHealth(hosts) {
+    this.hostHealth = new Map(hosts.map((h) => [hostKey({ collector: h.collector, host: h.name }), h]));
+    this.render();
+  }
+
   updateWaitingHeader(g, list) {
     g.name.textContent = `Waiting on you · ${list.length}`;
     g.status.textContent = "";
@@ -164,7 +171,7 @@ export class Board {
   updateGroupHeader(g, p) {
     g.name.textContent = `${hostLabel(p)} · ${clean(p.session) || "?"}`;
     const down = !p.reachable;
-    g.status.textContent = down ? "↯ unreachable" : "";
+    g.status.textContent = down ? unreachableText(p) : healthText(this.hostHealth.get(hostKey(p)));
     g.status.classList.toggle("down", down);
   }
 
@@ -208,6 +215,25 @@ export class Board {
 }
 
 /** "build-3", or "build-3 (NAME)" for a pane of a named tmux server. */
+/** "↯ unreachable since 4:57:10 PM": since when the collector says the link is lost. */
+function unreachableText(p) {
+  return p.unreachableSince ? `↯ unreachable since ${clockTime(p.unreachableSince)}` : "↯ unreachable";
+}
+
+/** A host's link as `/api/hosts` tells it: "rtt 41 ms · 2 reconnects". */
+export function healthText(h) {
+  if (!h || !h.reachable) return "";
+  const parts = [];
+  if (typeof h.rtt === "number") parts.push(`rtt ${Math.round(h.rtt * 1000)} ms`);
+  if (h.reconnects > 0) parts.push(`${h.reconnects} reconnect${h.reconnects === 1 ? "" : "s"}`);
+  return parts.join(" · ");
+}
+
+/** One host of one collector (two collectors may both name a host "build1"). */
+export function hostKey(p) {
+  return `${p.collector ?? ""}\u0000${p.host ?? ""}`;
+}
+
 function hostLabel(p) {
   const tmux = p.tmux && p.tmux !== "default" ? ` (${clean(p.tmux)})` : "";
   return `${clean(p.host)}${tmux}`;
@@ -332,7 +358,7 @@ export function fillCard(card, p, { quiet = null, localHost = "", withHost = fal
   if (!p.observable) {
     add("◌ not observable", "marker-info", `the program in front (${clean(p.process, 80) || "?"}) hides what runs behind it`);
   }
-  if (unreachable) add("↯ host unreachable", "marker-warn");
+  if (unreachable) add(`↯ host ${unreachableText(p).slice(2)}`, "marker-warn");
   if (p.stale || unreachable) {
     const s = add("", "age");
     s.dataset.prefix = "last known ";

@@ -24,7 +24,7 @@ export function stateInfo(state) {
 export const PANE_FIELDS = [
   "id", "host", "collector", "tmux", "pane", "session", "window", "agent", "state", "kind", "msg", "title",
   "progress", "source", "observable", "process", "since", "last_seen", "reachable", "stale",
-  "records", "last_known",
+  "unreachable_since", "records", "last_known",
 ];
 const NAMED = new Set(PANE_FIELDS);
 const FIELD_NAME = /^[a-z][a-z0-9_]*$/; // what a definition's field is called (never __proto__)
@@ -72,6 +72,7 @@ export function normalise(p) {
     since: time(p.since),
     lastSeen: time(p.last_seen),
     reachable: p.reachable !== false,
+    unreachableSince: time(p.unreachable_since), // null while the host is reachable
     stale: Boolean(p.stale),
     input: Boolean(p.input),
     records: Array.isArray(p.records) ? p.records : [],

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from paneboard_agent import queries
+from paneboard_agent.health import Health
 from paneboard_agent.pane_state import (
     MAX_7501_VALUE,
     MAX_AGENT_VALUE,
@@ -65,6 +66,9 @@ class HeldPump:
 
     def host(self, host: str, reachable: bool, t: float, error: str | None) -> None:
         self.pump.host(host, reachable, t, error)
+
+    def health(self, host: str, health: Health) -> None:
+        self.pump.health(host, health)  # the link's health is no pane's: never held
 
     def release(self) -> Pump:
         items, self.items = self.items, {}

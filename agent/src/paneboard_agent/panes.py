@@ -68,7 +68,6 @@ DEFAULT_TRANSPORTS = (
 )
 
 
-
 @dataclass(frozen=True, slots=True)
 class PaneInfo:
     session_id: str

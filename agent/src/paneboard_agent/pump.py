@@ -12,6 +12,7 @@ import asyncio
 import logging
 from typing import Any
 
+from paneboard_agent.health import Health
 from paneboard_agent.sink import PaneKey, PaneUpdate, Sink
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,11 @@ class Pump:
 
     def host(self, host: str, reachable: bool, t: float, error: str | None) -> None:
         self._put(("host", host), ("host", (host, reachable, t, error)))
+
+    def health(self, host: str, health: Health) -> None:
+        """The link's health (health.py), for a sink that takes it (`host_health`)."""
+        if hasattr(self._sink, "host_health"):
+            self._put(("health", host), ("health", (host, health)))
 
     def _put(self, slot: Any, item: tuple[str, Any]) -> None:
         # a replaced item keeps its place: order across panes stays first-come
@@ -56,6 +62,8 @@ class Pump:
                         await self._sink.pane_changed(payload)
                     elif kind == "gone":
                         await self._sink.pane_gone(*payload)
+                    elif kind == "health":
+                        await self._sink.host_health(*payload)  # type: ignore[attr-defined]  # checked in health()
                     else:
                         await self._sink.host_status(*payload)
                 except asyncio.CancelledError:

@@ -58,15 +58,35 @@ async def no_server(t: Transport, base: Sequence[str]) -> str | None:
     return res.stderr.decode(errors="replace").strip().splitlines()[0]
 
 
-async def list_panes(t: Transport, base: Sequence[str], control: ControlClient | None) -> list[PaneInfo]:
-    """Every pane of the server; [] when no tmux server runs."""
+def only_filter(pane_ids: Collection[str]) -> str:
+    """A `list-panes -f` filter (tmux 3.2+) true for exactly these panes: `#{pane_id}`
+    is looked up in one `|%1|%7|` string (tmux expands both sides of `m:`), so the
+    filter stays one short match however many panes it names. Pane ids are `%` and
+    digits (checked: anything else could change the filter's meaning)."""
+    for pid in pane_ids:
+        if not (pid[:1] == "%" and pid[1:].isdigit()):
+            raise ValueError(f"not a tmux pane id: {pid!r}")
+    return "#{m:*|#{pane_id}|*,|" + "|".join(sorted(pane_ids)) + "|}"
+
+
+async def list_panes(
+    t: Transport,
+    base: Sequence[str],
+    control: ControlClient | None,
+    only: Collection[str] | None = None,
+) -> list[PaneInfo]:
+    """Every pane of the server, or only the panes `only` names (tmux 3.2+: filtered by
+    tmux, so a poll for a few panes' held reports reads a few lines, not every pane's);
+    [] when no tmux server runs."""
+    filt = ["-f", only_filter(only)] if only is not None else []
     if control is not None:
         try:
-            block = await control.command(f"list-panes -a -F '{PANE_FORMAT}'")
+            where = f" -f '{filt[1]}'" if filt else ""
+            block = await control.command(f"list-panes -a{where} -F '{PANE_FORMAT}'")
             return parse_panes(block.lines)
         except (TransportError, CommandError):
             pass
-    res = await t.run([*base, "list-panes", "-a", "-F", PANE_FORMAT])
+    res = await t.run([*base, "list-panes", "-a", *filt, "-F", PANE_FORMAT])
     if res.returncode != 0:
         if any(s in res.stderr for s in NO_SERVER):
             return []
@@ -74,9 +94,7 @@ async def list_panes(t: Transport, base: Sequence[str], control: ControlClient |
     return parse_panes(res.stdout.splitlines())
 
 
-async def processes(
-    t: Transport, pids: Collection[int], ttys: Collection[str] = ()
-) -> dict[int, Any] | None:
+async def processes(t: Transport, pids: Collection[int], ttys: Collection[str] = ()) -> dict[int, Any] | None:
     """`ps` of these pids, every process on these terminals (the panes' foreground groups)
     and the foreground leaders they name; None: no usable `ps`. One run for all panes."""
     procs = await _ps_run(t, set(pids), ttys)

@@ -35,6 +35,7 @@ import websockets
 from paneboard_protocol import wire
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
+from .health import Health
 from .sink import PaneKey, PaneUpdate, SnapshotSource
 
 log = logging.getLogger("paneboard.uplink")
@@ -117,6 +118,7 @@ class UplinkSink:
         # The latest known view (what a snapshot holds when no source is attached).
         self.view: dict[str, wire.PaneOp] = {}
         self.hosts: dict[str, tuple[bool, str | None]] = {}
+        self.health: dict[str, dict[str, Any]] = {}  # the links' health (health.py), by host
         # Not yet sent, coalesced per pane/host: the bound is the pane count.
         self.pending: OrderedDict[str, wire.PaneOp | wire.GoneOp | wire.HostOp] = OrderedDict()
         # Sent, not yet acknowledged: seq -> message.
@@ -156,7 +158,14 @@ class UplinkSink:
 
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
         self.hosts[host] = (reachable, error)
-        self._put(f"h:{host}", wire.host_op(host, reachable, error, t))
+        self._put(f"h:{host}", wire.host_op(host, reachable, error, t, self.health.get(host)))
+
+    async def host_health(self, host: str, health: Health) -> None:
+        """The link's round trip, reconnects and last contact: sent with the host's status
+        (one op per host, the latest replacing one not yet sent)."""
+        self.health[host] = health.wire()
+        reachable, error = self.hosts.get(host, (True, None))
+        self._put(f"h:{host}", wire.host_op(host, reachable, error, self.clock(), self.health[host]))
 
     def send_side(self, msg: dict[str, Any]) -> None:
         """A screen or an answer's outcome: out beside the seq stream while connected,
@@ -426,10 +435,10 @@ class UplinkSink:
         if self.source is not None:
             updates, hosts = self.source.snapshot()
             panes = [u.wire_json() for u in updates]
-            host_map = {h: wire.host_state(r, e) for h, (r, e) in hosts.items()}
+            host_map = {h: wire.host_state(r, e, self.health.get(h)) for h, (r, e) in hosts.items()}
         else:
             panes = [op["update"] for op in self.view.values()]
-            host_map = {h: wire.host_state(r, e) for h, (r, e) in self.hosts.items()}
+            host_map = {h: wire.host_state(r, e, self.health.get(h)) for h, (r, e) in self.hosts.items()}
         panes = [p for p in panes if not self._held_back(p)]
         for h in self.refused_hosts:
             host_map.pop(h, None)

@@ -26,6 +26,7 @@ from typing import Any
 from paneboard_protocol.identity import process_identity
 
 from paneboard_agent import late_state, queries
+from paneboard_agent.capture import PaneCapture
 from paneboard_agent.clients import ControlClients
 from paneboard_agent.control import (
     ControlClient,
@@ -37,7 +38,8 @@ from paneboard_agent.control import (
     parse_version,
     tmux_base,
 )
-from paneboard_agent.pane_tasks import TrackerTasks, WatchedPane
+from paneboard_agent.health import HealthMeter
+from paneboard_agent.pane_tasks import PaneTasks, WatchedPane
 from paneboard_agent.panes import (
     PaneInfo,
     observe,
@@ -84,7 +86,7 @@ def _reason(host: str, exc: Exception) -> str:
     return text.removeprefix(f"{host}: ")
 
 
-class TmuxWatcher(TrackerTasks):
+class TmuxWatcher:
     """Watches one tmux server; survives losing it, gives up only on fatal errors."""
 
     def __init__(self, target: TmuxTarget, options: Options, pump: Pump) -> None:
@@ -101,14 +103,22 @@ class TmuxWatcher(TrackerTasks):
         self.version: tuple[int, int] = (0, 0)
         self._wake = asyncio.Event()
         self._need_sessions = True
+        self._need_listing = True  # the next poll lists every pane (a light one: only some)
         self._polls = 0
         self._warned_old = False
-        self._capture_sem = asyncio.Semaphore(options.captures_at_once)
+        # the one capture path of this tmux server: the trackers' and the pages' screens
+        self.capture = PaneCapture(self.t, self.base, options.captures_at_once)
+        self.tasks = PaneTasks(self.panes, lambda u: self.pump.changed(u), self.capture, self.host)
         self._held: set[WatchedPane] = set()  # panes holding reports until the next poll
         self._full_due = 0.0
         # the classifier sees a name only; "docker exec"-style entries are judged here
         self._classifier_transports = [t for t in options.transports if " " not in t]
         self.screens = PaneScreens(self)  # pages' screens, answers; what they send to tmux
+        self.health = HealthMeter()  # the link's round trip, last contact, reconnects
+
+    def _after(self, pane: WatchedPane) -> None:
+        """After every input to a pane's tracker: carry out what it asks (`PaneTasks`)."""
+        self.tasks.after(pane)
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -124,6 +134,7 @@ class TmuxWatcher(TrackerTasks):
                 await self._teardown()
                 return
             except TransportError as exc:
+                self.health.lost()
                 if self.reachable[0] or attempt == 0:
                     if self._ever_connected:
                         log.warning("%s: lost (%s); reconnecting", self.host, _reason(self.host, exc))
@@ -164,6 +175,8 @@ class TmuxWatcher(TrackerTasks):
         if not self._ever_connected:
             await self._first_server_check()
         again = self._ever_connected
+        if again:
+            self.health.reconnected()
         self._connected_ok = self._ever_connected = True
         log.info(
             "%s: connected%s (tmux %d.%d, tmux server %s)",
@@ -216,6 +229,7 @@ class TmuxWatcher(TrackerTasks):
     def _set_status(self, reachable: bool, error: str | None) -> None:
         if self.reachable != (reachable, error):
             self.reachable = (reachable, error)
+            self._report_health()  # first: the status's op carries the health of its moment
             self.pump.host(self.host, reachable, time.time(), error)
 
     # --- control clients ---------------------------------------------------------
@@ -231,6 +245,7 @@ class TmuxWatcher(TrackerTasks):
             if pane is None:
                 # output from a pane not listed yet (a window just opened): keep its bytes
                 pane = self._new_pane(note.pane, client.session)
+                self._need_listing = True
                 self._wake.set()
             elif pane.tracker.session != client.session:
                 return  # a window linked into two sessions: one owner decodes it
@@ -262,6 +277,7 @@ class TmuxWatcher(TrackerTasks):
             if note.name in SESSION_NOTICES:
                 self._need_sessions = True
             if note.name in PANE_NOTICES:
+                self._need_listing = True  # a light poll would not see the new layout
                 self._wake.set()
 
     def _release_held(self, waiting: set[WatchedPane], everything: bool = False) -> None:
@@ -298,11 +314,13 @@ class TmuxWatcher(TrackerTasks):
         return pane
 
     async def _sync(self) -> None:
-        """One poll. A full poll (every poll interval, or when sessions changed) runs
-        `ps` for every pane; a light one (woken early by reports or notifications)
-        lists panes (cheap: tmux answers from memory) and runs `ps` only for panes that
-        are new, hold a report, or whose foreground command tmux now names differently:
-        many panes reporting at once cost one `ps` run on the watched host, not one each.
+        """One poll. A full poll (every poll interval, when sessions changed, or when
+        tmux announced a change of windows or panes) lists every pane and runs `ps` for
+        every pane. A light one (woken early by held reports) asks tmux only about the
+        panes holding reports (`list-panes -f`, tmux 3.2+) and runs `ps` only for them:
+        many panes reporting at once cost one short listing and one `ps` on the watched
+        host, and the collector's share of a poll no longer grows with every pane the
+        server has (it was a listing of all of them, up to 20 times a second).
         """
         self._polls += 1
         # Only the reports held before this poll starts are served by its look: one that
@@ -311,33 +329,43 @@ class TmuxWatcher(TrackerTasks):
         for pane in waiting:
             pane.tracker.polling()
         now_m = time.monotonic()
-        full = self._need_sessions or now_m >= self._full_due
+        full = (
+            self._need_sessions
+            or self._need_listing
+            or now_m >= self._full_due
+            or not self._light_ok(waiting)
+        )
         if full:
             self._full_due = now_m + self.opt.poll_interval
+            self._need_listing = False
         if self._need_sessions or not self.clients or self._polls % 25 == 0:
             self._need_sessions = False
             await self._sync_sessions()
-        infos = await self._list_panes()
+        rtt = None
         if full:
-            look = infos
-        else:
-            look = []
-            for info in infos:
-                pane = self.panes.get(info.pane_id)  # type: ignore[assignment]  # None is handled below
-                known = pane.tracker.info if pane is not None else None
-                if (
-                    known is None
-                    or known.command != info.command
-                    or known.pane_pid != info.pane_pid
-                    # a held report waits for its writer: tmux names a script's
-                    # interpreter alike before and after it started (`bash` for
-                    # `./deploy.sh` typed at a bash prompt); only `ps` tells them apart
-                    or pane in waiting
-                ):
-                    look.append(info)
-        procs = await self._ps(look) if look else {}
-        self._apply(infos, procs, time.time(), {i.pane_id for i in look})
+            t0 = time.monotonic()
+            infos = await self._list_panes()
+            rtt = time.monotonic() - t0  # through the link to tmux and back (health.py)
+            procs = await self._ps(infos) if infos else {}
+            self._apply(infos, procs, time.time(), {i.pane_id for i in infos})
+        elif waiting:
+            ids = {p.tracker.key.pane for p in waiting}
+            infos = await self._list_panes(ids)
+            procs = await self._ps(infos) if infos else {}
+            self._apply(infos, procs, time.time(), ids, partial=True)
         self._release_held(waiting)
+        self.health.answered(time.time(), rtt)
+        self._report_health()
+
+    def _report_health(self) -> None:
+        due = self.health.due(time.time())
+        if due is not None:
+            self.pump.health(self.host, due)
+
+    def _light_ok(self, waiting: set[WatchedPane]) -> bool:
+        """A light poll can serve these panes: tmux filters listings (3.2+) and every
+        one of them was listed before (a new pane needs the full listing)."""
+        return self.version >= (3, 2) and all(p.tracker.info is not None for p in waiting)
 
     async def _sync_sessions(self) -> None:
         sessions = await queries.list_sessions(self.t, self.base, self.clients.any())
@@ -370,21 +398,30 @@ class TmuxWatcher(TrackerTasks):
                 log.warning("%s: tmux server %s is gone; waiting for it", self.host, self.target.label)
         self._server_up = running
 
-    async def _list_panes(self) -> list[PaneInfo]:
-        infos = await queries.list_panes(self.t, self.base, self.clients.any())
+    async def _list_panes(self, only: set[str] | None = None) -> list[PaneInfo]:
+        infos = await queries.list_panes(self.t, self.base, self.clients.any(), only)
         return [p for p in infos if session_selected(p.session, self.target.include, self.target.exclude)]
 
     async def _ps(self, infos: list[PaneInfo]) -> dict[int, Any] | None:
         pids = {p.pane_pid for p in infos}
         ttys = {p.tty for p in infos if not p.dead}
-        for pane in self.panes.values():
-            obs = pane.tracker.obs
+        for info in infos:
+            pane = self.panes.get(info.pane_id)
+            obs = pane.tracker.obs if pane is not None else None
             if obs is not None and obs.pid:
                 pids.add(obs.pid)  # the foreground leaders seen last time: their arguments
         return await queries.processes(self.t, pids, ttys)
 
-    def _apply(self, infos: list[PaneInfo], procs: dict[int, Any] | None, now: float, look: set[str]) -> None:
-        """Update panes from a listing; observe processes of the panes in `look`."""
+    def _apply(
+        self,
+        infos: list[PaneInfo],
+        procs: dict[int, Any] | None,
+        now: float,
+        look: set[str],
+        partial: bool = False,
+    ) -> None:
+        """Update panes from a listing; observe processes of the panes in `look`.
+        `partial`: a listing of some panes only, so a pane missing from it is not gone."""
         seen: set[str] = set()
         for info in infos:
             pane = self.panes.get(info.pane_id)
@@ -402,6 +439,8 @@ class TmuxWatcher(TrackerTasks):
                 )
             pane.tracker.listed(now, info, obs)
             self._after(pane)
+        if partial:
+            return
         for pane_id, pane in list(self.panes.items()):
             if pane_id in seen:
                 continue

@@ -12,7 +12,7 @@ Pure: only the standard library.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from paneboard_protocol.pane import NAME_MAX, PANE_ID_MAX
 
@@ -33,6 +33,10 @@ class Key(TypedDict):
 class HostState(TypedDict):
     reachable: bool
     error: str | None
+    # the link's health as the collector measured it (optional: older collectors omit it)
+    rtt: NotRequired[float | None]  # seconds, a read command's round trip to the host's tmux
+    reconnects: NotRequired[int]  # links lost and made again since the collector started
+    contact: NotRequired[float | None]  # when the host last answered (epoch seconds)
 
 
 # --- collector → server ----------------------------------------------------------------
@@ -61,6 +65,9 @@ class HostOp(TypedDict):
     host: str
     reachable: bool
     error: str | None
+    rtt: NotRequired[float | None]
+    reconnects: NotRequired[int]
+    contact: NotRequired[float | None]
     t: float
 
 
@@ -241,12 +248,25 @@ def gone_op(key: Key, t: float) -> GoneOp:
     return {"op": "gone", "key": key, "t": t}
 
 
-def host_op(host: str, reachable: bool, error: str | None, t: float) -> HostOp:
-    return {"op": "host", "host": host, "reachable": reachable, "error": error, "t": t}
+def host_op(
+    host: str, reachable: bool, error: str | None, t: float, health: dict[str, Any] | None = None
+) -> HostOp:
+    """`health`: `rtt`, `reconnects`, `contact` (see HostState), when measured."""
+    op: HostOp = {"op": "host", "host": host, "reachable": reachable, "error": error, "t": t}
+    if health:
+        op.update(_health(health))  # type: ignore[typeddict-item]  # the three optional keys
+    return op
 
 
-def host_state(reachable: bool, error: str | None) -> HostState:
-    return {"reachable": reachable, "error": error}
+def host_state(reachable: bool, error: str | None, health: dict[str, Any] | None = None) -> HostState:
+    state: HostState = {"reachable": reachable, "error": error}
+    if health:
+        state.update(_health(health))  # type: ignore[typeddict-item]  # the three optional keys
+    return state
+
+
+def _health(health: dict[str, Any]) -> dict[str, Any]:
+    return {k: health[k] for k in ("rtt", "reconnects", "contact") if k in health}
 
 
 def welcome(server: str, acked: int | None, snapshot: bool) -> Welcome:

@@ -41,6 +41,7 @@ from .auth.throttle import LoginThrottle
 from .config import Config
 from .ingest.uplink import IngestRegistry, handle
 from .panes.core import Core, Seen
+from .serving.conn_limits import SLOT
 from .serving.middleware import Guard
 from .store import schema as s
 from .store.database import create_engine, is_sqlite
@@ -156,6 +157,14 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
     async def panes(request: Request, _: Viewer) -> list[dict[str, Any]]:
         return core_of(request).live_panes()
 
+    @app.get("/api/hosts", summary="Every host: reachability and the link's health")
+    async def hosts(request: Request, _: Viewer) -> list[dict[str, Any]]:
+        core = core_of(request)
+        return [
+            h.api(core.collector_names.get(h.collector_id))
+            for h in sorted(core.hosts.values(), key=lambda h: (h.name, h.id))
+        ]
+
     @app.get("/api/panes/{pane_id}", summary="One pane")
     async def pane(request: Request, pane_id: int, _: Viewer) -> dict[str, Any]:
         core = core_of(request)
@@ -211,6 +220,13 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         request: Request, who: Viewer, last_event_id: Annotated[int | None, Query(ge=0)] = None
     ) -> QuietEventSource:
         core = core_of(request)
+        slot = request.scope.get(SLOT)  # conn_limits.py: the connection's count moves to `who`
+        if slot is not None and not slot.authenticated(f"{who.kind}:{who.id}"):
+            raise HTTPException(
+                429,
+                f"{cfg.limits.max_streams_per_credential} live streams are open with these credentials",
+                headers={"Retry-After": "5"},
+            )
         header = request.headers.get("last-event-id")
         resume = last_event_id
         if header is not None:

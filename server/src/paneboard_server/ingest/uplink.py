@@ -28,7 +28,7 @@ from .. import __version__
 from ..auth.accounts import lookup_token, note_use_while_connected
 from ..panes.core import Core, HostsDown, HostsUp, Ingest, Refused, Unstorable
 from ..store import schema as s
-from .wire import PROTOCOL, Answered, Delta, Hello, Screen, Snapshot, WireError, parse, reason
+from .wire import PROTOCOL, Answered, Delta, Hello, HostIn, Screen, Snapshot, WireError, parse, reason
 
 log = logging.getLogger("paneboard.ingest")
 
@@ -55,6 +55,7 @@ class Connection:
         self.closing: tuple[int, str] | None = None
         self.last_words: Mapping[str, Any] | None = None  # sent just before the close
         self.failed = False  # an operation of this connection was refused or lost
+        self.credential: str | None = None  # the token's hash (revocation compares it)
 
     def send(self, msg: Mapping[str, Any]) -> None:
         try:
@@ -208,6 +209,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
     cid = principal.id
     core.collector_names[cid] = principal.name
     conn = Connection(ws, cid, principal.name)
+    conn.credential = principal.credential
     sender: asyncio.Task[None] | None = None
     in_use = asyncio.create_task(note_use_while_connected(core.engine, cid))  # `token list`'s "last used"
     receiving: asyncio.Future[str] | None = None
@@ -331,7 +333,14 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                 elif o.op == "gone":
                     op.gone.append((o.key, o.t))
                 else:
-                    op.host_ops.append((o.host, o.reachable, o.error))
+                    health = HostIn.model_construct(  # fields validated already, as HostOp's
+                        reachable=o.reachable,
+                        error=o.error,
+                        rtt=o.rtt,
+                        reconnects=o.reconnects,
+                        contact=o.contact,
+                    )
+                    op.host_ops.append((o.host, health))
             await core.submit_ingest(op)
         if conn.closing is not None:
             with contextlib.suppress(Exception):

@@ -209,9 +209,17 @@ else:
     )
 
 
+#: a round trip the collector measured to a host, seconds (a link slower than this is down)
+Rtt = Annotated[float, Field(ge=0, le=600, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0, le=MAX_INT)]
+
+
 class HostIn(_Msg):
     reachable: bool
     error: LongText | None = None
+    rtt: Rtt | None = None
+    reconnects: Count = 0
+    contact: Time | None = None
 
 
 class Hello(_Msg):
@@ -239,6 +247,9 @@ class HostOp(_Msg):
     host: Name
     reachable: bool
     error: LongText | None = None
+    rtt: Rtt | None = None
+    reconnects: Count = 0
+    contact: Time | None = None
     t: Time
 
 

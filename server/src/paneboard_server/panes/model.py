@@ -22,9 +22,28 @@ class Host:
     error: str | None = None
     last_seen: float | None = None
     unreachable_since: float | None = None
+    # the link's health as the collector measured it (held in memory: each collector
+    # reports it again within seconds of a reconnect or change)
+    rtt: float | None = None
+    reconnects: int = 0
+    contact: float | None = None  # when the collector last heard from the host
 
     def copy(self) -> Host:
         return replace(self)
+
+    def api(self, collector: str | None) -> dict[str, Any]:
+        """The host as `GET /api/hosts` shows it."""
+        return {
+            "name": self.name,
+            "collector": collector,
+            "reachable": self.reachable,
+            "error": self.error,
+            "last_seen": self.last_seen,
+            "unreachable_since": self.unreachable_since,
+            "rtt": self.rtt,
+            "reconnects": self.reconnects,
+            "contact": self.contact,
+        }
 
 
 class _PaneMethods:
@@ -78,7 +97,8 @@ _api = _compile(
     "    reachable = host.reachable if host is not None else False\n"
     "    return {'id': self.id, 'host': host.name if host is not None else None, 'collector': collector,"
     f" 'tmux': self.tmux, 'pane': self.pane, {_fields(_API)}"
-    "'reachable': reachable, 'stale': not reachable}\n"
+    "'reachable': reachable, 'stale': not reachable,"
+    " 'unreachable_since': host.unreachable_since if host is not None and not reachable else None}\n"
 )
 
 

@@ -19,15 +19,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..store import schema as s
 from .model import Host, Pane
+from .state import PaneState
 
 if TYPE_CHECKING:
-    from .core import Core
+    from ..ingest.wire import HostIn
 
 
 class Tx:
     """One batch's view: copies of what it touches, rows to write, work for after commit."""
 
-    def __init__(self, core: Core, conn: AsyncConnection, now: float) -> None:
+    def __init__(self, core: PaneState, conn: AsyncConnection, now: float) -> None:
         self.core = core
         self.conn = conn
         self.now = now
@@ -216,7 +217,11 @@ class Tx:
         )
         self.touch(p, "gone", prev)
 
-    def set_host(self, h: Host, reachable: bool, error: str | None) -> None:
+    def set_host(self, h: Host, reachable: bool, error: str | None, health: HostIn | None = None) -> None:
+        """A host's reachability (and, from its collector, the link's health: round trip,
+        reconnects, last contact) as of now."""
+        if health is not None:
+            h.rtt, h.reconnects, h.contact = health.rtt, health.reconnects, health.contact
         if h.reachable != reachable or h.error != error:
             was = h.reachable
             h.reachable, h.error = reachable, error
