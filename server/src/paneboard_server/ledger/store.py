@@ -11,16 +11,14 @@ replica's clock) rebuilds that pane's intervals from its retained history with
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..panes.tx import Tx
 from ..store import schema as s
 from .intervals import WAITING, Event, Interval, derive, order, step
-
-if TYPE_CHECKING:
-    from ..panes.tx import Tx
 
 W = s.waits
 

@@ -10,7 +10,7 @@ the other processes which panes changed (NOTIFY, read by `fanout.py`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import bindparam, delete, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -20,10 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..ledger import store as ledger_store
 from ..store import schema as s
 from .model import Pane
+from .state import PaneState
 from .tx import Tx
-
-if TYPE_CHECKING:
-    from .core import Core
 
 NOTIFY_CHANNEL = "paneboard_change"
 
@@ -46,7 +44,7 @@ _UPDATE_HOSTS = (
 )
 
 
-async def flush(core: Core, tx: Tx) -> None:
+async def flush(core: PaneState, tx: Tx) -> None:
     """Write what the batch changed, inside its transaction."""
     conn = tx.conn
     changed = sorted(tx.changed)
@@ -131,7 +129,7 @@ async def flush(core: Core, tx: Tx) -> None:
             )
 
 
-async def write_collectors(core: Core, conn: AsyncConnection, tx: Tx) -> None:
+async def write_collectors(core: PaneState, conn: AsyncConnection, tx: Tx) -> None:
     """Stream positions of every collector in the batch: one statement per shape,
     not one (or two) per collector."""
     if core.collector_rows is None:

@@ -12,15 +12,13 @@ import asyncio
 import logging
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import reclassify
+from .commands import Op
 from .flush import flush
+from .state import WriterState
 from .tx import Tx
-
-if TYPE_CHECKING:
-    from .commands import Op
-    from .core import Core
 
 log = logging.getLogger("paneboard.server")
 # Operations per transaction. PANEBOARD_WRITER_BATCH=1 (one commit per operation) exists
@@ -61,7 +59,7 @@ class Change:
     gone: bool = False
 
 
-async def run(core: Core) -> None:
+async def run(core: WriterState) -> None:
     """The writer task: take whatever has queued up (at most BATCH_MAX), commit it as one batch."""
     while True:
         batch = [await core.queue.get()]
@@ -78,7 +76,7 @@ async def run(core: Core) -> None:
                 core.queue.task_done()
 
 
-async def write(core: Core, batch: list[Op]) -> None:
+async def write(core: WriterState, batch: list[Op]) -> None:
     """Commit a batch; if it fails, commit its operations one by one, so one bad
     operation fails alone and never another collector's."""
     batch = [op for op in batch if op.wanted()]
@@ -108,7 +106,7 @@ async def write(core: Core, batch: list[Op]) -> None:
             _failed(core, op, exc)
 
 
-def _failed(core: Core, op: Op, exc: BaseException) -> None:
+def _failed(core: WriterState, op: Op, exc: BaseException) -> None:
     """Tell the operation's sender; data the database refused is the sender's to drop."""
     if is_data_error(exc):
         core.stats["refused_unstorable"] += 1
@@ -121,7 +119,7 @@ def _failed(core: Core, op: Op, exc: BaseException) -> None:
     op.failed(exc)
 
 
-async def _apply(core: Core, batch: list[Op]) -> None:
+async def _apply(core: WriterState, batch: list[Op]) -> None:
     """One transaction for the batch; the mirror, stream and listeners only after its commit."""
     now = core.clock()
     async with core.engine.begin() as conn:
@@ -137,7 +135,7 @@ async def _apply(core: Core, batch: list[Op]) -> None:
     core.stats["batches"] += 1
 
 
-def _commit(core: Core, tx: Tx) -> None:
+def _commit(core: WriterState, tx: Tx) -> None:
     """Put the committed copies into memory, publish them, run the after-commit work."""
     for h in tx.hosts.values():
         core.put_host(h)
