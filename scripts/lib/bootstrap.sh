@@ -1,7 +1,7 @@
 # Shared set-up for scripts/test and scripts/demo (sourced, not run).
 # Installs what a fresh Debian machine with Python 3.11 lacks, and nothing twice.
 
-_apt_packages=(tmux procps openssh-server openssh-client chromium zsh iproute2 util-linux)
+_apt_packages=(tmux procps openssh-server openssh-client chromium zsh iproute2 util-linux nginx)
 
 _as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else

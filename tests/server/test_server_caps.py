@@ -123,3 +123,50 @@ def test_live_pane_cap_and_gone_panes_leave_memory_not_the_database(db_url: str)
             assert await _run(core2, Ingest(1, "s", 10, gone=[(gone, time.time())])) is None
 
     asyncio.run(go())
+
+
+def test_gone_panes_are_capped_on_disk_per_collector(db_url: str) -> None:
+    """A collector announcing new panes and letting them go keeps at most
+    `retention.max_gone_panes` gone rows (plus the batch in flight), the oldest removed
+    first with their history; another collector's gone panes are not touched."""
+    cfg = Config.model_validate({"retention": {"max_gone_panes": 25}, "limits": {"gone_in_memory": 10}})
+
+    async def gone_rows(core: Any, collector: int) -> list[int]:
+        p, h = s.panes.c, s.hosts.c
+        async with core.engine.connect() as conn:
+            rows = await conn.execute(
+                select(p.id)
+                .select_from(s.panes.join(s.hosts, p.host_id == h.id))
+                .where(h.collector_id == collector, p.gone_at.is_not(None))
+            )
+            return sorted(i for (i,) in rows.all())
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(cfg, resolve_url(db_url))
+        async with app.router.lifespan_context(app):
+            core = app.state.core
+            rounds: list[set[int]] = []
+            for r in range(8):  # 18 new panes a round: 7 x 18 = 126 go
+                assert (
+                    await _run(core, Ingest(1, "s", 1 + r, snapshot_hosts={}, panes=_ups(f"r{r}", 18)))
+                    is None
+                )
+                rounds.append({p.id for p in core.panes.values() if p.gone_at is None})
+            kept = await gone_rows(core, 1)
+            assert 18 <= len(kept) <= 25 + 18, len(kept)
+            assert set(kept) >= rounds[6]  # the newest gone stay
+            assert not set(kept) & rounds[0]  # the oldest went first
+            async with core.engine.connect() as conn:
+                orphans = (
+                    await conn.execute(
+                        select(func.count()).select_from(s.history).where(s.history.c.pane_id.in_(rounds[0]))
+                    )
+                ).scalar_one()
+                panes = (await conn.execute(select(func.count()).select_from(s.panes))).scalar_one()
+            assert orphans == 0  # their history went with them
+            assert panes == len(kept) + 18
+            assert core.stats["gone_capped"] == 7 * 18 - len(kept)
+            assert not any(pid in core.panes for pid in rounds[0])
+
+    asyncio.run(go())

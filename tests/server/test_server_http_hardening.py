@@ -102,6 +102,11 @@ def test_tokens_never_reach_the_log(sqlite_db: str, server_factory: Any) -> None
             r = await c.get("/", params={"token": tokens["viewer"], "view": "wall"})
             assert r.status_code == 303
             assert (await c.get("/", params={"token": bogus})).status_code == 401
+            # The name and the value percent-encoded: the server decodes both (and opens
+            # the session), so the log must not show it either way.
+            encoded = "".join(f"%{b:02X}" for b in tokens["viewer"].encode())
+            assert (await c.get(f"/?%74oken={encoded}")).status_code == 303
+            await c.get(f"/?%2574oken={encoded}&view=wall")  # double-encoded: no token, still not logged
             await c.get("/api/panes", params={"token": tokens["collector"]})  # a token in any query
             h = {"Authorization": f"Bearer {tokens['viewer']}"}
             assert (await c.get("/api/panes", headers=h)).status_code == 200
@@ -113,8 +118,9 @@ def test_tokens_never_reach_the_log(sqlite_db: str, server_factory: Any) -> None
         await asyncio.sleep(0.3)
         log = sp.log.read_text()
         assert "GET /?token=[redacted]&view=wall" in log  # the access log still says what happened
-        for secret in (tokens["viewer"], tokens["collector"], bogus, tokens["viewer"][4:20]):
+        for secret in (tokens["viewer"], tokens["collector"], bogus, tokens["viewer"][4:20], encoded[12:60]):
             assert secret not in log
+        assert "GET /?%74oken=[redacted] " in log
 
     asyncio.run(go())
 

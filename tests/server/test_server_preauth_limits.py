@@ -12,7 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
-CONFIG = "[limits]\nheader_timeout = 1\nmax_connections_per_address = 5\nmax_header_bytes = 8192\n"
+CONFIG = """\
+[limits]
+header_timeout = 1
+body_timeout = 1
+max_connections_per_address = 5
+max_header_bytes = 8192
+"""
 
 
 @pytest.fixture
@@ -62,6 +68,47 @@ def test_headers_too_large_are_refused(server: Any) -> None:
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000)
         s.settimeout(10)
         assert s.recv(65536).startswith(b"HTTP/1.1 400")
+
+
+def test_headers_too_large_in_one_read_are_refused(server: Any) -> None:
+    """The whole request, headers over the cap and their end, arrives in one read."""
+    with socket.create_connection(("127.0.0.1", server.port)) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n")
+        s.settimeout(10)
+        assert s.recv(65536).startswith(b"HTTP/1.1 400")
+
+
+def test_many_small_headers_over_the_cap_are_refused(server: Any) -> None:
+    with socket.create_connection(("127.0.0.1", server.port)) as s:
+        lines = b"".join(b"X-H%d: %s\r\n" % (i, b"v" * 50) for i in range(400))  # ~24 KB
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + lines + b"\r\n")
+        s.settimeout(10)
+        assert s.recv(65536).startswith(b"HTTP/1.1 400")
+
+
+def test_a_body_that_never_comes_is_cut(server: Any) -> None:
+    """`POST /api/login` announcing 60,000 bytes, then silence: closed after body_timeout."""
+    with socket.create_connection(("127.0.0.1", server.port)) as s:
+        s.sendall(
+            b"POST /api/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 60000\r\n\r\n{"name": '
+        )
+        started = time.monotonic()
+        assert _closed_by_server(s, 15), "a request whose body never came was held"
+        assert time.monotonic() - started < 10
+
+
+def test_a_body_sent_in_time_is_answered(server: Any) -> None:
+    with socket.create_connection(("127.0.0.1", server.port)) as s:
+        body = b'{"name": "nobody", "password": "x"}'
+        s.sendall(
+            b"POST /api/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body)
+        )
+        time.sleep(0.3)  # well within body_timeout
+        s.sendall(body)
+        s.settimeout(10)
+        assert s.recv(65536).startswith(b"HTTP/1.1 401")
 
 
 def test_one_address_cannot_hold_more_than_its_cap(server: Any) -> None:

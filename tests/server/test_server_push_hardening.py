@@ -223,3 +223,53 @@ def test_the_notify_log_shows_a_viewer_its_own_deliveries_only(sqlite_db: str, s
             await wall.aclose()
 
     asyncio.run(go())
+
+
+def test_do_not_disturb_for_everyone_is_for_operators_a_plain_user_quiets_only_themselves(
+    sqlite_db: str, service
+) -> None:
+    async def go() -> None:
+        await _accounts(sqlite_db)
+        engine = create_engine(resolve_url(sqlite_db))
+        try:
+            await accounts.add_viewer(engine, "olga", PASSWORD, operator=True)
+        finally:
+            await engine.dispose()
+        app = create_app(LOCAL, resolve_url(sqlite_db))
+        async with app.router.lifespan_context(app):
+            ana, bob, olga = await _login(app, "ana"), await _login(app, "bob"), await _login(app, "olga")
+            for c in (ana, bob):
+                assert (await c.post("/api/push/subscribe", json=service.subscription())).status_code == 204
+            r = await ana.put("/api/notify/dnd", json={"on": True, "scope": "everyone"})
+            assert r.status_code == 403 and "operator" in r.text
+            assert (await bob.get("/api/notify/quiet")).json()["dnd"] is None  # nobody silenced
+            assert (await ana.put("/api/notify/dnd", json={"on": True})).status_code == 204  # her own
+            q_ana, q_bob = (
+                (await ana.get("/api/notify/quiet")).json(),
+                (await bob.get("/api/notify/quiet")).json(),
+            )
+            assert (
+                q_ana["dnd"] is not None and q_ana["dnd_mine"] is not None and q_ana["dnd_everyone"] is None
+            )
+            assert q_bob["dnd"] is None and not q_bob["operator"]
+            svc = app.state.notify
+            counts = await svc.handle(_blocked())
+            assert counts["push"] == 1 and counts["quiet"] == 1  # bob told, ana quiet
+            assert (await olga.get("/api/notify/quiet")).json()["operator"] is True
+            assert (
+                await olga.put("/api/notify/dnd", json={"on": True, "scope": "everyone"})
+            ).status_code == 204
+            assert (await bob.get("/api/notify/quiet")).json()["dnd_everyone"] is not None
+            for c in (ana, bob, olga):
+                await c.aclose()
+
+    asyncio.run(go())
+
+
+def _blocked():
+    from paneboard_server.notify.events import StateChange
+
+    return StateChange(
+        pane_id="7", host="h", session="s", window="0", agent="claude", state="blocked",
+        prev_state="working", kind="permission", msg="Apply?", t=1.0,
+    )  # fmt: skip

@@ -79,3 +79,39 @@ def test_revoking_ends_open_streams_and_collectors(db_url: str, server_factory: 
             assert (await ana.get("/api/me")).status_code == 401  # the session itself is gone
 
     asyncio.run(go())
+
+
+def test_a_name_revoked_and_made_again_at_once_still_ends_the_old_tokens_connections(
+    db_url: str, server_factory: Any
+) -> None:
+    """Revoke and re-create one name between two revocation checks: the row (and its id)
+    is reused, but the connections made with the old token end all the same."""
+    from paneboard_server.auth import accounts
+    from paneboard_server.store.database import create_engine, resolve_url
+
+    async def go() -> None:
+        tokens = await make_tokens(db_url)
+        sp = server_factory(db_url, config="[limits]\nsse_ping = 600\nrevocation_check = 2\n")
+        engine = create_engine(resolve_url(db_url))
+        async with AsyncExitStack() as stack:
+            stack.push_async_callback(engine.dispose)
+            bearer = await stack.enter_async_context(httpx.AsyncClient(base_url=sp.url))
+            by_token = await _stream(stack, bearer, {"Authorization": f"Bearer {tokens['viewer']}"})
+            ws = await websockets.connect(
+                sp.url.replace("http", "ws") + "/api/ingest",
+                additional_headers={"Authorization": f"Bearer {tokens['collector']}"},
+            )
+            await ws.send(json.dumps({"type": "hello", "stream": "s1", "version": "t"}))
+            assert json.loads(await ws.recv())["type"] == "welcome"
+
+            for name, kind in (("wall", "viewer"), ("col", "collector")):  # a few ms, not 2 s
+                assert await accounts.revoke_token(engine, name, kind) == 1
+                await accounts.create_token(engine, name, kind)
+
+            assert await asyncio.wait_for(_ends(by_token), 15) == "revoked"
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                while True:
+                    await asyncio.wait_for(ws.recv(), 15)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+
+    asyncio.run(go())

@@ -1,5 +1,5 @@
 // The notification settings panel: desktop permission, push on this device, a test
-// message to the configured channels, global do-not-disturb, this viewer's quiet
+// message to the configured channels, do-not-disturb (mine; everyone's for operators), this viewer's quiet
 // hours, and the list of active mutes (each can be lifted).
 
 import { del, get, post, put } from "./api.js";
@@ -16,7 +16,7 @@ export class Settings {
     this.el = {
       panel: $("settings"), toggle: $("settings-btn"), enable: $("enable-notify"),
       sub: $("push-subscribe"), unsub: $("push-unsubscribe"), test: $("notify-test"),
-      dnd: $("dnd"), qhStart: $("qh-start"), qhEnd: $("qh-end"), qhSave: $("qh-save"),
+      dnd: $("dnd"), dndAll: $("dnd-all"), dndAllRow: $("dnd-all-row"), qhStart: $("qh-start"), qhEnd: $("qh-end"), qhSave: $("qh-save"),
       qhClear: $("qh-clear"), mutes: $("mutes"), out: $("settings-status"),
     };
     const e = this.el;
@@ -37,9 +37,15 @@ export class Settings {
       return `test sent: ${r.sent ?? 0} channel(s), ${r.failed ?? 0} failed, ${r.push ?? 0} push`;
     }));
     e.dnd.addEventListener("change", () => this.run(async () => {
-      await put("/api/notify/dnd", { on: e.dnd.checked, minutes: null });
+      await put("/api/notify/dnd", { on: e.dnd.checked, minutes: null, scope: "me" });
       await this.load();
       return e.dnd.checked ? "do not disturb on" : "do not disturb off";
+    }));
+    // Do-not-disturb for everyone: operators only (the server refuses anyone else too).
+    e.dndAll.addEventListener("change", () => this.run(async () => {
+      await put("/api/notify/dnd", { on: e.dndAll.checked, minutes: null, scope: "everyone" });
+      await this.load();
+      return e.dndAll.checked ? "do not disturb on for everyone" : "do not disturb off for everyone";
     }));
     e.qhSave.addEventListener("click", () => this.run(async () => {
       await put("/api/notify/quiet-hours", { start: e.qhStart.value || null, end: e.qhEnd.value || null, tz: Intl.DateTimeFormat().resolvedOptions().timeZone });
@@ -77,7 +83,9 @@ export class Settings {
     }
     const q = this.quiet;
     this.onLoaded(q);
-    this.el.dnd.checked = !!q.dnd;
+    this.el.dnd.checked = !!q.dnd_mine;
+    this.el.dndAll.checked = !!q.dnd_everyone;
+    this.el.dndAllRow.hidden = !q.operator;
     this.el.qhStart.value = q.quiet_hours?.start || "";
     this.el.qhEnd.value = q.quiet_hours?.end || "";
     const ul = this.el.mutes;

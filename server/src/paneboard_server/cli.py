@@ -325,6 +325,12 @@ def serve_main(argv: list[str]) -> int:
         action="store_true",
         help="create or upgrade the database before starting (what `paneboard db upgrade` does)",
     )
+    p.add_argument(
+        "--trusted-proxies",
+        metavar="ADDRESSES",
+        help="comma-separated addresses or networks of reverse proxies whose X-Forwarded-For is "
+        "believed (default: server.trusted_proxies, none; see docs/operations.md)",
+    )
     args = p.parse_args(argv)
     from .config import ConfigError, load_config
 
@@ -333,6 +339,8 @@ def serve_main(argv: list[str]) -> int:
         from .notify.service import NotifySettings
 
         NotifySettings.from_config(cfg.notify)  # a bad [notify] table fails here, in one line
+        if args.trusted_proxies is not None:
+            cfg = cfg.with_trusted_proxies(args.trusted_proxies)
         url = resolve_url(args.db or cfg.server.db)
     except (ConfigError, DatabaseError) as exc:
         return _err("serve", str(exc))

@@ -11,7 +11,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .serving.proxies import parse_networks
 
 
 class ConfigError(Exception):
@@ -35,12 +37,24 @@ class ServerSection(_Strict):
     session_days: float = Field(30.0, gt=0)
     # Seconds an answer from the board may wait to be typed (docs/answers.md).
     answer_ttl: float = Field(60.0, gt=0, le=3600)
+    # Addresses or networks of reverse proxies whose X-Forwarded-For names the client
+    # (proxies.py); empty: every peer is the client itself.
+    trusted_proxies: list[str] = []
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, v: list[str]) -> list[str]:
+        parse_networks(v)  # ValueError names the item
+        return v
 
 
 class RetentionSection(_Strict):
     max_age_days: float = Field(30.0, gt=0)
     max_per_pane: int = Field(2000, gt=0)
     gone_pane_days: float = Field(7.0, gt=0)
+    # Gone panes kept on disk per collector: beyond it the oldest gone are deleted with
+    # their history at once (not only after gone_pane_days).
+    max_gone_panes: int = Field(2000, gt=0)
     interval: float = Field(300.0, gt=0)
     batch: int = Field(500, gt=0)
 
@@ -63,6 +77,12 @@ class LimitsSection(_Strict):
     # headers, their largest size, seconds an idle keep-alive connection is kept, open
     # connections per client address, open connections (and tasks) in all (503 beyond).
     header_timeout: float = Field(10.0, gt=0)
+    # Seconds a request's body may take once its headers are in (bodies are read before
+    # the credentials they come with are checked).
+    body_timeout: float = Field(10.0, gt=0)
+    # Live streams one credential (account session or viewer token) may hold open; they
+    # are counted there, not against their address.
+    max_streams_per_credential: int = Field(64, gt=0)
     max_header_bytes: int = Field(64 << 10, gt=1024)
     keep_alive_timeout: float = Field(5.0, gt=0)
     max_connections_per_address: int = Field(256, gt=0)
@@ -83,6 +103,16 @@ class Config(_Strict):
     retention: RetentionSection = RetentionSection()
     limits: LimitsSection = LimitsSection()
     notify: dict[str, Any] = {}
+
+    def with_trusted_proxies(self, spec: str) -> Config:
+        """This configuration with `server.trusted_proxies` from a comma-separated list
+        (`--trusted-proxies`); ConfigError naming a bad item."""
+        items = [i.strip() for i in spec.split(",") if i.strip()]
+        try:
+            parse_networks(items)
+        except ValueError as exc:
+            raise ConfigError(f"--trusted-proxies: {exc}") from exc
+        return self.model_copy(update={"server": self.server.model_copy(update={"trusted_proxies": items})})
 
 
 def load_config(path: str | Path | None) -> Config:

@@ -65,6 +65,8 @@ class MuteBody(_Body):
 class DndBody(_Body):
     on: bool
     minutes: int | None = Field(default=None, gt=0, le=MAX_MINUTES)
+    # "me": this account's pushes and pages; "everyone": every route (operators only).
+    scope: Literal["me", "everyone"] = "me"
 
 
 class QuietHoursBody(_Body):
@@ -153,13 +155,23 @@ def make_router() -> APIRouter:
 
     @r.get("/api/notify/quiet")
     async def quiet(who: Reader, svc: Svc) -> dict[str, Any]:
-        dnd, mutes = await store.quiet_state(svc.engine, time.time())
-        hours = None
+        now = time.time()
+        dnd, mutes = await store.quiet_state(svc.engine, now)
+        hours = own = None
         if who.kind == "viewer":
-            h = store.hours_from_settings(await store.viewer_settings(svc.engine, who.id))
+            settings = await store.viewer_settings(svc.engine, who.id)
+            h = store.hours_from_settings(settings)
             hours = h.to_json() if h else None
+            mine = store.own_dnd_from_settings(settings)
+            own = mine if mine is not None and mine.active(now) else None
+        effective = dnd or own
         return {
-            "dnd": {"until": dnd.until} if dnd else None,
+            # `dnd`: whether this viewer is in do-not-disturb at all (the page's own
+            # notifications follow it); `dnd_everyone` / `dnd_mine`: which switch.
+            "dnd": {"until": effective.until} if effective else None,
+            "dnd_everyone": {"until": dnd.until} if dnd else None,
+            "dnd_mine": {"until": own.until} if own else None,
+            "operator": who.operator,
             "mutes": [{"id": m.id, "scope": m.scope, "value": m.value, "until": m.until} for m in mutes],
             "quiet_hours": hours,
             "channels": [c.label for c in svc.channels],
@@ -181,8 +193,16 @@ def make_router() -> APIRouter:
 
     @r.put("/api/notify/dnd", status_code=204)
     async def dnd(body: DndBody, who: Writer, svc: Svc) -> Response:
-        _account(who)
+        """Do-not-disturb: for this account (`scope: "me"`), or for every route and every
+        viewer (`"everyone"`), which only an operator may switch: one plain user must not
+        silence everyone's alerts."""
+        viewer_id = _account(who)
         until = time.time() + body.minutes * 60 if body.minutes else None
+        if body.scope == "me":
+            await store.set_own_dnd(svc.engine, viewer_id, body.on, until)
+            return Response(status_code=204)
+        if not who.operator:
+            raise HTTPException(403, "do-not-disturb for everyone needs the operator role")
         await store.set_dnd(svc.engine, body.on, until)
         return Response(status_code=204)
 

@@ -66,6 +66,9 @@ class Principal:
     session_hash: str | None = None  # set for cookie sessions: which stored session it is
     screens: bool = True  # may see panes' screens (a viewer token only if made with --screens)
     operator: bool = False  # may answer a pane's prompt (an account with the operator role)
+    # For a token: the hash of the very token presented. A revoked name re-created keeps
+    # its row id, so the id alone would let connections of the old token live on.
+    credential: str | None = None
 
 
 async def create_token(engine: AsyncEngine, name: str, kind: str, screens: bool = False) -> str:
@@ -153,6 +156,7 @@ async def lookup_token(engine: AsyncEngine, token: str, kind: str) -> Principal 
         row.id,
         readonly=kind == "viewer",
         screens=bool(row.screens) and kind == "viewer",
+        credential=row.token_hash,
     )
 
 

@@ -6,7 +6,9 @@ write the database, so every server process checks, every `revocation_check` sec
 (0.5 by default) and only while something is open, whether the credentials behind its
 open ingest WebSockets and `/api/stream` responses still exist: the token not revoked,
 the viewer account not removed, the browser session not deleted (revoking a token or
-removing a user deletes its sessions; so does logging out). A periodic check rather
+removing a user deletes its sessions; so does logging out). A token is identified by
+its hash, not its row: a name revoked and re-created between two checks keeps its row
+id, and the connections made with the old token still end. A periodic check rather
 than PostgreSQL NOTIFY: it works the same on SQLite, needs no trigger in the CLI, and
 costs three indexed queries over at most the open ids twice a second.
 """
@@ -70,13 +72,16 @@ class Revocation:
         viewer_ids = {h.principal.id for h in holders if h.principal.kind == "viewer"}
         sessions = {h.principal.session_hash for h in holders if h.principal.session_hash}
         async with self.engine.connect() as conn:
-            live_tokens = await _present(conn, s.tokens.c.id, token_ids, s.tokens.c.revoked_at.is_(None))
+            live_tokens = await _live_tokens(conn, token_ids)
             live_viewers = await _present(conn, s.viewers.c.id, viewer_ids)
             live_sessions = await _present(conn, s.web_sessions.c.id_hash, sessions)
         ended = 0
         for h in holders:
             p = h.principal
-            alive = (p.id in live_viewers) if p.kind == "viewer" else (p.id in live_tokens)
+            if p.kind == "viewer":
+                alive = p.id in live_viewers
+            else:
+                alive = p.id in live_tokens and p.credential in (None, live_tokens[p.id])
             if alive and p.session_hash is not None:
                 alive = p.session_hash in live_sessions
             if not alive:
@@ -108,13 +113,24 @@ async def _present(
     return found
 
 
+async def _live_tokens(conn: AsyncConnection, ids: Iterable[int]) -> dict[int, str]:
+    """The unrevoked tokens among `ids`, with the hash each holds now."""
+    t = s.tokens
+    found: dict[int, str] = {}
+    items = list(ids)
+    for i in range(0, len(items), CHUNK):
+        q = select(t.c.id, t.c.token_hash).where(t.c.id.in_(items[i : i + CHUNK]), t.c.revoked_at.is_(None))
+        found.update((r.id, r.token_hash) for r in (await conn.execute(q)).all())
+    return found
+
+
 def collector_holders(registry: Any) -> list[Holder]:
     """The connected collectors of an `IngestRegistry`, as holders of their tokens."""
     from ..ingest.uplink import CLOSE_UNAUTHORIZED
 
     out = []
     for c in list(registry.connections.values()):
-        p = Principal("collector", c.name, c.collector_id, readonly=False)
+        p = Principal("collector", c.name, c.collector_id, readonly=False, credential=c.credential)
         out.append(
             # c=c binds this turn's connection; mypy cannot type a lambda's defaulted parameter
             Holder(p, lambda _why, c=c: c.close(CLOSE_UNAUTHORIZED, "unauthorized: token revoked"), "ingest")  # type: ignore[misc]

@@ -256,13 +256,16 @@ class NotifyService:
         if not subs:
             return
         hours = await store.all_quiet_hours(self.engine)
+        own_dnd = await store.all_own_dnd(self.engine, now)
         plan: dict[tuple[int, ...], list[tuple[int | None, webpush.Subscription]]] = {}
         for viewer_id, sub in subs:
             mine: list[int] = []
             for i, (change, watchers) in enumerate(live):
                 if change.state == "done" and not self.settings.push_done:
                     continue
-                if viewer_quiet(change, now, dnd=dnd, mutes=mutes, hours=hours.get(viewer_id or -1)):
+                if viewer_id in own_dnd or viewer_quiet(
+                    change, now, dnd=dnd, mutes=mutes, hours=hours.get(viewer_id or -1)
+                ):
                     counts["quiet"] += 1
                 elif viewer_id is not None and f"viewer:{viewer_id}" in watchers:
                     counts["watched"] += 1

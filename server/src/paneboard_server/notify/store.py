@@ -187,6 +187,37 @@ async def set_dnd(engine: AsyncEngine, on: bool, until: float | None) -> None:
             )
 
 
+async def set_own_dnd(engine: AsyncEngine, viewer_id: int, on: bool, until: float | None) -> None:
+    """One viewer's own do-not-disturb (their pushes and pages only), in their settings."""
+    settings = await viewer_settings(engine, viewer_id)
+    if on:
+        settings["dnd"] = {"until": until}
+    else:
+        settings.pop("dnd", None)
+    async with engine.begin() as conn:
+        await conn.execute(update(s.viewers).where(s.viewers.c.id == viewer_id).values(settings=settings))
+
+
+def own_dnd_from_settings(settings: dict[str, Any]) -> Dnd | None:
+    d = settings.get("dnd")
+    if not isinstance(d, dict):
+        return None
+    until = d.get("until")
+    return Dnd(True, float(until)) if isinstance(until, (int, float)) else Dnd(True, None)
+
+
+async def all_own_dnd(engine: AsyncEngine, now: float) -> set[int]:
+    """The viewers whose own do-not-disturb is on now."""
+    async with engine.connect() as conn:
+        rows = (await conn.execute(select(s.viewers.c.id, s.viewers.c.settings))).all()
+    out = set()
+    for r in rows:
+        d = own_dnd_from_settings(dict(r.settings or {}))
+        if d is not None and d.active(now):
+            out.add(r.id)
+    return out
+
+
 async def viewer_settings(engine: AsyncEngine, viewer_id: int) -> dict[str, Any]:
     async with engine.connect() as conn:
         row = (await conn.execute(select(s.viewers.c.settings).where(s.viewers.c.id == viewer_id))).first()

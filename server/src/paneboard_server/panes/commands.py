@@ -89,14 +89,14 @@ class Ingest(Op):
     snapshot_hosts: dict[str, HostIn] | None = None  # set for a snapshot
     panes: list[PaneIn] = field(default_factory=list)
     gone: list[tuple[Key, float]] = field(default_factory=list)
-    host_ops: list[tuple[str, bool, str | None]] = field(default_factory=list)
+    host_ops: list[tuple[str, HostIn]] = field(default_factory=list)
     alive: Callable[[], bool] = lambda: True
 
     def wanted(self) -> bool:
         return self.alive()
 
     def names(self) -> set[str]:
-        out = {u.key.host for u in self.panes} | {name for name, _, _ in self.host_ops}
+        out = {u.key.host for u in self.panes} | {name for name, _ in self.host_ops}
         return out | set(self.snapshot_hosts or ())
 
     async def check(self, tx: Tx) -> None:
@@ -134,10 +134,10 @@ class Ingest(Op):
         if self.snapshot_hosts is not None:
             for name, h in self.snapshot_hosts.items():
                 host = await tx.host(cid, name)
-                tx.set_host(host, h.reachable, h.error)
-        for name, reachable, error in self.host_ops:
+                tx.set_host(host, h.reachable, h.error, h)
+        for name, h in self.host_ops:
             host = await tx.host(cid, name)
-            tx.set_host(host, reachable, error)
+            tx.set_host(host, h.reachable, h.error, h)
         present: set[int] = set()
         wanted = []
         for u in self.panes:
@@ -152,11 +152,13 @@ class Ingest(Op):
             apply_update(tx, p, u)
             present.add(p.id)
             tx.core.stats["reports"] += 1
+        went = 0
         for key, _t in self.gone:  # gone as of this batch's clock, not the collector's
             hid = tx.core.host_ids.get((cid, key.host))
             was = tx.find_pane(hid, key.tmux, key.pane) if hid is not None else None
-            if was is not None:
+            if was is not None and was.gone_at is None:
                 tx.gone(was)
+                went += 1
         if self.snapshot_hosts is not None:
             mine = {
                 h.id for h in list(tx.core.hosts.values()) + list(tx.hosts.values()) if h.collector_id == cid
@@ -166,6 +168,9 @@ class Ingest(Op):
                     q = tx.pane_by_id(p.id)
                     if q is not None and q.gone_at is None:
                         tx.gone(q)
+                        went += 1
+        if went:
+            await cap_gone(tx, cid)
         tx.collectors[cid] = {
             "stream": self.stream,
             "last_seq": self.seq,
@@ -328,21 +333,49 @@ class Purge(Op):
             ids = ids[:1000]
         if not ids:
             return True
-        await tx.conn.execute(delete(s.history).where(s.history.c.pane_id.in_(ids)))
-        await tx.conn.execute(delete(s.pane_records).where(s.pane_records.c.pane_id.in_(ids)))
-        await tx.conn.execute(delete(s.panes).where(s.panes.c.id.in_(ids)))
+        await delete_panes(tx, ids)
         self.removed.extend(ids)
-
-        def forget() -> None:
-            for pid in ids:
-                p = tx.core.panes.pop(pid, None)
-                if p is not None:
-                    tx.core.pane_ids.pop((p.host_id, p.tmux, p.pane), None)
-                    h = tx.core.hosts.get(p.host_id)
-                    order = tx.core.gone_order.get(h.collector_id) if h is not None else None
-                    if order is not None:
-                        order.pop(pid, None)
-                tx.core.deadlines.forget(pid)
-
-        tx.after.append(forget)
         return True
+
+
+async def delete_panes(tx: Tx, ids: list[int]) -> None:
+    """Delete gone panes with their history and records, and forget them once committed."""
+    await tx.conn.execute(delete(s.history).where(s.history.c.pane_id.in_(ids)))
+    await tx.conn.execute(delete(s.pane_records).where(s.pane_records.c.pane_id.in_(ids)))
+    await tx.conn.execute(delete(s.panes).where(s.panes.c.id.in_(ids)))
+
+    def forget() -> None:
+        for pid in ids:
+            p = tx.core.panes.pop(pid, None)
+            if p is not None:
+                tx.core.pane_ids.pop((p.host_id, p.tmux, p.pane), None)
+                tx.core.evicted_rev = max(tx.core.evicted_rev, p.rev)  # a resume from before: snapshot
+                h = tx.core.hosts.get(p.host_id)
+                order = tx.core.gone_order.get(h.collector_id) if h is not None else None
+                if order is not None:
+                    order.pop(pid, None)
+            tx.core.deadlines.forget(pid)
+
+    tx.after.append(forget)
+
+
+async def cap_gone(tx: Tx, collector_id: int) -> None:
+    """Keep at most `retention.max_gone_panes` gone panes of one collector on disk: the
+    oldest gone beyond it are deleted with their history. Without it a collector that
+    announces new panes and lets them go wrote ~6,000 pane rows a second that only
+    `gone_pane_days` would remove. The panes this batch changes (their gone state is not
+    written yet) are left for the next time."""
+    cap = tx.core.cfg.retention.max_gone_panes
+    p, h = s.panes.c, s.hosts.c
+    rows = await tx.conn.execute(
+        select(p.id)
+        .select_from(s.panes.join(s.hosts, p.host_id == h.id))
+        .where(h.collector_id == collector_id, p.gone_at.is_not(None))
+        .order_by(p.gone_at.desc(), p.id.desc())
+        .offset(cap)
+        .limit(1000)
+    )
+    ids = [i for (i,) in rows.all() if i not in tx.changed and i not in tx.panes]
+    if ids:
+        tx.core.stats["gone_capped"] += len(ids)
+        await delete_panes(tx, ids)

@@ -100,6 +100,7 @@ class Core:
             "refused_unstorable": 0,
             "refused_host": 0,
             "refused_cap": 0,
+            "gone_capped": 0,  # gone panes deleted over retention.max_gone_panes
         }
         # Set while the writer cannot commit (cleared by the next commit): /healthz shows it.
         self.writer_error: tuple[float, str] | None = None

@@ -18,6 +18,7 @@ from ..store.database import create_engine
 from ..store.migrate import check_schema
 from . import logsafe
 from .conn_limits import protocols
+from .proxies import TrustedProxies
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -77,7 +78,12 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
     app = create_app(cfg, url)
     lim = cfg.limits
     http_protocol, ws_protocol = protocols(
-        lim.header_timeout, lim.max_header_bytes, lim.max_connections_per_address
+        lim.header_timeout,
+        lim.max_header_bytes,
+        lim.max_connections_per_address,
+        body_timeout=lim.body_timeout,
+        per_credential=lim.max_streams_per_credential,
+        trusted=TrustedProxies(cfg.server.trusted_proxies),
     )
     config = uvicorn.Config(
         app,
@@ -93,7 +99,7 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
         log_level="info",
         log_config=None,  # uvicorn's loggers propagate to logsafe's redacting handler
         lifespan="on",
-        proxy_headers=False,
+        proxy_headers=False,  # conn_limits.py applies server.trusted_proxies (proxies.py)
         server_header=False,
     )
     server = uvicorn.Server(config)
