@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "rules": ("paneboard_protocol.rules_cli", "main", "check, list or explain the screen rules"),
     "run": ("paneboard_agent.relay", "main", "run a program behind a pty relay that answers the 7501 probe"),
     "emit": ("paneboard_agent.emit", "main", "write a status report to the controlling terminal"),
+    "ask": ("paneboard_agent.ask", "main", "ask at the terminal, blocked on the board until answered"),
 }
 
 

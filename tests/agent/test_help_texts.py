@@ -11,7 +11,7 @@ import pytest
 RULE_ID = re.compile(r"\b(?:TA|RI|F|P7501)-\d+\b")
 
 
-@pytest.mark.parametrize("command", ["agent", "run", "emit", "decode", "replay"])
+@pytest.mark.parametrize("command", ["agent", "run", "emit", "ask", "decode", "replay"])
 def test_help_is_plain_words(command: str) -> None:
     res = subprocess.run(
         [sys.executable, "-m", "paneboard.cli", command, "--help"],

@@ -282,3 +282,29 @@ def test_emit_keeps_the_options_only_for_its_own_pane(tmux_server: TmuxServer, t
     assert value.split(" ")[2:] == ["state=working:app=claude-code", "state=idle:id=t1"]
     relay_pid = tmux.cmd("display-message", "-p", "-t", behind, "#{pane_pid}").strip()
     assert value.split(" ")[1] == f"pg={relay_pid}"  # the relay's group wrote it, not emit's
+
+
+def test_ask_typed_at_the_prompt_is_restored_while_it_waits(tmux_server: TmuxServer) -> None:
+    """`paneboard ask` typed at an interactive prompt leads its own process group and stays
+    in front while it waits: its report is its own (not its shell's, as a one-shot emit's
+    is), so a collector that attaches meanwhile shows the question, and once it is
+    answered the pane is blocked neither live nor for the next collector."""
+    tmux = tmux_server
+    tmux.send("%0", shlex.join([PANEBOARD, "ask", "--app", "deploy-bot", "Deploy to prod?"]))
+    wait_for(lambda: "kind=question" in option(tmux, "%0", "@paneboard-7501"), what="ask's option")
+    proc = collector(tmux)
+    try:
+        line = proc.wait_line(lambda o: o["pane"] == "%0" and o["state"] == "blocked", what="ask's blocked")
+        assert (line["kind"], line["msg"], line["source"]) == ("question", "Deploy to prod?", "protocol")
+        tmux.send("%0", "yes")
+        proc.wait_line(lambda o: o["pane"] == "%0" and o["state"] != "blocked", what="the answer")
+    finally:
+        proc.stop()
+    wait_for(lambda: "blocked" not in option(tmux, "%0", "@paneboard-7501"), what="ask's state after")
+    proc = collector(tmux)
+    try:
+        # a restored state comes with the pane's first line (see the first test)
+        first = proc.wait_line(lambda o: o["pane"] == "%0", what="the pane")
+        assert first["state"] != "blocked"
+    finally:
+        proc.stop()

@@ -10,6 +10,7 @@ import os
 import shlex
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -54,7 +55,7 @@ class Side:
         return next((m["outcome"] for m in self.msgs if m["type"] == "answered" and m["id"] == request), None)
 
 
-def _run(tmux: TmuxServer, mode: str, scenario: Any, **target: Any) -> None:
+def _run(tmux: TmuxServer, mode: str, scenario: Any, command: str | None = None, **target: Any) -> None:
     async def go() -> None:
         sink, side = Recorder(), Side()
         rules = load_rules(None)
@@ -66,7 +67,7 @@ def _run(tmux: TmuxServer, mode: str, scenario: Any, **target: Any) -> None:
         collector.set_side(side)
         task = asyncio.create_task(collector.run())
         try:
-            pane = tmux.new_window("main", "ask", asker(mode))
+            pane = tmux.new_window("main", "ask", command or asker(mode))
             key = {"host": "here", "tmux": tmux.name, "pane": pane}
 
             def latest() -> Any:
@@ -171,6 +172,29 @@ def test_free_text_is_typed_literally(tmux_server: TmuxServer) -> None:
         assert got == repr(text)
 
     _run(tmux_server, "question", scenario, allow_input=True)
+
+
+def test_paneboard_ask_takes_an_answer_from_the_board(tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """A script's `paneboard ask` is a free-text question the board's operators can answer:
+    the text is typed, the script gets it on its stdout, and the pane leaves blocked."""
+    out = tmp_path / "answer"
+    paneboard = str(Path(sys.executable).parent / "paneboard")
+    ask = shlex.join([paneboard, "ask", "Deploy to prod?"])
+    script = f'x=$({ask}); printf %s "$x" > {shlex.quote(str(out))}; exec sleep 600'
+    text = "yes; but only eu-west-1"
+
+    async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
+        assert (latest().kind, latest().msg) == ("question", "Deploy to prod?")
+        shot = await _until(lambda: next((s for s in side.screens(pane) if s["text"]), None), what="text")
+        assert shot["input"] and any("Deploy to prod?" in ln for ln in shot["lines"])
+        await collector.command(
+            dict(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
+        )
+        assert side.outcome("r1") == "typed"
+        await _until(lambda: out.exists() and out.read_text() == text, what="the script's answer")
+        await _until(lambda: latest().state == "idle", what="the pane to leave blocked")
+
+    _run(tmux_server, "question", scenario, command=f"bash -c {shlex.quote(script)}", allow_input=True)
 
 
 @pytest.mark.parametrize("text", ["git push;", "a\\;", ";", "x;;"])

@@ -177,24 +177,34 @@ class OptionWriter:
         self.pending = {}
 
 
-def writer_group(fd: int) -> int | None:
+def writer_group(fd: int, waits: bool = False) -> int | None:
     """The foreground process group a report written on `fd` belongs to (what the collector
     compares with the pane's, RI-2). A reporter typed at the prompt leads that group
     itself for a moment; its report is filed under the shell (`panes.observe`), so the
-    shell, the terminal's session leader, is named instead."""
+    shell, the terminal's session leader, is named instead. One that `waits` in front
+    while its report stands (`paneboard ask`) is a program of its own to the collector,
+    and its group is named: once it has gone, so has its report."""
     try:
         pg = os.tcgetpgrp(fd)
     except OSError:
         return None
-    if pg == os.getpid():
+    if pg == os.getpid() and not waits:
         with contextlib.suppress(OSError):
             return os.getsid(0)
         return None
     return pg if pg > 0 else None
 
 
-def remember(data: bytes, fd: int, tty: str | None = None, environ: Mapping[str, str] | None = None) -> bool:
-    """`paneboard emit`'s part: fold the report just written into the pane's options.
+def remember(
+    data: bytes,
+    fd: int,
+    tty: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    waits: bool = False,
+) -> bool:
+    """`paneboard emit`'s and `paneboard ask`'s part: fold the report just written into the
+    pane's options (`waits`: the writer stays in front, see `writer_group`).
 
     Only for a report written to this tmux pane's terminal (`tty` is where it went when
     not /dev/tty: written elsewhere, it is none of this pane's state), and not behind
@@ -214,7 +224,7 @@ def remember(data: bytes, fd: int, tty: str | None = None, environ: Mapping[str,
     current = read_now(base, pane)
     if tty is not None and tty != "/dev/tty" and not _same_terminal(tty, current["tty"]):
         return False
-    live = LiveState(writer_group(fd))
+    live = LiveState(writer_group(fd, waits))
     if OPTION_7501 in changed:
         live.adopt(parse_7501(current[OPTION_7501]), OPTION_7501)
     live.apply(events)
