@@ -31,3 +31,19 @@ def test_help_is_plain_words(command: str) -> None:
             assert re.match(r"^ {6,}\S", following), (
                 f"`{line.strip()}` has no description in `paneboard {command} --help`"
             )
+
+
+def test_emit_help_says_what_clears_a_blocked() -> None:
+    """`emit blocked` before a `read` left cards blocked for good: the help says what ends a
+    blocked and leads to `paneboard ask`, which reports the state after by itself."""
+    text = subprocess.run(
+        [sys.executable, "-m", "paneboard.cli", "emit", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    words = " ".join(text.split())
+    assert "A blocked stands until another report for the same --id replaces it" in words
+    assert "report again once answered (`paneboard emit idle`)" in words
+    assert "use `paneboard ask QUESTION` instead" in words

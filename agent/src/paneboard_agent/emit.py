@@ -29,15 +29,20 @@ def _parser() -> argparse.ArgumentParser:
         prog="paneboard emit",
         description=(
             "Tell paneboard what your script or program is doing: writes a status report to the "
-            "terminal it runs in, where the collector reads it. For scripts and agent hooks, e.g. "
-            '`paneboard emit blocked --kind question --msg "Deploy to prod?"` before asking. '
+            "terminal it runs in, where the collector reads it. For scripts and agent hooks. A blocked "
+            "stands until another report for the same --id replaces it (or clear removes it), or "
+            "until the program it was made for leaves the terminal (never, when that is your "
+            "interactive shell): report again once answered (`paneboard emit idle`). To "
+            "ask a question from a script, use `paneboard ask QUESTION` instead: it reports blocked, "
+            "reads the answer and reports the state after, whatever happens. "
             "Prints nothing on stdout; exit status 0 written, 2 bad arguments, 1 no terminal."
         ),
     )
     p.add_argument(
         "state",
         metavar="STATE",
-        help="idle, working, done, blocked or error; clear removes what was reported before",
+        help="idle, working, done, blocked or error; clear removes what was reported before "
+        "(a blocked stays until something reports again)",
     )
     p.add_argument("--kind", help="with blocked, what it waits for: permission, question or auth")
     p.add_argument("--msg", help="the text to show, e.g. the question asked (one line, at most 2048 bytes)")
