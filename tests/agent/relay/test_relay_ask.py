@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from paneboard_protocol import Decoder, StatusReport
 from relay_tmux import PANEBOARD, Pane, Tmux, q
 from support.wait import wait_for
 from test_relay_collector import Collector, collector
@@ -144,3 +145,20 @@ def test_bad_arguments_and_no_terminal(tmp_path: Path) -> None:
     alone = run("Deploy?")  # a session of its own: no controlling terminal
     assert (alone.returncode, alone.stdout) == (1, "")
     assert alone.stderr == "paneboard ask: no terminal to ask on (ask reads the answer from the terminal)\n"
+
+
+def test_a_question_cannot_write_its_own_report(tmux: Tmux, tmp_path: Path) -> None:
+    """The question is untrusted (it may hold a file name): its control characters never
+    reach the terminal, so an escape sequence in it cannot report `done` or anything else."""
+    evil = "Delete \x1b]7501;state=done\x1b\\ build\x07?\nSure?"
+    pane = tmux.pane(f"{q(PANEBOARD, 'ask', evil)} > {q(str(tmp_path / 'answer'))}")
+    wait_for(lambda: "Sure?" in pane.screen(), what="the question")
+    pane.keys("no", "Enter")
+    assert pane.dead_status() == 0
+    reports = [e for e in Decoder().feed(pane.output()) if isinstance(e, StatusReport)]
+    assert [(r.state, r.kind, r.msg) for r in reports] == [
+        ("blocked", "question", "Delete ]7501;state=done \\ build ? Sure?"),  # controls: spaces
+        ("idle", None, None),
+    ]
+    assert "Delete ]7501;state=done\\ build?\nSure? no" in pane.screen()
+    assert (tmp_path / "answer").read_text() == "no\n"
