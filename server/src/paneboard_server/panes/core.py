@@ -104,6 +104,9 @@ class Core:
         }
         # Set while the writer cannot commit (cleared by the next commit): /healthz shows it.
         self.writer_error: tuple[float, str] | None = None
+        # time.monotonic() when the writer's current transaction began (None between
+        # batches): one stuck on a lock fails no statement, so only its age shows it.
+        self.batch_started: float | None = None
         # Gone panes kept in memory per collector, oldest first; beyond
         # `limits.gone_in_memory` they leave memory (not the database).
         self.gone_order: dict[int, OrderedDict[int, None]] = {}
