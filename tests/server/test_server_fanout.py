@@ -29,9 +29,12 @@ def test_change_on_one_process_reaches_sse_client_of_the_other(db_url: str, serv
         async with (
             httpx.AsyncClient() as c,
             c.stream("GET", b.url + "/api/stream", headers=auth, timeout=httpx.Timeout(30)) as r,
+            c.stream("GET", a.url + "/api/stream", headers=auth, timeout=httpx.Timeout(30)) as ra,
         ):
             sse = SSE(r)
             assert (await sse.next())["event"] == "snapshot"
+            sse_a = SSE(ra)  # A's own view: a change reaches it only once A has re-read the pane
+            assert (await sse_a.next())["event"] == "snapshot"
             await up.start()
             try:
                 await up.pane_changed(pane_update("h", "%1", "blocked", kind="question", msg="which?"))
@@ -55,7 +58,12 @@ def test_change_on_one_process_reaches_sse_client_of_the_other(db_url: str, serv
                 ev = await sse.until(
                     lambda e: e["event"] == "change" and e["data"]["panes"][0]["state"] == "idle"
                 )
-                # And A's own readers agree.
+                # And A's own readers agree, once A has re-read the pane B changed (its NOTIFY
+                # reaches A after B's commit, on its own time).
+                ev_a = await sse_a.until(
+                    lambda e: e["event"] == "change" and e["data"]["panes"][0]["state"] == "idle"
+                )
+                assert ev_a["id"] == ev["id"]  # the same change (revs come from one sequence)
                 got = (await c.get(a.url + "/api/panes", headers=auth)).json()
                 assert [x["state"] for x in got] == ["idle"]
             finally:

@@ -303,6 +303,61 @@ def test_healthz_reports_a_writer_that_cannot_commit(db_url: str, server_factory
     asyncio.run(go())
 
 
+def test_healthz_reports_a_writer_stuck_on_a_lock(db_url: str, server_factory: Any) -> None:
+    """Another connection holds a lock the writer needs: PostgreSQL waits without end and
+    reads (so the database check) still work, yet nothing commits. After
+    `limits.writer_stall` /healthz says so; once the lock goes, the batch commits and
+    /healthz is well again."""
+    import sqlite3
+
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    tokens = asyncio.run(make_tokens(db_url))
+    srv = server_factory(db_url, config="[limits]\nwriter_stall = 1\n")
+
+    async def go() -> None:
+        ws = await connect(srv.url, tokens["collector"], "s")
+        if db_url.startswith("sqlite"):
+            lite = sqlite3.connect(make_url(db_url).database or "", isolation_level=None)
+            lite.execute("BEGIN IMMEDIATE")  # the write lock; readers go on (WAL)
+
+            async def release() -> None:
+                lite.rollback()
+                lite.close()
+        else:
+            pg = await asyncpg.connect(make_url(db_url).set(drivername="postgresql").render_as_string(False))
+            hold = pg.transaction()
+            await hold.start()
+            await pg.execute("LOCK TABLE history IN EXCLUSIVE MODE")  # reads go on, inserts wait
+
+            async def release() -> None:
+                await hold.rollback()
+                await pg.close()
+
+        try:
+            await ws.send(json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [pane("h", "%1")]}))
+
+            async def stalled() -> Any:
+                async with httpx.AsyncClient() as c:
+                    r = await c.get(srv.url + "/healthz")
+                return r if r.status_code == 503 else None
+
+            # Well within SQLite's busy time-out (30 s), after which the writer would fail instead.
+            r = await wait_until(stalled, 20, "/healthz to report the stuck writer")
+            body = r.json()
+            assert body["ok"] is False and "writer: one batch has run for" in body["error"], body
+            assert "limits.writer_stall 1 s" in body["error"] and body["since"] <= time.time() - 1, body
+        finally:
+            await release()
+        assert json.loads(await asyncio.wait_for(ws.recv(), 30)) == {"type": "ack", "seq": 1}
+        r = httpx.get(srv.url + "/healthz")
+        assert r.status_code == 200 and r.json()["ok"] is True, r.text
+        await ws.close()
+
+    asyncio.run(go())
+
+
 def test_disconnecting_collectors_leave_no_pending_task(db_url: str, server_factory: Any) -> None:
     tokens = asyncio.run(make_tokens(db_url))
     srv = server_factory(db_url)

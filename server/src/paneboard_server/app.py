@@ -285,6 +285,12 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
     @app.get("/healthz", summary="Liveness: the database answers")
     async def healthz(request: Request) -> JSONResponse:
         core = core_of(request)
+        started = core.batch_started
+        limit = cfg.limits.writer_stall
+        if started is not None and (ran := time.monotonic() - started) > limit:
+            # Reads work but the writer waits (a lock held elsewhere): nothing commits.
+            why = f"writer: one batch has run for {ran:.0f} s (limits.writer_stall {limit:g} s)"
+            return JSONResponse({"ok": False, "error": why, "since": core.clock() - ran}, 503)
         try:
             async with core.engine.connect() as conn:
                 await conn.execute(select(1))

@@ -96,6 +96,10 @@ class LimitsSection(_Strict):
     revocation_check: float = Field(0.5, gt=0)
     # Password checks running at once (each is one worker thread of argon2).
     login_concurrency: int = Field(4, gt=0)
+    # Seconds one writer batch may run before /healthz says the writer is stuck (503): a
+    # lock another connection holds makes PostgreSQL wait without end, while reads and so
+    # the database check of /healthz still work.
+    writer_stall: float = Field(30.0, gt=0)
 
 
 class Config(_Strict):

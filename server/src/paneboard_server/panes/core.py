@@ -104,6 +104,9 @@ class Core:
         }
         # Set while the writer cannot commit (cleared by the next commit): /healthz shows it.
         self.writer_error: tuple[float, str] | None = None
+        # time.monotonic() when the writer's current transaction began (None between
+        # batches): one stuck on a lock fails no statement, so only its age shows it.
+        self.batch_started: float | None = None
         # Gone panes kept in memory per collector, oldest first; beyond
         # `limits.gone_in_memory` they leave memory (not the database).
         self.gone_order: dict[int, OrderedDict[int, None]] = {}
@@ -175,12 +178,8 @@ class Core:
     def put_host(self, h: Host) -> None:
         self.hosts[h.id] = h
         self.host_ids[(h.collector_id, h.name)] = h.id
-        owner = self.host_owner.get(h.name)
-        if owner is None or (owner != h.collector_id and self._first_host(h.name) == h.id):
-            self.host_owner[h.name] = h.collector_id
-
-    def _first_host(self, name: str) -> int:
-        return min(h.id for h in self.hosts.values() if h.name == name)
+        # One row per name (uq_hosts_name): the row's collector is the owner.
+        self.host_owner[h.name] = h.collector_id
 
     def collector_name(self, collector_id: int) -> str | None:
         return self.collector_names.get(collector_id)

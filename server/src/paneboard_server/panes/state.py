@@ -55,6 +55,7 @@ class WriterState(PaneState, Protocol):
     hub: Hub
     room: asyncio.Event
     writer_error: tuple[float, str] | None
+    batch_started: float | None
     listeners: list[Callable[[list[Any]], Any]]
 
     @property

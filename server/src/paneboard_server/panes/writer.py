@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,14 +123,18 @@ def _failed(core: WriterState, op: Op, exc: BaseException) -> None:
 async def _apply(core: WriterState, batch: list[Op]) -> None:
     """One transaction for the batch; the mirror, stream and listeners only after its commit."""
     now = core.clock()
-    async with core.engine.begin() as conn:
-        tx = Tx(core, conn, now)
-        for op in batch:
-            # The hook is the writer's to run, for every kind of operation, so one set on an
-            # operation is never silently dropped; only a refused one (False) has none.
-            if await op.apply(tx) and op.on_commit is not None:
-                tx.after.append(op.on_commit)
-        await flush(core, tx)
+    core.batch_started = time.monotonic()
+    try:
+        async with core.engine.begin() as conn:
+            tx = Tx(core, conn, now)
+            for op in batch:
+                # The hook is the writer's to run, for every kind of operation, so one set on an
+                # operation is never silently dropped; only a refused one (False) has none.
+                if await op.apply(tx) and op.on_commit is not None:
+                    tx.after.append(op.on_commit)
+            await flush(core, tx)
+    finally:
+        core.batch_started = None
     core.writer_error = None
     _commit(core, tx)
     core.stats["batches"] += 1
