@@ -93,13 +93,15 @@ def test_every_limit_the_wire_accepts_fits_every_column_it_is_stored_in() -> Non
         for c in schema.metadata.tables[table].c:
             name = f"{table}.{c.name}"
             if isinstance(c.type, String) and c.type.length is not None:
-                assert name in checked | CUT_BY_THE_SERVER | SERVER_MADE, f"{name}: which wire limit fills it?"
+                assert name in checked | CUT_BY_THE_SERVER | SERVER_MADE, (
+                    f"{name}: which wire limit fills it?"
+                )
     # the record columns the server cuts to are exactly as wide as it cuts
     from paneboard_server.panes import flush
 
-    assert (flush._RECORD_ID, flush._RECORD_STATE, flush._RECORD_KIND) == tuple(
-        width(c) for c in ("pane_records.record_id", "pane_records.state", "pane_records.kind")
-    )
+    cut = (flush._RECORD_ID, flush._RECORD_STATE, flush._RECORD_KIND)
+    widths = tuple(width(f"pane_records.{c}") for c in ("record_id", "state", "kind"))
+    assert cut == widths
     # the pane's own definition says the same: a sized column is at least its wire limit
     for f in pane_def.FIELDS:
         if f.sql_len is not None and f.max_len is not None:
@@ -122,7 +124,11 @@ def test_a_pane_with_every_text_at_its_limit_is_stored(db_url: str, server_facto
         if f.update and f.type == "str" and f.max_len is not None and f.choices is None
     }
     assert {"session", "window", "msg", "title", "process", "agent", "kind"} <= set(at_limit)
-    host, tmux, pid = WIDE * pane_def.NAME_MAX, WIDE * pane_def.NAME_MAX, "%" + WIDE * (pane_def.PANE_ID_MAX - 1)
+    host, tmux, pid = (
+        WIDE * pane_def.NAME_MAX,
+        WIDE * pane_def.NAME_MAX,
+        "%" + WIDE * (pane_def.PANE_ID_MAX - 1),
+    )
     p = pane("x", "%1", "blocked", **at_limit)
     p["key"] = {"host": host, "tmux": tmux, "pane": pid}
     error = WIDE * pane_def.TEXT_MAX
@@ -230,5 +236,77 @@ def test_a_collector_sending_unstorable_panes_does_not_hold_up_anothers_acks(
         async with httpx.AsyncClient() as c:
             got = (await c.get(srv.url + "/api/panes", headers=bearer(tokens["viewer"]))).json()
         assert "%99" not in {p["pane"] for p in got}
+
+    asyncio.run(go())
+
+
+def test_a_failed_batch_is_bisected_and_only_the_refused_pane_is_dropped(db_url: str) -> None:
+    """256 messages in one batch, one of them carrying a pane the database refuses (a value
+    past what validation allows, put there behind validation's back: the wire's limits
+    leave no such value, this is for the unforeseen). The batch is bisected - a handful
+    of commits, not one per message - every message is acknowledged, the poisoned one
+    stored without that pane, and its sender told which field of which pane it was,
+    before the ack."""
+    import math
+
+    from paneboard_server.app import create_app
+    from paneboard_server.config import Config
+    from paneboard_server.ingest.wire import PaneIn
+    from paneboard_server.panes.core import Ingest
+    from paneboard_server.store.database import resolve_url
+    from pbserver import pane_update
+
+    n = 256
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(Config(), resolve_url(db_url))
+        async with app.router.lifespan_context(app):
+            core = app.state.core
+            loop = asyncio.get_running_loop()
+            heard: list[tuple[int, str, str]] = []
+            acks = [loop.create_future() for _ in range(n)]
+            fails: list[BaseException] = []
+            ops = []
+            for seq in range(1, n + 1):
+                panes = [
+                    PaneIn.model_validate(pane_update("h", f"%{seq}.{i}", "working").wire_json())
+                    for i in range(3)
+                ]
+                if seq == 200:  # an integer no column holds (validation stops it at 100)
+                    panes[1] = panes[1].model_copy(update={"progress": 2**70})
+                ops.append(
+                    Ingest(
+                        1,
+                        "s",
+                        seq,
+                        panes=panes,
+                        where=[f"ops.{i}.update" for i in range(3)],
+                        on_commit=lambda f=acks[seq - 1], seq=seq: (
+                            heard.append((seq, "ack", "")),
+                            f.set_result(None),
+                        ),
+                        on_fail=fails.append,
+                        on_drop=lambda at, why, seq=seq: heard.append((seq, at, why)),
+                    )
+                )
+            before = dict(core.stats)
+            for op in ops:  # queued at once: the writer takes them as one batch
+                core.submit(op)
+            await asyncio.wait_for(asyncio.gather(*acks), 60)
+            assert fails == []
+            commits = core.stats["batches"] - before["batches"]
+            failed = core.stats["transactions_failed"] - before["transactions_failed"]
+            depth = math.ceil(math.log2(n))
+            assert commits <= depth + 2, f"{commits} commits for a batch of {n} with one bad message"
+            assert failed <= 2 * depth + 2 * 2 + 16, failed  # halves, panes, fields of the pane
+            dropped = [h for h in heard if h[1] != "ack"]
+            assert len(dropped) == 1
+            seq, at, why = dropped[0]
+            assert (seq, at) == (200, "ops.1.update.progress") and "cannot be stored" in why
+            assert heard.index(dropped[0]) == heard.index((200, "ack", "")) - 1  # just before its ack
+            stored = {p.pane for p in core.panes.values() if p.gone_at is None}
+            assert len(stored) == 3 * n - 1 and "%200.1" not in stored and "%200.2" in stored
+            assert core.stats["refused_unstorable"] - before["refused_unstorable"] == 1
 
     asyncio.run(go())
