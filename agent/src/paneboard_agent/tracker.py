@@ -27,7 +27,7 @@ from typing import Any
 from paneboard_protocol.classifier import PaneClassifier
 from paneboard_protocol.decoder import Decoder
 from paneboard_protocol.events import AgentReport, ClearReport, StatusReport
-from paneboard_protocol.pane import CLASSIFICATION_FIELDS, SIGNATURE_FIELDS
+from paneboard_protocol.pane import CLASSIFICATION_FIELDS, SIGNATURE_FIELDS, clip_text
 
 from paneboard_agent.panes import Observation, PaneInfo
 from paneboard_agent.sink import PaneKey, PaneUpdate
@@ -275,15 +275,21 @@ class PaneTracker:
         c = self.classifier
         cls = c.classification(now)
         obs = self.obs
+        # Cut to the wire's limits: the server refuses a pane with a longer value.
+        text = clip_text(
+            {
+                "session": self.info.session,
+                "window": self.info.window,
+                "process": obs.name if obs else None,
+                **{k: getattr(cls, k) for k in _FROM_CLASSIFICATION},
+            }
+        )
         update = PaneUpdate(
             key=self.key,
-            session=self.info.session,
-            window=self.info.window,
             t=now,
-            process=obs.name if obs else None,
             records=tuple(cls.records),
             evidence=c.evidence(),
-            **{k: getattr(cls, k) for k in _FROM_CLASSIFICATION},
+            **text,
         )
         sig = tuple(getattr(update, k) for k in SIGNATURE_FIELDS)
         if sig != self._last_sig:

@@ -10,9 +10,11 @@ What it guarantees (protocol in docs/wire.md):
   track, or saw a gap).
 - Reconnects back off exponentially with jitter so a fleet of collectors does not
   stampede a restarted server.
-- What the server refuses (a `refused` message before it closes the socket) is never
-  sent again: the refused pane update stays out of every later message until the pane
-  changes, a refused host's panes stay out for good; one log line says so.
+- What the server refuses (a `refused` message, before it closes the socket or, for a
+  pane its database refused while it stored the rest of the message, before that
+  message's ack) is never sent again: the refused pane update stays out of every later
+  message until the pane changes, a refused host's panes stay out for good; one log
+  line says so.
 The `websockets` library is the only dependency; the agent distribution stays light.
 """
 
@@ -237,8 +239,8 @@ class UplinkSink:
                     return
                 refused, self._refused = self._refused, None
                 if rcvd is not None and rcvd.code in (1007, 1009, 4403) and refused is not None:
-                    # Drop exactly what was refused; the rest goes again, in a snapshot.
-                    self._drop_refused(refused)
+                    # What was refused is quarantined already (on arrival); the rest goes
+                    # again, in a snapshot.
                     self.last_error = f"server refused: {why}"
                     self.inflight.clear()
                     self._need_snapshot = True
@@ -358,7 +360,10 @@ class UplinkSink:
             elif kind == "seen":
                 self._seen(msg)
             elif kind == "refused":
-                self._refused = msg  # acted on when the close that follows arrives
+                # Quarantined now, while the message it names is still in flight: a pane
+                # the database refused comes before the ack of the rest, with no close.
+                self._drop_refused(msg)
+                self._refused = msg  # a close that follows starts over from a snapshot
             elif kind in ("watch", "unwatch", "answer") and self.on_command is not None:
                 self._background(self.on_command(msg))
 
@@ -395,6 +400,12 @@ class UplinkSink:
         return fp is not None and fp == _fingerprint(update)
 
     def _ack(self, seq: int) -> None:
+        if (
+            self._refused is not None
+            and isinstance(self._refused.get("seq"), int)
+            and seq >= self._refused["seq"]
+        ):
+            self._refused = None  # acknowledged: stored without the refused pane, no close follows
         self.acked = max(self.acked, seq)
         while self.inflight and next(iter(self.inflight)) <= seq:
             self.inflight.popitem(last=False)

@@ -22,8 +22,14 @@ KINDS: tuple[str, ...] = ("permission", "question", "auth")
 #: Which signal a classification came from.
 SOURCES: tuple[str, ...] = ("protocol", "screen", "native")
 
-NAME_MAX = 255  # agent names, host and tmux names
-TEXT_MAX = 4096  # free text: session, window, msg, title, process, errors
+# Every limit here is the wire's (the server validates a collector's values against it)
+# and never more than the width of any column the value is stored in, so a message that
+# passes validation cannot fail at the database and with it the write batch it shares
+# with other collectors' messages (tests/server/test_server_limits.py holds them to the
+# schema). A name that is part of a unique index stays short: PostgreSQL refuses an index
+# entry above ~2700 bytes, so a TEXT column would not lift the limit.
+NAME_MAX = 255  # agent names, host and tmux names, tmux session names (`tmux_sessions.name`)
+TEXT_MAX = 4096  # free text: window, msg, title, process, errors
 STATE_MAX = 16  # the storage width of a state / source name
 KIND_MAX = 32  # the storage width of a kind
 PANE_ID_MAX = 64  # a tmux pane id such as "%3"
@@ -68,7 +74,7 @@ _CLS: dict[str, Any] = {"classification": True, "update": True, "required": True
 
 #: The fields in `PaneUpdate`'s positional order (after its key).
 FIELDS: tuple[Field, ...] = (
-    Field("session", "str", "", update=True, required=True, row=True, api=True, max_len=TEXT_MAX),
+    Field("session", "str", "", update=True, required=True, row=True, api=True, max_len=NAME_MAX),
     Field("window", "str", "", update=True, required=True, row=True, api=True, max_len=TEXT_MAX),
     Field("agent", "str", **_CLS, history=True, max_len=NAME_MAX),
     Field("state", "str", **_CLS, history=True, choices=STATES, sql_len=STATE_MAX),
@@ -111,6 +117,20 @@ HISTORY_FIELDS = names(history=True)
 RECLASSIFY_FIELDS = tuple(n for n in CLASSIFICATION_FIELDS if n not in ("since", "records"))
 #: What a change of makes the collector send an update (the clock fields `t`/`since` don't).
 SIGNATURE_FIELDS = tuple(n for n in UPDATE_FIELDS if n not in ("t", "since"))
+
+
+def clip_text(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` with every string of a limited field cut to its `max_len`.
+
+    The collector sends display text as tmux and programs give it; cut here, to the limits
+    the server validates against, an overlong tmux session name costs the end of the name
+    instead of the whole pane (the server would refuse the pane)."""
+    out = dict(values)
+    for name, v in values.items():
+        f = BY_NAME.get(name)
+        if f is not None and f.max_len is not None and f.type == "str" and isinstance(v, str):
+            out[name] = v[: f.max_len]
+    return out
 
 
 def default(f: Field) -> Any:

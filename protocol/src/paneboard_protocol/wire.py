@@ -17,9 +17,13 @@ from typing import Any, Literal, NotRequired, TypedDict
 from paneboard_protocol.pane import NAME_MAX, PANE_ID_MAX
 
 PROTOCOL = 1
+# The uplink's own limits (a pane's are in `pane.py`); the server validates against these
+# names, and the columns they are stored in are at least as wide (`collectors.stream`,
+# `collectors.version`).
 STREAM_MAX = 64  # a collector's stream id
 VERSION_MAX = 64
 HOSTS_MAX = 1000  # hosts named in a hello or a snapshot
+RTT_MAX = 600  # seconds: a host's round trip; a link slower than this is down
 PANE_ID_LEN = PANE_ID_MAX
 HOST_NAME_LEN = NAME_MAX
 

@@ -61,8 +61,13 @@ class _Live:
         yield refused
         yield CounterMetricFamily(
             "paneboard_batches_retried",
-            "Writer batches that failed and were retried operation by operation",
+            "Writer batches that failed and were bisected",
             value=core.stats["batches_retried"],
+        )
+        yield CounterMetricFamily(
+            "paneboard_transactions_failed",
+            "Write transactions that failed, each half of a bisected batch and each probe included",
+            value=core.stats["transactions_failed"],
         )
         yield CounterMetricFamily(
             "paneboard_sse_dropped", "Live-stream clients dropped for being slow", value=core.hub.dropped

@@ -8,6 +8,9 @@ re-acknowledged and ignored; a gap makes the server ask for a snapshot.
 A message refused (invalid, not storable, a claim to another collector's host, over a
 cap) closes this connection alone, after a `refused` message naming its `seq` and the
 offending field, so the collector can drop that part instead of resending it forever.
+A pane the database refuses although it passed validation is the exception: the rest
+of its message is stored and acknowledged, and the collector hears of that pane alone
+in a `refused` message sent before the ack, on a connection that stays open.
 """
 
 from __future__ import annotations
@@ -73,6 +76,14 @@ class Connection:
             self.ack_sent = -1
             self.ack_event.set()
 
+    def dropped(self, seq: int, at: str, why: str) -> None:
+        """A pane of message `seq` the database refused; the rest was stored. Queued before
+        the message's ack (the sender sends what is queued before an ack), so the
+        collector still holds the message and can quarantine the pane `at` names."""
+        text = f"refused seq {seq}: {at}: {why}"
+        log.warning("collector %s: %s", self.name, text)
+        self.send(pwire.refused(seq, at, None, text))
+
     def close(self, code: int, why: str) -> None:
         if self.closing is None:
             self.closing = (code, why)
@@ -112,17 +123,26 @@ class Connection:
                         f.cancel()
             if self.closing is not None:
                 return
-            if self.acked > self.ack_sent:
-                self.ack_event.clear()
-                self.ack_sent = self.acked
-                await self.ws.send_text(pwire.encode(pwire.ack(self.acked)))
-            elif ack in done:
+            # What was queued goes before the ack: a `refused` for a pane of the message
+            # the ack covers (queued before that ack was set) must reach the collector
+            # while it still holds that message. An ack set while these are sent waits
+            # for the next turn, behind what was queued with it.
+            acked = self.acked
+            if ack in done:
                 self.ack_event.clear()
             if get in done:
                 msg = get.result()
                 if msg is None:
                     return
                 await self.ws.send_text(json.dumps(msg))
+            while not self.outbox.empty():
+                msg = self.outbox.get_nowait()
+                if msg is None:
+                    return
+                await self.ws.send_text(json.dumps(msg))
+            if acked > self.ack_sent:
+                self.ack_sent = acked
+                await self.ws.send_text(pwire.encode(pwire.ack(acked)))
 
 
 class IngestRegistry:
@@ -303,6 +323,8 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                         on_commit=functools.partial(conn.ack, seq),
                         on_fail=failer(seq),
                         alive=alive,
+                        where=[f"panes.{i}" for i in range(len(msg.panes))],
+                        on_drop=functools.partial(conn.dropped, seq),
                     )
                 )
                 continue
@@ -326,10 +348,12 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                 on_commit=functools.partial(conn.ack, seq),
                 on_fail=failer(seq),
                 alive=alive,
+                on_drop=functools.partial(conn.dropped, seq),
             )
-            for o in msg.ops:
+            for i, o in enumerate(msg.ops):
                 if o.op == "pane":
                     op.panes.append(o.update)
+                    op.where.append(f"ops.{i}.update")
                 elif o.op == "gone":
                     op.gone.append((o.key, o.t))
                 else:

@@ -141,11 +141,12 @@ def _clean_record(v: dict[str, Any]) -> dict[str, Any]:
     return clean_json(v, 1)
 
 
-Name = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_clean_name)]
+# Every limit is the protocol's named constant, never a literal here: those constants are
+# what the columns are sized by (`store/schema.py`), and a test holds the two together.
+Name = Annotated[str, Field(min_length=1, max_length=pane_def.NAME_MAX), AfterValidator(_clean_name)]
 # Free text shown to people: cleaned once, here, by the function the collector uses.
-ShortText = Annotated[str, Field(max_length=255), AfterValidator(sanitize_text)]
-LongText = Annotated[str, Field(max_length=4096), AfterValidator(sanitize_text)]
-Time = Annotated[float, Field(ge=0, le=1e11, allow_inf_nan=False)]
+LongText = Annotated[str, Field(max_length=pane_def.TEXT_MAX), AfterValidator(sanitize_text)]
+Time = Annotated[float, Field(ge=0, le=pane_def.TIME_MAX, allow_inf_nan=False)]
 Seq = Annotated[int, Field(ge=0, le=MAX_INT)]
 Evidence = Annotated[dict[str, Any], AfterValidator(storable_json)]
 Record = Annotated[dict[str, Any], AfterValidator(_clean_record)]
@@ -159,7 +160,7 @@ class _Msg(BaseModel):
 class Key(_Msg):
     host: Name
     tmux: Name
-    pane: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_name)]
+    pane: Annotated[str, Field(min_length=1, max_length=pane_def.PANE_ID_MAX), AfterValidator(_clean_name)]
 
 
 def _pane_in_field(f: pane_def.Field) -> tuple[Any, Any]:
@@ -210,7 +211,7 @@ else:
 
 
 #: a round trip the collector measured to a host, seconds (a link slower than this is down)
-Rtt = Annotated[float, Field(ge=0, le=600, allow_inf_nan=False)]
+Rtt = Annotated[float, Field(ge=0, le=pwire.RTT_MAX, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0, le=MAX_INT)]
 
 
@@ -225,10 +226,10 @@ class HostIn(_Msg):
 class Hello(_Msg):
     type: Literal["hello"]
     protocol: Annotated[int, Field(ge=0, le=MAX_INT)] = PROTOCOL
-    version: Annotated[str, Field(max_length=64), AfterValidator(sanitize_text)] = ""
-    stream: Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_clean_name)]
-    hosts: Annotated[list[Name], Field(max_length=1000)] = []
-    input: Annotated[list[Name], Field(max_length=1000)] = []
+    version: Annotated[str, Field(max_length=pwire.VERSION_MAX), AfterValidator(sanitize_text)] = ""
+    stream: Annotated[str, Field(min_length=1, max_length=pwire.STREAM_MAX), AfterValidator(_clean_name)]
+    hosts: Annotated[list[Name], Field(max_length=pwire.HOSTS_MAX)] = []
+    input: Annotated[list[Name], Field(max_length=pwire.HOSTS_MAX)] = []
 
 
 class PaneOp(_Msg):
@@ -260,7 +261,7 @@ class Snapshot(_Msg):
     type: Literal["snapshot"]
     seq: Seq
     t: Time
-    hosts: Annotated[dict[Name, HostIn], Field(max_length=1000)] = {}
+    hosts: Annotated[dict[Name, HostIn], Field(max_length=pwire.HOSTS_MAX)] = {}
     panes: list[PaneIn] = []
 
 

@@ -7,6 +7,7 @@ anything itself: the writer does that after the commit, running every operation'
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,9 +92,55 @@ class Ingest(Op):
     gone: list[tuple[Key, float]] = field(default_factory=list)
     host_ops: list[tuple[str, HostIn]] = field(default_factory=list)
     alive: Callable[[], bool] = lambda: True
+    #: where each of `panes` is in its message (`panes.3`, `ops.5.update`), for a refusal
+    where: list[str] = field(default_factory=list)
+    #: panes the database refused, left out of this message: (where.field, why)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    #: tells the sender of each dropped pane, after the rest committed and before its ack
+    on_drop: Callable[[str, str], None] | None = field(default=None, kw_only=True)
 
     def wanted(self) -> bool:
         return self.alive()
+
+    def at(self, i: int) -> str:
+        return self.where[i] if i < len(self.where) else f"panes.{i}"
+
+    def probe(self, keep: list[int], replace: PaneIn | None = None) -> Ingest:
+        """Only the panes at `keep` as a delta with no hooks (`isolate.py` writes it and
+        rolls it back); `replace` stands in for the one pane kept."""
+        panes = [self.panes[i] for i in keep] if replace is None else [replace]
+        return dataclasses.replace(
+            self,
+            snapshot_hosts=None,
+            panes=panes,
+            gone=[],
+            host_ops=[],
+            where=[],
+            dropped=[],
+            on_commit=None,
+            on_fail=None,
+            on_drop=None,
+        )
+
+    def without(self, refused: dict[int, tuple[str | None, str]]) -> Ingest:
+        """This message less the panes the database refused (index -> (the field, if one
+        alone is refused; why)), which its sender is told of once the rest has committed."""
+        keep = [i for i in range(len(self.panes)) if i not in refused]
+        dropped = [
+            (self.at(i) + ("" if name is None else f".{name}"), why)
+            for i, (name, why) in sorted(refused.items())
+        ]
+        return dataclasses.replace(
+            self,
+            panes=[self.panes[i] for i in keep],
+            where=[self.at(i) for i in keep],
+            dropped=self.dropped + dropped,
+        )
+
+    def tell_dropped(self) -> None:
+        if self.on_drop is not None:
+            for at, why in self.dropped:
+                self.on_drop(at, why)
 
     def names(self) -> set[str]:
         out = {u.key.host for u in self.panes} | {name for name, _ in self.host_ops}
@@ -179,6 +226,8 @@ class Ingest(Op):
                         went += 1
         if went:
             await cap_gone(tx, cid)
+        if self.dropped:  # the sender hears of them before its ack (which follows this)
+            tx.after.append(self.tell_dropped)
         tx.collectors[cid] = {
             "stream": self.stream,
             "last_seq": self.seq,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from paneboard_protocol.pane import KIND_MAX, NAME_MAX, STATE_MAX
 from sqlalchemy import bindparam, delete, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -44,6 +45,11 @@ _UPDATE_HOSTS = (
 )
 
 
+# A record's columns are filled from free-form JSON the wire does not bound field by field:
+# cut to the widths the schema gives those columns.
+_RECORD_ID, _RECORD_STATE, _RECORD_KIND = NAME_MAX, STATE_MAX, KIND_MAX
+
+
 async def flush(core: PaneState, tx: Tx) -> None:
     """Write what the batch changed, inside its transaction."""
     conn = tx.conn
@@ -71,7 +77,7 @@ async def flush(core: PaneState, tx: Tx) -> None:
         for pid in ids:
             seen: set[str] = set()
             for r in tx.panes[pid].records:
-                rid = str(r.get("id") or "")[:255]
+                rid = str(r.get("id") or "")[:_RECORD_ID]
                 if rid in seen:
                     continue
                 seen.add(rid)
@@ -79,8 +85,8 @@ async def flush(core: PaneState, tx: Tx) -> None:
                     {
                         "pane_id": pid,
                         "record_id": rid,
-                        "state": _s(r.get("state"), 16),
-                        "kind": _s(r.get("kind"), 32),
+                        "state": _s(r.get("state"), _RECORD_STATE),
+                        "kind": _s(r.get("kind"), _RECORD_KIND),
                         "app": _s(r.get("app"), 128),
                         "msg": _s(r.get("msg"), 4096),
                         "title": _s(r.get("title"), 4096),

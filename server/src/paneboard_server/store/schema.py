@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from paneboard_protocol.pane import BY_NAME, HISTORY_FIELDS, ROW_FIELDS
+from paneboard_protocol.pane import (
+    BY_NAME,
+    HISTORY_FIELDS,
+    KIND_MAX,
+    NAME_MAX,
+    PANE_ID_MAX,
+    ROW_FIELDS,
+    STATE_MAX,
+)
+from paneboard_protocol.wire import STREAM_MAX, VERSION_MAX
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -34,6 +43,10 @@ from sqlalchemy import (
 from sqlalchemy.sql import Select
 
 metadata = MetaData()
+
+# Columns that hold what a collector sent are sized by the protocol's limits (the wire's
+# validation uses the same names), so nothing that passes validation is too wide for its
+# column; `tests/server/test_server_limits.py` reads every column against the wire.
 
 
 def pane_columns(names: tuple[str, ...]) -> list[Column]:
@@ -75,8 +88,8 @@ collectors = Table(
     "collectors",
     metadata,
     Column("token_id", Integer, ForeignKey("tokens.id", ondelete="CASCADE"), primary_key=True),
-    Column("version", String(64)),
-    Column("stream", String(64)),
+    Column("version", String(VERSION_MAX)),
+    Column("stream", String(STREAM_MAX)),
     Column("last_seq", BigInteger),
     Column("connected", Boolean, nullable=False, default=False),
     Column("last_seen", Float),
@@ -87,7 +100,7 @@ hosts = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     Column("collector_id", Integer, ForeignKey("tokens.id", ondelete="CASCADE"), nullable=False),
-    Column("name", String(255), nullable=False),
+    Column("name", String(NAME_MAX), nullable=False),
     Column("reachable", Boolean, nullable=False, default=True),
     Column("error", Text),
     Column("last_seen", Float),
@@ -105,8 +118,8 @@ tmux_sessions = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     Column("host_id", Integer, ForeignKey("hosts.id", ondelete="CASCADE"), nullable=False),
-    Column("tmux", String(255), nullable=False),
-    Column("name", String(255), nullable=False),
+    Column("tmux", String(NAME_MAX), nullable=False),
+    Column("name", String(NAME_MAX), nullable=False),
     Column("last_seen", Float),
     UniqueConstraint("host_id", "tmux", "name", name="uq_tmux_sessions"),
 )
@@ -120,8 +133,8 @@ panes = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     Column("host_id", Integer, ForeignKey("hosts.id", ondelete="CASCADE"), nullable=False),
-    Column("tmux", String(255), nullable=False),
-    Column("pane", String(64), nullable=False),
+    Column("tmux", String(NAME_MAX), nullable=False),
+    Column("pane", String(PANE_ID_MAX), nullable=False),
     *pane_columns(ROW_FIELDS),
     UniqueConstraint("host_id", "tmux", "pane", name="uq_panes_key"),
     Index("ix_panes_rev", "rev"),
@@ -132,9 +145,10 @@ pane_records = Table(
     "pane_records",
     metadata,
     Column("pane_id", Integer, ForeignKey("panes.id", ondelete="CASCADE"), primary_key=True),
-    Column("record_id", String(255), primary_key=True),
-    Column("state", String(16)),
-    Column("kind", String(32)),
+    # Filled from free-form records, cut to these widths (`panes/flush.py`).
+    Column("record_id", String(NAME_MAX), primary_key=True),
+    Column("state", String(STATE_MAX)),
+    Column("kind", String(KIND_MAX)),
     Column("app", Text),
     Column("msg", Text),
     Column("title", Text),
@@ -149,7 +163,7 @@ history = Table(
     Column("pane_id", Integer, ForeignKey("panes.id", ondelete="CASCADE"), nullable=False),
     Column("t", Float, nullable=False),
     *pane_columns(HISTORY_FIELDS),
-    Column("prev_state", String(16)),
+    Column("prev_state", String(STATE_MAX)),
     Column("reason", String(32), nullable=False),
     Index("ix_history_pane", "pane_id", "id"),
     Index("ix_history_t", "t"),
@@ -237,13 +251,13 @@ waits = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("pane_id", Integer, ForeignKey("panes.id", ondelete="SET NULL")),
-    Column("host", String(255), nullable=False),
-    Column("tmux", String(255), nullable=False),
-    Column("pane", String(64), nullable=False),
+    Column("host", String(NAME_MAX), nullable=False),
+    Column("tmux", String(NAME_MAX), nullable=False),
+    Column("pane", String(PANE_ID_MAX), nullable=False),
     Column("session", Text),
-    Column("agent", String(255)),
-    Column("state", String(16), nullable=False),
-    Column("kind", String(32)),
+    Column("agent", String(NAME_MAX)),
+    Column("state", String(STATE_MAX), nullable=False),
+    Column("kind", String(KIND_MAX)),
     Column("msg", Text),
     Column("start_t", Float, nullable=False),
     Column("end_t", Float),
@@ -276,9 +290,9 @@ answers = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("t", Float, nullable=False),
     Column("pane_id", Integer, ForeignKey("panes.id", ondelete="SET NULL")),
-    Column("host", String(255), nullable=False),
-    Column("tmux", String(255), nullable=False),
-    Column("pane", String(64), nullable=False),
+    Column("host", String(NAME_MAX), nullable=False),
+    Column("tmux", String(NAME_MAX), nullable=False),
+    Column("pane", String(PANE_ID_MAX), nullable=False),
     Column("viewer_id", Integer, ForeignKey("viewers.id", ondelete="SET NULL")),
     Column("who", String(128), nullable=False),
     Column("fingerprint", String(64), nullable=False),
