@@ -399,8 +399,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # SIGTERM (a supervisor's stop) and SIGHUP (the terminal closed) end the demo as
     # Ctrl-C does; its children run in sessions of their own and would outlive it.
     demo_procs.STOP.install()
-    demo = Demo(args.port or _free_port())
+    demo: Demo | None = None
     try:
+        with demo_procs.STOP.held():  # a stop now comes once `demo` can remove its directory
+            demo = Demo(args.port or _free_port())
         demo.start()
         board = f"{demo.url}/?token={demo.viewer_token}"
         print("paneboard demo is running. The board (read-only viewer link):", flush=True)
@@ -414,9 +416,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 webbrowser.open(board)
         return demo.wait()
     except DemoError as exc:
-        print(f"paneboard demo: {exc}", file=sys.stderr)
+        Demo._log(str(exc))
         return 1
     except KeyboardInterrupt:
         return 0
     finally:
-        demo.close()
+        if demo is not None:
+            demo.close()
