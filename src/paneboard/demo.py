@@ -3,11 +3,18 @@
 It is a newcomer's first minute, so it must never touch anything of theirs: a private
 tmux server on its own socket, a throw-away SQLite database in a temporary directory,
 and the real `serve` and `agent` commands as child processes (the demo is the product
-running, not a simulation of it). Ctrl-C stops every child and removes the directory.
+running, not a simulation of it). Ctrl-C, SIGTERM and SIGHUP (the terminal closing) all
+stop every process it started, remove the directory and the tmux socket file, and end
+with a line saying so; a demo left running after its terminal is gone would be a server
+with a printed operator password and a collector that types answers, unattended.
+
+The collector gets its token through `PANEBOARD_TOKEN`, never on its command line,
+where every local user could read it in `ps`.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -28,6 +35,8 @@ from pathlib import Path
 
 from paneboard_protocol.cli_args import OneLineParser
 
+from . import demo_procs
+
 # (window name, demo agent) — one pane per kind of evidence paneboard reads.
 DEMO_PANES: tuple[tuple[str, str], ...] = (
     ("claude", "claude"),  # OSC 7501 reports the way Claude Code sends them, under `paneboard run`
@@ -39,6 +48,11 @@ DEMO_PANES: tuple[tuple[str, str], ...] = (
 )
 
 
+#: How much of a child's log is read for its last words, and how long a line of it is kept.
+LOG_TAIL_BYTES = 4096
+LOG_LINE_MAX = 300
+
+
 class DemoError(Exception):
     """A step of the demo failed; the message says which and why."""
 
@@ -47,6 +61,44 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _port_problem(port: int) -> str | None:
+    """Why the server could not listen on 127.0.0.1:`port`, found by binding it the way
+    the server will (SO_REUSEADDR), before anything is started; None if it can."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is out of range (1-65535, or 0 for a free one)")
+    return port
+
+
+def last_words(log: Path) -> str:
+    """The last non-empty line of a child's log, printable and bounded: what it said as it
+    died, kept in the demo's own message because the log goes with the demo's directory."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+            tail = f.read(LOG_TAIL_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    for line in reversed(tail.splitlines()):
+        text = "".join(ch if ch.isprintable() else "?" for ch in line).strip()
+        if text:
+            return text if len(text) <= LOG_LINE_MAX else text[: LOG_LINE_MAX - 1] + "…"
+    return ""
 
 
 def _paneboard(*args: str) -> list[str]:
@@ -63,11 +115,29 @@ def _run(args: list[str], env: dict[str, str], stdin: str | None = None) -> str:
     return result.stdout.strip()
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+class Child:
+    """A `paneboard` command the demo runs, with the log its output goes to."""
+
+    def __init__(self, name: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+        self.name = name
+        self.proc = proc
+        self.log = log
+
+    def ended(self) -> str | None:
+        """None while it runs; else how it ended, with its last words."""
+        if self.proc.poll() is None:
+            return None
+        said = last_words(self.log)
+        return f"`paneboard {self.name}` exited with status {self.proc.returncode}" + (
+            f": {said}" if said else " and said nothing"
+        )
+
+
+def _wait_healthy(url: str, server: Child, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise DemoError(f"the server exited early (status {proc.returncode})")
+        if (ended := server.ended()) is not None:
+            raise DemoError(ended)
         with (
             contextlib.suppress(urllib.error.URLError, OSError),
             urllib.request.urlopen(f"{url}/healthz", timeout=2) as response,
@@ -90,7 +160,8 @@ class Demo:
         self.env["PANEBOARD_DB"] = f"sqlite:///{self.workdir / 'demo.db'}"
         self.env["PANEBOARD_RULES"] = str(self.workdir / "rules")  # bundled rules only
         self.env.pop("TMUX", None)
-        self.children: list[subprocess.Popen[bytes]] = []
+        self.children: list[Child] = []
+        self.tmux_started = False
         self.viewer_token = ""
         self.password = secrets.token_urlsafe(12)
 
@@ -104,13 +175,12 @@ class Demo:
         self._seed_sample_week()
 
         self._log(f"starting the server on {self.url}")
-        server = self._spawn(
-            _paneboard("serve", "--host", "127.0.0.1", "--port", str(self.port)), "server.log"
-        )
+        server = self._spawn("serve", "--host", "127.0.0.1", "--port", str(self.port))
         _wait_healthy(self.url, server)
 
         self._log(f"starting a private tmux server (socket {self.tmux_socket})")
         tmux = ["tmux", "-L", self.tmux_socket, "-f", "/dev/null"]
+        self.tmux_started = True  # from here on, close() looks for a server and its socket
         self._tmux(
             *tmux,
             "new-session",
@@ -128,20 +198,16 @@ class Demo:
 
         self._log("starting the collector")
         self._spawn(
-            _paneboard(
-                "agent",
-                "--server",
-                self.url,
-                "--token",
-                collector_token,
-                "--local",
-                "--tmux-socket",
-                self.tmux_socket,
-                # answers are typed into the demo's own private tmux only: the collector
-                # watches no other tmux server
-                "--allow-input",
-            ),
-            "agent.log",
+            "agent",
+            "--server",
+            self.url,
+            "--local",
+            "--tmux-socket",
+            self.tmux_socket,
+            # answers are typed into the demo's own private tmux only: the collector
+            # watches no other tmux server
+            "--allow-input",
+            env={"PANEBOARD_TOKEN": collector_token},  # not --token: argv is public in `ps`
         )
         # tmux keeps no raw output for late readers: start the agents only once the
         # collector is attached, or their first reports would never be seen.
@@ -170,7 +236,9 @@ class Demo:
         self._log(f"seeded {n} sample waits (hosts sample-…, labelled 'sample day') for the stats page")
 
     def _tmux(self, *args: str) -> None:
-        subprocess.run(list(args), env=self.env, check=True, timeout=30, capture_output=True)
+        # held: a tmux command cut short may leave a server up that close() cannot yet ask
+        with demo_procs.STOP.held():
+            subprocess.run(list(args), env=self.env, check=True, timeout=30, capture_output=True)
 
     def _wait_for_panes(self, count: int, timeout: float = 60.0) -> None:
         request = urllib.request.Request(
@@ -178,10 +246,9 @@ class Demo:
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for proc in self.children:
-                if proc.poll() is not None:
-                    what = " ".join(proc.args[2:4]) if isinstance(proc.args, list) else "a child"
-                    raise DemoError(f"`{what}` exited early; see its log")
+            for child in self.children:
+                if (ended := child.ended()) is not None:
+                    raise DemoError(ended)
             with (
                 contextlib.suppress(urllib.error.URLError, OSError, ValueError),
                 urllib.request.urlopen(request, timeout=2) as response,
@@ -210,55 +277,103 @@ class Demo:
             return f"bash -c {shlex.quote(inner)}"
         return f"{python} -m paneboard.demo_agents {agent}"
 
-    def _spawn(self, args: list[str], log_name: str) -> subprocess.Popen[bytes]:
-        log = open(self.workdir / log_name, "wb")  # noqa: SIM115 - lives as long as the child
-        proc = subprocess.Popen(
-            args, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        self.children.append(proc)
-        return proc
+    def _spawn(self, name: str, *args: str, env: dict[str, str] | None = None) -> Child:
+        path = self.workdir / f"{name}.log"
+        # held: a child forked but not yet in self.children would outlive the demo
+        with demo_procs.STOP.held(), open(path, "wb") as log:  # the child keeps its own copy of the fd
+            proc = subprocess.Popen(
+                _paneboard(name, *args),
+                env={**self.env, **(env or {})},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            child = Child(name, proc, path)
+            self.children.append(child)
+        return child
 
     def wait(self) -> int:
-        """Block until Ctrl-C, or until a child dies (then say which, and its log's tail)."""
+        """Block until Ctrl-C, or until a child dies (then say which, and its last words)."""
         while True:
-            for proc in self.children:
-                if proc.poll() is not None:
-                    name = Path(proc.args[3]).name if isinstance(proc.args, list) else "child"
-                    self._log(f"`paneboard {name}` exited with status {proc.returncode}")
+            for child in self.children:
+                if (ended := child.ended()) is not None:
+                    self._log(ended)
                     return 1
             time.sleep(0.5)
 
+    def _tmux_query(self, *args: str) -> list[str]:
+        """A tmux command's output lines on the demo's socket; [] when no server answers."""
+        result = subprocess.run(
+            ["tmux", "-L", self.tmux_socket, *args], capture_output=True, text=True, timeout=30, check=False
+        )
+        return result.stdout.splitlines() if result.returncode == 0 else []
+
+    def _tmux_socket_path(self) -> Path:
+        """Where the socket is: tmux's own answer, else its rule ($TMUX_TMPDIR or /tmp,
+        then tmux-UID) for a server that already died."""
+        said = self._tmux_query("display-message", "-p", "#{socket_path}")
+        if said:
+            return Path(said[0])
+        base = self.env.get("TMUX_TMPDIR") or "/tmp"
+        return Path(base) / f"tmux-{os.getuid()}" / self.tmux_socket
+
     def close(self) -> None:
-        # A second Ctrl-C (people press it twice; `uv run` also forwards the first one)
-        # must not cut the clean-up short and leave a tmux server and files behind.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        for proc in reversed(self.children):
-            if proc.poll() is None:
+        """Stop everything the demo started and remove its files; then say what went, or
+        what could not. No stop signal interrupts this."""
+        demo_procs.STOP.ignore()
+        owned: set[demo_procs.Proc] = set()  # every process to see gone, whoever its parent
+        panes = 0
+        socket_path = None
+        if self.tmux_started:
+            socket_path = self._tmux_socket_path()
+            panes = len(self._tmux_query("list-panes", "-a", "-F", "#{pane_id}"))
+            for pid in self._tmux_query("display-message", "-p", "#{pid}"):
+                owned |= demo_procs.tree(int(pid))
+        for child in self.children:
+            owned |= demo_procs.tree(child.proc.pid)
+        for child in reversed(self.children):
+            if child.proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-        for proc in reversed(self.children):
+                    os.killpg(child.proc.pid, signal.SIGTERM)
+        for child in reversed(self.children):
             try:
-                proc.wait(timeout=10)
+                child.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        subprocess.run(
-            ["tmux", "-L", self.tmux_socket, "kill-server"],
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
+                    os.killpg(child.proc.pid, signal.SIGKILL)
+                child.proc.wait()
+        if self.tmux_started:
+            self._tmux_query("kill-server")  # the panes' programs get SIGHUP, as from a closed terminal
+        left = demo_procs.wait_gone(owned, timeout=10)
+        if left:
+            demo_procs.signal_all(left, signal.SIGKILL)
+            left = demo_procs.wait_gone(left, timeout=5)
+        if socket_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                socket_path.unlink()  # tmux leaves it behind when its server ends
         shutil.rmtree(self.workdir, ignore_errors=True)
+        self._log(self._closing_line(left, panes, socket_path))
+
+    def _closing_line(self, left: set[demo_procs.Proc], panes: int, socket_path: Path | None) -> str:
+        """The last thing the demo says: what it stopped and removed, or what it could not."""
+        files = [self.workdir] + ([socket_path] if socket_path is not None else [])
+        stuck = [str(f) for f in files if os.path.lexists(f)]
+        if left or stuck:
+            pids = ", ".join(str(pid) for pid, _ in sorted(left))
+            return "stopped, but left behind: " + "; ".join(([f"processes {pids}"] if pids else []) + stuck)
+        ended = ["the server", "the collector"][: len(self.children)]
+        if self.tmux_started:
+            ended.append(f"the tmux server and its {panes} pane{'' if panes == 1 else 's'}")
+        what = ", ".join(ended) if ended else "nothing was running yet"
+        removed = " and ".join(str(f) for f in files)
+        return f"stopped: {what}; removed {removed}. Nothing is left running."
 
     @staticmethod
     def _log(message: str) -> None:
-        print(f"paneboard demo: {message}", file=sys.stderr, flush=True)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+        # After SIGHUP the terminal is gone and writing to it fails (EIO): the clean-up
+        # must go on regardless.
+        with contextlib.suppress(OSError):
+            print(f"paneboard demo: {message}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -266,18 +381,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="paneboard demo",
         help_hint=False,
         description="Run the server, a collector and scripted demo agents on a private tmux "
-        "server and a throw-away SQLite database; Ctrl-C removes everything.",
+        "server and a throw-away SQLite database; Ctrl-C (or closing the terminal) removes everything.",
     )
-    parser.add_argument("--port", type=int, default=0, help="server port (default: a free one)")
+    parser.add_argument("--port", type=_port, default=0, help="server port (default: a free one)")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     args = parser.parse_args(argv)
     if shutil.which("tmux") is None:
         print("paneboard demo: tmux is not installed (apt-get install tmux)", file=sys.stderr)
         return 1
-    demo = Demo(args.port or _free_port())
-    # SIGTERM ends the demo as Ctrl-C does, so a supervisor's stop also cleans up.
-    signal.signal(signal.SIGTERM, _interrupt)
+    if args.port and (problem := _port_problem(args.port)):
+        print(
+            f"paneboard demo: port {args.port} on 127.0.0.1 is not free ({problem}): choose another "
+            "with --port, or leave --port out for a free one",
+            file=sys.stderr,
+        )
+        return 1
+    # SIGTERM (a supervisor's stop) and SIGHUP (the terminal closed) end the demo as
+    # Ctrl-C does; its children run in sessions of their own and would outlive it.
+    demo_procs.STOP.install()
+    demo: Demo | None = None
     try:
+        with demo_procs.STOP.held():  # a stop now comes once `demo` can remove its directory
+            demo = Demo(args.port or _free_port())
         demo.start()
         board = f"{demo.url}/?token={demo.viewer_token}"
         print("paneboard demo is running. The board (read-only viewer link):", flush=True)
@@ -285,15 +410,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Sign in at {demo.url}/ as 'demo' with password {demo.password}", flush=True)
         print(f"Watch the panes: tmux -L {demo.tmux_socket} attach", flush=True)
         print(f"Time waiting on you: {demo.url}/stats.html (with a seeded sample week)", flush=True)
-        print("Press Ctrl-C to stop and remove everything.", flush=True)
+        print("Press Ctrl-C (or close this terminal) to stop and remove everything.", flush=True)
         if not args.no_browser:
             with contextlib.suppress(webbrowser.Error):
                 webbrowser.open(board)
         return demo.wait()
     except DemoError as exc:
-        print(f"paneboard demo: {exc}", file=sys.stderr)
+        Demo._log(str(exc))
         return 1
     except KeyboardInterrupt:
         return 0
     finally:
-        demo.close()
+        if demo is not None:
+            demo.close()

@@ -60,16 +60,42 @@ def test_the_block_is_the_deployment_we_check() -> None:
         "paneboard serve",
         "paneboard agent",
     ]
-    found = [w for s in steps for w in wanted if s.startswith(w)]
+    found = [w for s in steps for w in wanted if w in s]
     assert found == wanted, steps
     assert steps[0].startswith("export PANEBOARD_DB=~/")
     assert steps[-1].endswith("--local"), "the checked block watches this machine's tmux"
+    # the token goes through the environment: a command line is public (`ps`, /proc/PID/cmdline)
+    assert "--token" not in "\n".join(steps)
+    assert "PANEBOARD_TOKEN=$(paneboard token create build1)" in steps
+    assert "export PANEBOARD_TOKEN" in steps
 
 
 def test_path_instructions_name_what_exists() -> None:
     block = readme_block("### Putting `paneboard` on your PATH")
     assert 'export PATH="$PWD/.venv/bin:$PATH"' in block
     assert (Path(sys.executable).parent / "paneboard").is_file()
+
+
+def _in_session(sid: int, word: str) -> list[int]:
+    """The live processes of session `sid` with `word` among their arguments."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_bytes()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if int(fields[3]) == sid and fields[0] != b"Z" and word.encode() in argv:
+            found.append(int(entry.name))
+    return found
+
+
+def _environ(pid: int) -> dict[str, str]:
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().decode("utf-8", "replace").split("\0")
+    return dict(p.split("=", 1) for p in pairs if "=" in p)
 
 
 def _api_panes(client: httpx.Client, base: str) -> list[dict]:
@@ -122,7 +148,6 @@ def test_readme_deployment_by_hand_works_as_written(tmp_path: Path) -> None:
         _wait("the server", lambda: httpx.get(base + "/healthz", timeout=1).status_code == 200, 120, log)
         db = home / ".local" / "share" / "paneboard" / "paneboard.db"
         assert db.is_file()
-        assert re.fullmatch(r"pbc_[A-Za-z0-9_-]{43}\n", (work / "collector.token").read_text())
         with httpx.Client() as client:
             r = client.post(base + "/api/login", json={"name": "ana", "password": PASSWORD}, timeout=10)
             assert r.status_code == 200, r.text
@@ -163,6 +188,11 @@ def test_readme_deployment_by_hand_works_as_written(tmp_path: Path) -> None:
         ).stdout
         assert re.search(r"^build1\tcollector\tactive\tlast used \d{4}-", listing, re.M), listing
         assert proc.poll() is None, "the agent (the block's last command) should still be running"
+        # it has run and connected (the pane arrived): its token came from the environment
+        (agent,) = _in_session(proc.pid, "agent")
+        token = _environ(agent).get("PANEBOARD_TOKEN", "")
+        assert re.fullmatch(r"pbc_[A-Za-z0-9_-]{43}", token), "the agent has its token from the environment"
+        assert token not in Path(f"/proc/{agent}/cmdline").read_text(), "the token is on a command line"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)

@@ -19,7 +19,14 @@ from typing import Any
 
 from paneboard_protocol.cli_args import OneLineParser
 
-from .store.database import DatabaseError, create_engine, redact, require_existing, resolve_url
+from .store.database import (
+    DatabaseError,
+    create_engine,
+    redact,
+    require_existing,
+    resolve_url,
+    warn_exposure,
+)
 
 
 def _err(cmd: str, msg: str) -> int:
@@ -95,6 +102,7 @@ def db_main(argv: list[str]) -> int:
         except Exception as exc:
             return _err("db", f"upgrade failed: {type(exc).__name__}: {str(exc).splitlines()[0]}")
         print(f"database {redact(url)} is at revision {head_revision()}", file=sys.stderr)
+        warn_exposure("db", url)
         return 0
 
     async def current() -> int:

@@ -14,7 +14,7 @@ import gc
 import socket
 
 from ..config import Config
-from ..store.database import create_engine
+from ..store.database import create_engine, warn_exposure
 from ..store.migrate import check_schema
 from . import logsafe
 from .conn_limits import protocols
@@ -74,6 +74,8 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
 
     asyncio.run(precheck())
     sock = listen_socket(host, port)
+    # Said once the store and the port are known good, so a refusal stays one line.
+    warn_exposure("serve", url)
     logsafe.install()
     app = create_app(cfg, url)
     lim = cfg.limits

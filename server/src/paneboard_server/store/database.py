@@ -5,11 +5,18 @@ installed; `--db URL` / `PANEBOARD_DB` pick another file or a PostgreSQL server.
 SQLite gets WAL (readers never block the writer), synchronous=NORMAL (durable at
 checkpoints, fast commits), a busy timeout (a CLI command and the server may share the
 file) and enforced foreign keys.
+
+The file holds what must not leak to other local users (the Web Push private key,
+password hashes, prompts, the answer audit), so a new one is made 0600 in a directory
+made 0700; SQLite gives its -wal and -shm files the database file's own mode. An
+existing file or directory is never chmod'ed behind its owner's back: `exposure`
+says what is open so the commands can warn.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +41,10 @@ def describe(exc: BaseException) -> str:
 
 
 def _make_parent(path: Path) -> None:
-    """Create the SQLite file's directory; a path through a regular file is one clear error."""
+    """Create the SQLite file's directory (0700: only its owner lists or enters it; any
+    parents it also needs get the usual mode); a path through a regular file is one clear error."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         why = (
             "a part of it is a file, not a directory"
@@ -56,7 +64,7 @@ def resolve_url(url: str | None) -> str:
 
     Accepts plain `postgresql://` and `sqlite:///` URLs (what people type) as well as
     explicit drivers, and a bare file path for SQLite. Touches nothing on disk: only
-    `create_sqlite_dir` (for `db upgrade`) may create directories, and
+    `create_sqlite_file` (for `db upgrade`) may create the file and its directory, and
     `require_existing` refuses a SQLite file that is not there, because SQLite would
     otherwise create an empty one on first connect.
     """
@@ -124,11 +132,55 @@ def require_existing(url: str) -> None:
     )
 
 
-def create_sqlite_dir(url: str) -> None:
-    """Create the directory of a SQLite file: what `db upgrade` does for a new store."""
+def create_sqlite_file(url: str) -> None:
+    """Create a SQLite file, and its directory, private to its owner: what `db upgrade`
+    does for a new store.
+
+    The file is created empty (an empty file is an empty SQLite database) with mode
+    0600 before SQLite opens it, because SQLite would create it 0644 and then give its
+    -wal and -shm files that mode too. An existing file is left as it is.
+    """
     path = sqlite_file(url)
-    if path is not None:
-        _make_parent(path)
+    if path is None:
+        return
+    _make_parent(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise DatabaseError(f"cannot create database {path}: {exc.strerror or exc}") from exc
+    os.close(fd)
+
+
+def exposure(url: str) -> str | None:
+    """One line naming the SQLite files (the database, its -wal and -shm) that group or
+    others may read or write, with their modes; None when there are none (or for PostgreSQL)."""
+    path = sqlite_file(url)
+    if path is None:
+        return None
+    open_files = []
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            mode = candidate.stat().st_mode & 0o777
+        except OSError:
+            continue
+        if mode & 0o077:
+            open_files.append(f"{candidate.name} (mode {mode:04o})")
+    if not open_files:
+        return None
+    return (
+        f"database {path} is open to other users: {', '.join(open_files)}; it holds password hashes, "
+        f"the Web Push private key, prompts and the answer audit: run `chmod 600 {path}*`"
+    )
+
+
+def warn_exposure(cmd: str, url: str) -> None:
+    """`exposure`'s line on stderr, as `paneboard CMD: warning: ...`. Only a warning: the
+    owner may share the file on purpose, and its mode is theirs to change, not ours."""
+    warning = exposure(url)
+    if warning:
+        print(f"paneboard {cmd}: warning: {warning}", file=sys.stderr, flush=True)
 
 
 def redact(url: str) -> str:

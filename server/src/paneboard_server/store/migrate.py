@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .database import DatabaseError, create_sqlite_dir, describe, probe_sqlite, redact
+from .database import DatabaseError, create_sqlite_file, describe, probe_sqlite, redact
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -66,12 +66,12 @@ def known_revisions() -> set[str]:
 def upgrade(url: str, revision: str = "head") -> None:
     """Run the migrations (synchronously; Alembic's env.py runs its own event loop).
 
-    The one place a new SQLite store's directory is created: upgrading is how a
-    store comes into being.
+    The one place a new SQLite store (file and directory, both private to their owner)
+    is created: upgrading is how a store comes into being.
     """
     from alembic import command
 
-    create_sqlite_dir(url)
+    create_sqlite_file(url)
     command.upgrade(alembic_config(url), revision)
 
 
