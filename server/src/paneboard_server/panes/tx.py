@@ -189,8 +189,10 @@ class Tx:
         if p.triple() != prev or was_gone:
             p.since = fields.get("since") or self.now
             if p.state is None and not p.observable and before["state"] is not None and not was_gone:
-                # It lost its state where it cannot be seen (behind ssh): keep what it was.
-                p.last_known = {**before, "at": self.now}
+                # It lost its state where it cannot be seen (behind ssh): keep what it was,
+                # and why (`stale`: its report outlived its `ts`; the board keeps such a
+                # `blocked` among the waits, as possibly still waiting).
+                p.last_known = {**before, "at": self.now, "reason": reason}
             self.history.append(
                 {
                     "pane_id": p.id,
