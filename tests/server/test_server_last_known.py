@@ -40,6 +40,7 @@ def test_stale_report_behind_ssh_leaves_its_last_known_state(db_url: str) -> Non
                 "msg": None,
                 "since": T0,
                 "at": stale_at,
+                "reason": "stale",  # its report outlived its ts: the board shows it as possibly waiting
             }
             assert core.api(core.panes[obs])["last_known"] is None  # observable and idle: nothing to tell
         clock.t = stale_at + 120

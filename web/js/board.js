@@ -4,7 +4,9 @@
 // IntersectionObserver (which tells notifications what is on screen) survive a redraw.
 
 import { clean, setText } from "./sanitize.js";
-import { attachCommand, clock, clockTime, comparePanes, formatDuration, formatWait, stateInfo } from "./model.js";
+import {
+  attachCommand, clock, clockTime, comparePanes, formatDuration, formatWait, possiblyWaiting, stateInfo,
+} from "./model.js";
 import { muteReason } from "./quiet.js";
 
 /** The key of the section that holds every blocked pane (no host/session key is a bare word). */
@@ -82,7 +84,7 @@ export class Board {
     const waiting = [];
     const byGroup = new Map();
     for (const p of panes) {
-      if (p.state === "blocked") { waiting.push(p); continue; }
+      if (p.state === "blocked" || possiblyWaiting(p)) { waiting.push(p); continue; }
       const key = JSON.stringify([p.host, p.tmux, p.session]);
       if (!byGroup.has(key)) byGroup.set(key, []);
       byGroup.get(key).push(p);
@@ -164,7 +166,11 @@ export class Board {
   }
 
   updateWaitingHeader(g, list) {
-    g.name.textContent = `Waiting on you · ${list.length}`;
+    // Those possibly still waiting (a stale report) are counted apart from the sure ones.
+    const maybe = list.filter(possiblyWaiting).length;
+    const sure = list.length - maybe;
+    const parts = [...(sure ? [sure] : []), ...(maybe ? [`${maybe} possibly`] : [])];
+    g.name.textContent = ["Waiting on you", ...parts].join(" · ");
     g.status.textContent = "";
   }
 
@@ -291,29 +297,32 @@ export async function copyText(text, button) {
 
 export function fillCard(card, p, { quiet = null, localHost = "", withHost = false } = {}) {
   const info = stateInfo(p.state);
+  const maybe = possiblyWaiting(p);
   card.className = `card st-${p.state || "none"}`;
+  card.classList.toggle("maybe-waiting", maybe);
   const unreachable = !p.reachable;
   card.classList.toggle("stale", p.stale);
   card.classList.toggle("unreachable", unreachable);
   card.querySelector(".icon").textContent = info.icon;
-  card.querySelector(".word").textContent = info.word;
+  card.querySelector(".word").textContent = maybe ? "possibly waiting" : info.word;
   const agentEl = card.querySelector(".agent");
-  setText(agentEl, p.agent || "shell", 120);
-  agentEl.classList.toggle("none", !p.agent);
+  const agent = p.agent || (maybe && p.lastKnown.agent) || null;
+  setText(agentEl, agent || "shell", 120);
+  agentEl.classList.toggle("none", !agent);
   setText(card.querySelector(".kind"), p.kind ? `(${p.kind})` : "", 40);
   // The msg is what the program (or the prompt on its screen) says; for a blocked pane
   // that is the question it waits on. The window title is something else: labelled.
   const lk = !p.state && !p.observable ? p.lastKnown : null;
   const msgEl = card.querySelector(".msg");
   setText(msgEl, p.msg || (lk && lk.msg) || "", 2048);
-  msgEl.classList.toggle("question", p.state === "blocked" && !!p.msg);
+  msgEl.classList.toggle("question", (p.state === "blocked" && !!p.msg) || (maybe && !!lk.msg));
   msgEl.classList.toggle("was", !p.msg && !!(lk && lk.msg));
   const titleLine = card.querySelector(".title-line");
   titleLine.hidden = !p.title;
   setText(titleLine.querySelector(".title-text"), p.title || "", 300);
   const lkEl = card.querySelector(".last-known");
-  lkEl.hidden = !lk;
-  if (lk) {
+  lkEl.hidden = !lk || maybe; // a possible wait says it on its wait line
+  if (lk && !maybe) {
     const who = lk.agent ? `${clean(lk.agent, 80)} ` : "";
     const what = `${who}${stateInfo(lk.state).word}${lk.kind ? ` (${clean(lk.kind, 40)})` : ""}`;
     lkEl.dataset.prefix = `last known: ${what}, `;
@@ -336,8 +345,16 @@ export function fillCard(card, p, { quiet = null, localHost = "", withHost = fal
   if (waiting) card.dataset.waiting = "1";
   else delete card.dataset.waiting;
   const wait = card.querySelector(".wait");
-  wait.hidden = !waiting;
+  wait.hidden = !waiting && !maybe;
   wait.textContent = waiting ? waitText(p.since, clock.now()) : "";
+  if (maybe && lk.at) {
+    wait.dataset.prefix = `possibly still waiting — last seen ${clockTime(lk.at)}, `;
+    wait.dataset.at = String(lk.at);
+    wait.textContent = ageText(wait, clock.now());
+  } else {
+    delete wait.dataset.at;
+    if (maybe) wait.textContent = "possibly still waiting";
+  }
   card.querySelector(".elapsed").textContent = p.since && !waiting ? formatDuration(clock.now() - p.since) : "";
   // Outside its host's group (the waiting section) a card names its host itself.
   const host = withHost ? `${hostLabel(p)} · ` : "";
@@ -373,13 +390,14 @@ export function fillCard(card, p, { quiet = null, localHost = "", withHost = fal
   if (p.input) add("⌨ takes answers", "marker-input", "its collector types answers from the board (--allow-input)");
   const show = card.querySelector(".show-screen");
   if (show) {
-    show.hidden = p.state !== "blocked";
+    show.hidden = p.state !== "blocked" && !maybe; // the screen may still ask
     show.dataset.id = p.id;
   }
   const copy = card.querySelector(".copy-attach");
   copy.dataset.cmd = attachCommand(p, localHost);
   copy.title = `copy: ${copy.dataset.cmd}`;
   copy.setAttribute("aria-label", `copy the attach command: ${copy.dataset.cmd}`);
-  const label = `${info.word}${p.kind ? " " + p.kind : ""}: ${clean(p.agent) || "shell"} in ${clean(p.host)} ${where}`;
+  const word = maybe ? "possibly waiting" : info.word;
+  const label = `${word}${p.kind ? " " + p.kind : ""}: ${clean(agent) || "shell"} in ${clean(p.host)} ${where}`;
   card.setAttribute("aria-label", label);
 }

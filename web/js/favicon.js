@@ -9,7 +9,7 @@ let lastTitle = "";
 
 /** The header's counts, the tab title ("(2 waiting, longest 5 min · 1 error) paneboard",
  * re-told every second as the wait grows) and the favicon. */
-export function showCounts({ blocked, error, done, waitSince }, countsEl, now) {
+export function showCounts({ blocked, error, done, possibly = 0, waitSince }, countsEl, now) {
   const parts = [];
   if (blocked) parts.push(`${blocked} waiting${waitSince !== null ? `, longest ${formatWait(now - waitSince)}` : ""}`);
   if (error) parts.push(`${error} error`);
@@ -18,7 +18,10 @@ export function showCounts({ blocked, error, done, waitSince }, countsEl, now) {
   if (title !== lastTitle) document.title = lastTitle = title;
   if (countsEl) {
     // Only what is there, so the header stays one line on a phone.
-    const seen = [[blocked, "blocked"], [error, "error"], [done, "done"]].filter(([n]) => n);
+    // Panes possibly still waiting (their report went stale) are told apart, never
+    // added to the blocked count, the badge or the favicon.
+    const seen = [[blocked, "blocked"], [possibly, "possibly waiting"], [error, "error"], [done, "done"]]
+      .filter(([n]) => n);
     const text = seen.length ? seen.map(([n, w]) => `${n} ${w}`).join(" · ") : "nothing waiting";
     if (countsEl.textContent !== text) countsEl.textContent = text;
   }

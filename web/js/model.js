@@ -77,9 +77,21 @@ export function normalise(p) {
     input: Boolean(p.input),
     records: Array.isArray(p.records) ? p.records : [],
     lastKnown: lk && lk.state && STATES[lk.state]
-      ? { state: lk.state, kind: lk.kind ?? null, agent: lk.agent ?? null, msg: lk.msg ?? null, at: time(lk.at) }
+      ? {
+          state: lk.state, kind: lk.kind ?? null, agent: lk.agent ?? null, msg: lk.msg ?? null,
+          at: time(lk.at), reason: typeof lk.reason === "string" ? lk.reason : null,
+        }
       : null,
   };
+}
+
+/** A pane that was waiting on you when its report went stale (TA-12), behind something
+ * that hides it (ssh), and of which nothing newer is known: it may well still be waiting,
+ * so it stays among the waits, told apart ("possibly still waiting"). The server clears
+ * `last_known` as soon as the pane says anything again. */
+export function possiblyWaiting(p) {
+  const lk = !p.state && !p.observable ? p.lastKnown : null;
+  return Boolean(lk && lk.state === "blocked" && lk.reason === "stale");
 }
 
 export class Model extends EventTarget {
@@ -112,17 +124,19 @@ export class Model extends EventTarget {
     this.dispatchEvent(new CustomEvent("change", { detail: { pane: null, prev } }));
   }
 
-  /** Blocked/error/done counts and the longest wait (the earliest `since` of a blocked pane). */
+  /** Blocked/error/done counts, the panes possibly still waiting (counted apart: their
+   * report went stale) and the longest wait (the earliest `since` of a blocked pane). */
   counts() {
-    let blocked = 0, error = 0, done = 0, waitSince = null;
+    let blocked = 0, error = 0, done = 0, possibly = 0, waitSince = null;
     for (const p of this.panes.values()) {
       if (p.state === "blocked") {
         blocked++;
         if (p.since !== null && (waitSince === null || p.since < waitSince)) waitSince = p.since;
       } else if (p.state === "error") error++;
       else if (p.state === "done") done++;
+      else if (possiblyWaiting(p)) possibly++;
     }
-    return { blocked, error, done, waitSince };
+    return { blocked, error, done, possibly, waitSince };
   }
 }
 

@@ -19,6 +19,7 @@ forged `%end` line inside a control-mode reply would end the block early.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -46,6 +47,8 @@ log = logging.getLogger("paneboard.agent")
 
 #: bytes of the whole reply accepted (every pane at its limits: ~20 KiB each)
 MAX_REPLY = 16 << 20
+#: seconds the first sync waits for the screens its listing asked for (`first_screens`)
+FIRST_SCREENS = 5.0
 
 
 class HeldPump:
@@ -161,9 +164,22 @@ async def restore(t: Transport, base: Sequence[str], panes: Mapping[str, P], sin
     return fed
 
 
+async def first_screens(panes: Iterable[Any], bound: float = FIRST_SCREENS) -> None:
+    """Wait (at most `bound` seconds) for the screens the first listing asked for.
+
+    A pane whose state is on its screen (a permission prompt a rule reads) is, until
+    then, its program with no state: sent as that, a server would see the wait end
+    and a new one begin a moment later. Held until the screen is read, it goes out
+    once, as it is."""
+    tasks = [p.capture_task for p in panes if p.capture_task is not None and not p.capture_task.done()]
+    if tasks:
+        await asyncio.wait(tasks, timeout=bound)
+
+
 async def first_sync(watcher: Any, since: float) -> None:
     """The first sync of a connection (`watcher.TmuxWatcher`): list panes and processes
-    with the changes held, read the stored state into the panes, then let it all go.
+    with the changes held, read the stored state into the panes, wait for the screens
+    the listing asked for (`first_screens`), then let it all go.
 
     Kept here, with the watcher's few names it uses, so the watcher itself gains only a
     call: its `_sync` (one poll), `_after` (carry out a tracker's wishes), `panes`, `pump`."""
@@ -173,6 +189,7 @@ async def first_sync(watcher: Any, since: float) -> None:
         await watcher._sync()
         for pane in await restore(watcher.t, watcher.base, watcher.panes, since):
             watcher._after(pane)
+        await first_screens(watcher.panes.values())
     finally:
         watcher.pump = real
         held.release()

@@ -159,7 +159,15 @@ class UplinkSink:
         self._put(f"p:{key}", wire.gone_op(wire.Key(host=key.host, tmux=key.tmux, pane=key.pane), t))
 
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
+        was = self.hosts.get(host, (False, None))[0]
         self.hosts[host] = (reachable, error)
+        if reachable and not was:
+            # The collector sees the host (again), its panes listed and their stored state
+            # and screens read: a snapshot tells the server the whole of it at once. Panes
+            # that closed while nobody watched go, and the server takes a pane that still
+            # shows what it stored for the same wait (docs/wire.md, "snapshot").
+            self._need_snapshot = True
+            self._wake.set()
         self._put(f"h:{host}", wire.host_op(host, reachable, error, t, self.health.get(host)))
 
     async def host_health(self, host: str, health: Health) -> None:

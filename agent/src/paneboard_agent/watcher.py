@@ -185,7 +185,6 @@ class TmuxWatcher:
             *self.version,
             self.target.label,
         )
-        self._set_status(True, None)
         self._need_sessions = True
         since, first = time.time(), True
         while True:
@@ -194,6 +193,9 @@ class TmuxWatcher:
             if first:  # ... and then the state stored before we came (late_state.py)
                 first = False
                 await late_state.first_sync(self, since)
+                # Reachable once its panes are known as they are: the sink's first view
+                # of the host is whole, never a pane without the state it still shows.
+                self._set_status(True, None)
             else:
                 await self._sync()
             if not self._wake.is_set():

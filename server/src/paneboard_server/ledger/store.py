@@ -108,6 +108,16 @@ async def record(tx: Tx) -> None:
     tx.after.append(remember)
 
 
+async def retext(tx: Tx) -> None:
+    """The question text of panes still waiting changed without a history row: their
+    open waits take it, so a ledger row keeps the text the card showed (a THINKTERM
+    contract's `blocked` has no text; the question is read off the screen a moment later)."""
+    await tx.conn.execute(
+        update(W).where(W.c.pane_id == bindparam("pid"), W.c.end_t.is_(None)).values(msg=bindparam("text")),
+        [{"pid": pid, "text": text} for pid, text in sorted(tx.retexts.items())],
+    )
+
+
 async def rebuild(conn: AsyncConnection, pane_id: int, ident: dict[str, Any]) -> list[Interval]:
     """Re-derive one pane's intervals from its retained history; returns them."""
     h = s.history
@@ -121,12 +131,14 @@ async def rebuild(conn: AsyncConnection, pane_id: int, ident: dict[str, Any]) ->
     if not rows:
         return []
     since = rows[0]._mapping["t"]
+    # What history does not hold is kept from the rows re-derived: who answered, and the
+    # question text read after the row that opened the wait (`retext`).
     keep = {
-        (r.state, r.start_t): r.answered_by
+        (r.state, r.start_t): (r.answered_by, r.msg)
         for r in (
             await conn.execute(
-                select(W.c.state, W.c.start_t, W.c.answered_by).where(
-                    W.c.pane_id == pane_id, W.c.start_t >= since, W.c.answered_by.is_not(None)
+                select(W.c.state, W.c.start_t, W.c.answered_by, W.c.msg).where(
+                    W.c.pane_id == pane_id, W.c.start_t >= since
                 )
             )
         ).all()
@@ -137,7 +149,15 @@ async def rebuild(conn: AsyncConnection, pane_id: int, ident: dict[str, Any]) ->
     if ivs:
         await conn.execute(
             insert(W),
-            [{**ident, **_cols(iv), "answered_by": keep.get((iv.state, iv.start_t))} for iv in ivs],
+            [
+                {
+                    **ident,
+                    **_cols(iv),
+                    "msg": iv.msg or keep.get((iv.state, iv.start_t), (None, None))[1],
+                    "answered_by": keep.get((iv.state, iv.start_t), (None, None))[0],
+                }
+                for iv in ivs
+            ],
         )
     return ivs
 

@@ -36,8 +36,14 @@ class Refused(Exception):
 _APPLIED = tuple(k for k in UPDATE_FIELDS if k in ROW_FIELDS)
 
 
-def apply_update(tx: Tx, p: Pane, u: PaneIn, reason: str = "report") -> None:
-    """A collector's view of a pane, re-derived with the server's clock when possible."""
+def apply_update(tx: Tx, p: Pane, u: PaneIn, reason: str = "report", resumed: bool = False) -> None:
+    """A collector's view of a pane, re-derived with the server's clock when possible.
+
+    `resumed`: the view comes in a snapshot (a collector that restarted, reconnected or
+    resynced rebuilds its whole view). Its `since` is then when *this run* of the
+    collector first saw the state, not when the state began: a pane that still shows
+    exactly what is stored (agent, state, kind and msg) keeps the stored `since`, so a
+    wait that outlives a collector restart stays one wait."""
     fields: dict[str, Any] = {k: getattr(u, k) for k in _APPLIED}
     # Only a THINKTERM_AGENT contract makes the verdict depend on the clock (TA-12/TA-13);
     # without one the server's classification is the collector's, so skip the work.
@@ -48,12 +54,20 @@ def apply_update(tx: Tx, p: Pane, u: PaneIn, reason: str = "report") -> None:
                 fields[k] = server[k]
         if server.get("state") != u.state or server.get("agent") != u.agent:
             fields["since"] = None  # the server's own verdict starts now
+    if resumed and p.gone_at is None and same_prompt(p, fields):
+        fields["since"] = p.since
     records = [dict(r) for r in u.records]
     if records != p.records:
         p.records = records
         tx.records_dirty.add(p.id)
     p.last_seen = tx.now
     tx.classify(p, fields, reason)
+
+
+def same_prompt(p: Pane, fields: dict[str, Any]) -> bool:
+    """The update says what the pane already says: same agent, state, kind and text."""
+    keys = ("agent", "state", "kind", "msg")
+    return p.state is not None and all(fields.get(k) == getattr(p, k) for k in keys)
 
 
 @dataclass
@@ -204,7 +218,7 @@ class Ingest(Op):
                 host.last_seen = tx.now
                 tx.host_dirty.add(host.id)
             p = await tx.pane(host, u.key.tmux, u.key.pane)
-            apply_update(tx, p, u)
+            apply_update(tx, p, u, resumed=self.snapshot_hosts is not None)
             present.add(p.id)
             tx.core.stats["reports"] += 1
         went = 0
@@ -215,8 +229,14 @@ class Ingest(Op):
                 tx.gone(was)
                 went += 1
         if self.snapshot_hosts is not None:
+            # A host the snapshot says the collector cannot reach (not connected yet after
+            # a restart, its link down) says nothing about its panes: they stay, shown
+            # unreachable, until a snapshot that reaches the host lists them.
+            blind = {name for name, h in self.snapshot_hosts.items() if not h.reachable}
             mine = {
-                h.id for h in list(tx.core.hosts.values()) + list(tx.hosts.values()) if h.collector_id == cid
+                h.id
+                for h in list(tx.core.hosts.values()) + list(tx.hosts.values())
+                if h.collector_id == cid and h.name not in blind
             }
             for p in list(tx.core.panes.values()):
                 if p.host_id in mine and p.id not in present and p.gone_at is None:

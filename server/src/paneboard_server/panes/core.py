@@ -254,7 +254,10 @@ async def _last_known(conn: Any, pane_id: int) -> dict[str, Any] | None:
         return None
     m = row._mapping
     end = (
-        await conn.execute(select(h.t).where(h.pane_id == pane_id, h.id > m["id"]).order_by(h.id).limit(1))
-    ).scalar()
+        await conn.execute(
+            select(h.t, h.reason).where(h.pane_id == pane_id, h.id > m["id"]).order_by(h.id).limit(1)
+        )
+    ).first()
+    after = end._mapping if end is not None else {"t": m["t"], "reason": None}
     keys = ("agent", "state", "kind", "msg")
-    return {**{k: m[k] for k in keys}, "since": m["t"], "at": end if end is not None else m["t"]}
+    return {**{k: m[k] for k in keys}, "since": m["t"], "at": after["t"], "reason": after["reason"]}

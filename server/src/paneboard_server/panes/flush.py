@@ -125,6 +125,8 @@ async def flush(core: PaneState, tx: Tx) -> None:
     if tx.history:
         await conn.execute(insert(s.history), tx.history)
         await ledger_store.record(tx)  # the waits these rows open or close, in the same commit
+    if tx.retexts:
+        await ledger_store.retext(tx)  # after `record`: a wait opened in this batch takes it too
     if tx.collectors:
         await write_collectors(core, conn, tx)
     if core.is_pg and changed:

@@ -17,6 +17,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..ledger.intervals import WAITING
 from ..store import schema as s
 from .model import Host, Pane
 from .state import PaneState
@@ -43,6 +44,10 @@ class Tx:
         self.after: list[Callable[[], None]] = []
         self.refreshed: set[int] = set()
         self.new_keys: dict[tuple[int, str, str], int] = {}
+        # Panes still waiting whose question text changed without a history row (a
+        # contract's `blocked`, then the question read off its screen): the ledger's open
+        # wait takes the text the card shows.
+        self.retexts: dict[int, str] = {}
 
     # --- lookups that copy into the batch ---------------------------------------
     def host_by_id(self, host_id: int) -> Host | None:
@@ -223,8 +228,10 @@ class Tx:
         if p.triple() != prev or was_gone:
             p.since = fields.get("since") or self.now
             if p.state is None and not p.observable and before["state"] is not None and not was_gone:
-                # It lost its state where it cannot be seen (behind ssh): keep what it was.
-                p.last_known = {**before, "at": self.now}
+                # It lost its state where it cannot be seen (behind ssh): keep what it was,
+                # and why (`stale`: its report outlived its `ts`; the board keeps such a
+                # `blocked` among the waits, as possibly still waiting).
+                p.last_known = {**before, "at": self.now, "reason": reason}
             self.history.append(
                 {
                     "pane_id": p.id,
@@ -234,8 +241,12 @@ class Tx:
                     "reason": reason,
                 }
             )
-        elif fields.get("since") is not None:
-            p.since = fields["since"]
+            self.retexts.pop(p.id, None)  # the row carries its own text
+        else:
+            if fields.get("since") is not None:
+                p.since = fields["since"]
+            if p.msg and p.msg != before["msg"] and p.state in WAITING:
+                self.retexts[p.id] = p.msg
         self.touch(p, reason, None if was_gone else prev[1])
 
     def gone(self, p: Pane) -> None:
