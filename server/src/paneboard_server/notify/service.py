@@ -40,6 +40,8 @@ from .watch import WatchTracker
 if TYPE_CHECKING:
     import aiohttp
 
+    from ..answers.offer import Offers
+
 log = logging.getLogger("paneboard.notify")
 
 QUEUE_MAX = 1000
@@ -108,6 +110,12 @@ class NotifyService:
         self.engine = engine
         self._sleep = sleep
         self.waiting: Callable[[], int] | None = None  # how many panes wait (the app badge)
+        # Answers a blocked pane's push offers operators (`answers/offer.py`, set by the
+        # app once screens run): `prepare` at the change, `offer` when the push goes out.
+        self.offers: Offers | None = None
+        # Whether some operator has a push device: only then is a blocked pane's screen
+        # fetched for its push (refreshed with every push round, and on subscribing).
+        self.operator_devices = False
         self._escalator: asyncio.Task[None] | None = None
         self.settings, self.channels = NotifySettings.from_config(notify_config or {})
         self.clock = clock
@@ -127,6 +135,7 @@ class NotifyService:
 
     async def start(self) -> None:
         self.keys = await store.vapid_keys(self.engine, self.settings.subject)
+        self.operator_devices = bool(await store.operator_ids(self.engine, with_devices=True))
         self._worker = asyncio.create_task(self._run(), name="paneboard-notify")
         if any(c.escalate_after is not None for c in self.channels):
             self._escalator = asyncio.create_task(self._escalate_loop(), name="paneboard-escalate")
@@ -152,6 +161,8 @@ class NotifyService:
         """Called by the server for each state change; never blocks, never raises."""
         if not change.notable:
             return
+        if change.state == "blocked" and self.offers is not None and self.operator_devices:
+            self.offers.prepare(change.pane_id)
         try:
             self._queue.put_nowait((change, self.watch.watchers(self.clock())))
         except asyncio.QueueFull:
@@ -253,6 +264,8 @@ class NotifyService:
         """Web Push: per subscription, what it should hear of these changes; the same
         list for several subscriptions is one encrypted message each, sent together."""
         subs = await store.subscriptions(self.engine)
+        operators = await store.operator_ids(self.engine)
+        self.operator_devices = any(v in operators for v, _ in subs)
         if not subs:
             return
         hours = await store.all_quiet_hours(self.engine)
@@ -278,8 +291,17 @@ class NotifyService:
             changes = [live[i][0] for i in idx]
             if len(changes) == 1:
                 c = changes[0]
+                db_id, why = _db_id(c.pane_id), reason_of(c)
+                ops = [t for t in targets_ if t[0] in operators]
+                offer = None
+                if ops and c.state == "blocked" and self.offers is not None:
+                    offer = await self.offers.offer(c.pane_id)
+                if offer is not None:  # operators' devices get the answers, the others not
+                    data = webpush.change_message(c, {**waiting, "offer": offer.to_json()})
+                    counts["push"] += await self._push_all(ops, data, c, db_id, why)
+                    targets_ = [t for t in targets_ if t[0] not in operators]
                 data = webpush.change_message(c, waiting)
-                counts["push"] += await self._push_all(targets_, data, c, _db_id(c.pane_id), reason_of(c))
+                counts["push"] += await self._push_all(targets_, data, c, db_id, why)
                 continue
             title, body = group_text(changes)
             data = webpush.group_message(title, body, waiting)
@@ -352,7 +374,10 @@ class NotifyService:
         pane_db_id: int | None,
         reason: str = "test",
         grouped: int = 0,
+        outcomes: dict[str, str] | None = None,
     ) -> int:
+        """Send `data` to each subscription; `outcomes` (if given) gets each endpoint's
+        outcome in words (`sent`, `gone`, `failed: why`)."""
         if not subs or self.keys is None:
             return 0
         sem = asyncio.Semaphore(PUSH_CONCURRENCY)
@@ -390,6 +415,8 @@ class NotifyService:
             else:
                 await self._failed(sub, status, detail)
             ok = outcome == "sent"
+            if outcomes is not None:
+                outcomes[sub.endpoint] = outcome if ok or outcome == "gone" else f"failed: {detail or status}"
             what = f"{grouped} panes; " if grouped else ""
             await store.log(
                 self.engine,
@@ -422,8 +449,9 @@ class NotifyService:
         else:
             log.warning("web push to %s failed (%s); failure %d of %d", host, why, n, limit)
 
-    async def test(self, viewer_id: int | None) -> dict[str, int]:
-        """The settings panel's test button: every channel, and this viewer's pushes."""
+    async def test(self, viewer_id: int | None) -> dict[str, Any]:
+        """The settings panel's test button: every channel, and this viewer's pushes;
+        `devices` says which of the viewer's devices got it (and why not)."""
         sent = failed = 0
         for ch in self.channels:
             ok = await apprise_send.send(ch.url, "paneboard test", "If you can read this, the channel works.")
@@ -432,11 +460,21 @@ class NotifyService:
             await store.log(
                 self.engine, None, f"apprise:{ch.label}", "test", ok, reason="test", t=self.clock()
             )
-        every = await store.subscriptions(self.engine)
-        subs = [(v, sub) for v, sub in every if viewer_id is not None and v == viewer_id]
+        own = await store.own_subscriptions(self.engine, viewer_id) if viewer_id is not None else []
         data = '{"title": "paneboard test", "body": "Push notifications work on this device."}'
-        pushed = await self._push_all(subs, data, None, None)
-        return {"sent": sent, "failed": failed, "push": pushed}
+        outcomes: dict[str, str] = {}
+        pushed = await self._push_all(
+            [(viewer_id, sub) for _, sub in own], data, None, None, outcomes=outcomes
+        )
+        devices = [
+            {
+                "id": row_id,
+                "outcome": outcomes.get(sub.endpoint, "not sent"),
+                "ok": outcomes.get(sub.endpoint) == "sent",
+            }
+            for row_id, sub in own
+        ]
+        return {"sent": sent, "failed": failed, "push": pushed, "devices": devices}
 
 
 def _one_line(exc: BaseException) -> str:
