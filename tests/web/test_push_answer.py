@@ -38,6 +38,7 @@ def stack(tmp_path_factory: Any) -> Any:
     pb.start_collector("--allow-input")
     pb.cli("user", "add", "olga", "--operator", stdin=PASSWORD + "\n")
     pb.cli("user", "add", "nora", stdin=PASSWORD + "\n")
+    pb.cli("user", "add", "petra", stdin=PASSWORD + "\n")
     try:
         yield pb
     finally:
@@ -82,6 +83,19 @@ def _followup(page: Any) -> str:
     return wait_for(got, what="the follow-up notification")
 
 
+def _login(ctx: Any, pb: Paneboard, name: str) -> Any:
+    page = ctx.new_page()
+    page.goto(pb.url + "/")
+    page.fill("#login-user", name)
+    page.fill("#login-pass", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_selector("html[data-stream='live']")
+    return page
+
+
+SUBSCRIBE = "async (sub) => { await (await import('/js/api.js')).post('/api/push/subscribe', sub); }"
+
+
 def test_answer_from_the_notification_down_to_the_keys_typed(browser: Any, stack: Paneboard) -> None:
     pb = stack
     assert pb.tmux is not None
@@ -89,20 +103,12 @@ def test_answer_from_the_notification_down_to_the_keys_typed(browser: Any, stack
     ctx.grant_permissions(["notifications"], origin=pb.url)
     svc: PushService | None = None
     try:
-        page = ctx.new_page()
-        page.goto(pb.url + "/")
-        page.fill("#login-user", "olga")
-        page.fill("#login-pass", PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_selector("html[data-stream='live']")
+        page = _login(ctx, pb, "olga")
         page.evaluate("navigator.serviceWorker.ready.then(() => true)")
         key = page.evaluate("fetch('/api/push/vapid-public-key').then(r => r.json())")["key"]
         svc = PushService(expected_vapid_key=key).start()
         mine, theirs = svc.subscription(), svc.subscription()
-        page.evaluate(
-            "async (sub) => { await (await import('/js/api.js')).post('/api/push/subscribe', sub); }",
-            mine,
-        )
+        page.evaluate(SUBSCRIBE, mine)
         nora = WebClient(pb.url).login("nora", PASSWORD)
         assert nora.request("POST", "/api/push/subscribe", theirs)[0] == 204
         with page.expect_request(
@@ -124,12 +130,15 @@ def test_answer_from_the_notification_down_to_the_keys_typed(browser: Any, stack
         assert "offer" not in nora_push.payload and nora_push.payload["pane"] == pid
 
         cdp, reg = _registration(page, pb.url)
+        worker = ctx.service_workers[0] if ctx.service_workers else ctx.wait_for_event("serviceworker")
+        most = worker.evaluate("Notification.maxActions")  # Chromium shows 2: Yes, No (the body opens)
+        assert most >= 2
         note = _deliver(page, cdp, reg, pb.url, nora_push)
         assert [a["title"] for a in note["actions"]] == ["Open"]  # not an operator's device
         note = _deliver(page, cdp, reg, pb.url, olga_push)
         page.evaluate(CLOSE_ALL)
-        assert [a["title"] for a in note["actions"]][:2] == ["Yes", "No"]
-        assert [a["action"] for a in note["actions"]][:2] == ["answer:yes", "answer:no"]
+        assert [a["title"] for a in note["actions"]] == ["Yes", "No", "Open"][:most]
+        assert [a["action"] for a in note["actions"]] == ["answer:yes", "answer:no", "open"][:most]
         data = note["data"]
         assert data["fingerprint"] == offer["fingerprint"] and data["pane"] == pid
 
@@ -143,7 +152,6 @@ def test_answer_from_the_notification_down_to_the_keys_typed(browser: Any, stack
             what="the collector",
         )
         assert "ANSWERED" not in pb.tmux.cmd("capture-pane", "-p", "-t", pane)
-        worker = ctx.service_workers[0] if ctx.service_workers else ctx.wait_for_event("serviceworker")
         tap = "([d, a]) => self.handleClick(d, a)"
         assert worker.evaluate(tap, [data, "answer:yes"]) == "typed"
         wait_for(lambda: "ANSWERED yes" in pb.tmux.cmd("capture-pane", "-p", "-t", pane), what="the key read")
@@ -171,3 +179,31 @@ def test_answer_from_the_notification_down_to_the_keys_typed(browser: Any, stack
         ctx.close()
         if svc is not None:
             svc.stop()
+
+
+def test_settings_list_each_device_with_its_last_delivery_and_failure(browser: Any, stack: Paneboard) -> None:
+    """The panel lists the account's push devices with their last delivery and last
+    failure, and "test" says which of them got it."""
+    pb = stack
+    good, bad = PushService().start(), PushService(status=500).start()
+    ctx = browser.new_context(base_url=pb.url)
+    try:
+        page = _login(ctx, pb, "petra")
+        page.evaluate(SUBSCRIBE, {**good.subscription(), "device": "phone"})
+        page.evaluate(SUBSCRIBE, {**bad.subscription(), "device": "tablet"})
+        page.click("#settings-btn")
+        devices = page.locator("#push-devices li")
+        devices.filter(has_text="tablet").wait_for()
+        assert [t.split(" (")[0] for t in devices.all_inner_texts()] == ["phone", "tablet"]
+        assert all("last delivered never; no failure" in t for t in devices.all_inner_texts())
+        page.click("#notify-test")
+        page.locator("#settings-status", has_text="1 of 2 device(s) got it").wait_for()
+        phone, tablet = devices.all_inner_texts()
+        assert "test: got it" in phone and "no failure" in phone and "last delivered never" not in phone
+        assert "test: not delivered (failed: 500)" in tablet and "last delivered never" in tablet
+        assert "; last failed " in tablet and "(status 500)" in tablet
+        assert len(good.received) == 1 and good.received[0].payload["title"] == "paneboard test"
+    finally:
+        ctx.close()
+        good.stop()
+        bad.stop()
