@@ -69,9 +69,11 @@ class Offers:
         if pid is not None and self._takes_answers(pid):
             self.hub.look(pid)
 
-    async def offer(self, pane_id: str) -> Offer | None:
+    async def offer(self, pane_id: str, after: float = 0.0) -> Offer | None:
         """The blocked prompt's fingerprint and the answers to offer, from a screen of
-        the pane that says blocked; None if none arrives within `wait` seconds."""
+        the pane that says blocked and arrived at or after `after` (server time: when
+        the block was committed, so never the screen of an earlier block of the pane);
+        None if none arrives within `wait` seconds."""
         pid = _int(pane_id)
         if pid is None or not self._takes_answers(pid):
             return None
@@ -83,7 +85,8 @@ class Offers:
             if shown is not None:
                 sc = shown.screen
                 pane = self.core.panes.get(pid)
-                if sc.state == "blocked" and sc.input and sc.fingerprint and pane is not None:
+                fresh = shown.received >= after
+                if fresh and sc.state == "blocked" and sc.input and sc.fingerprint and pane is not None:
                     if pane.state != "blocked":
                         return None
                     answers = pick([(a.id, a.label) for a in sc.answers])

@@ -132,6 +132,7 @@ class NotifyService:
         self._http: aiohttp.ClientSession | None = None
         self._failures: dict[str, int] = {}  # endpoint -> consecutive failed sends
         self._page_buckets: dict[str, TokenBucket] = {}  # viewer -> its page's log reports
+        self._blocked_at: dict[str, float] = {}  # pane id -> when its block was committed
 
     async def start(self) -> None:
         self.keys = await store.vapid_keys(self.engine, self.settings.subject)
@@ -162,6 +163,9 @@ class NotifyService:
         if not change.notable:
             return
         if change.state == "blocked" and self.offers is not None and self.operator_devices:
+            if len(self._blocked_at) >= QUEUE_MAX:
+                self._blocked_at.clear()
+            self._blocked_at[change.pane_id] = self.clock()
             self.offers.prepare(change.pane_id)
         try:
             self._queue.put_nowait((change, self.watch.watchers(self.clock())))
@@ -291,22 +295,37 @@ class NotifyService:
             changes = [live[i][0] for i in idx]
             if len(changes) == 1:
                 c = changes[0]
-                db_id, why = _db_id(c.pane_id), reason_of(c)
-                ops = [t for t in targets_ if t[0] in operators]
-                offer = None
-                if ops and c.state == "blocked" and self.offers is not None:
-                    offer = await self.offers.offer(c.pane_id)
-                if offer is not None:  # operators' devices get the answers, the others not
-                    data = webpush.change_message(c, {**waiting, "offer": offer.to_json()})
-                    counts["push"] += await self._push_all(ops, data, c, db_id, why)
-                    targets_ = [t for t in targets_ if t[0] not in operators]
-                data = webpush.change_message(c, waiting)
-                counts["push"] += await self._push_all(targets_, data, c, db_id, why)
+                counts["push"] += await self._push_one(c, targets_, operators, waiting)
                 continue
             title, body = group_text(changes)
             data = webpush.group_message(title, body, waiting)
             counts["push"] += await self._push_all(targets_, data, changes[0], None, "grouped", len(changes))
             counts["grouped"] += 1
+
+    async def _push_one(
+        self,
+        c: StateChange,
+        subs: list[tuple[int | None, webpush.Subscription]],
+        operators: set[int],
+        waiting: dict[str, Any],
+    ) -> int:
+        """One change's push. For a block, operators' devices get the prompt's answers
+        (`offer`; none found: a plain push), and the others' pushes do not wait for the
+        screen that takes."""
+        db_id, why = _db_id(c.pane_id), reason_of(c)
+        ops = [t for t in subs if t[0] in operators] if c.state == "blocked" and self.offers else []
+        rest = [t for t in subs if t not in ops]
+
+        async def to_operators() -> int:
+            if not ops or self.offers is None:
+                return 0
+            offer = await self.offers.offer(c.pane_id, self._blocked_at.pop(c.pane_id, 0.0))
+            extra = {**waiting, "offer": offer.to_json()} if offer is not None else waiting
+            return await self._push_all(ops, webpush.change_message(c, extra), c, db_id, why)
+
+        plain = webpush.change_message(c, waiting)
+        sent = await asyncio.gather(to_operators(), self._push_all(rest, plain, c, db_id, why))
+        return sum(sent)
 
     async def escalate(self) -> int:
         """Tell each escalation route about the blocks past their threshold (once each);
