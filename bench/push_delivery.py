@@ -46,13 +46,13 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))] if s else float("nan")
 
 
-def blocks(path: Path) -> dict[int, float]:
+def blocks(path: Path, kind: str = "blocked") -> dict[int, float]:
     if not path.exists():
         return {}
     out = {}
     for ln in path.read_text().splitlines():
         parts = ln.split()
-        if len(parts) == 3 and parts[0] == "blocked":
+        if len(parts) == 3 and parts[0] == kind:
             out[int(parts[1])] = float(parts[2])
     return out
 
@@ -84,11 +84,17 @@ def run(tmpdir: Path, rounds: int, group_window: float) -> dict[str, Any]:
             return next((p["state"] for p in pb.panes() if p["pane"] == pane and p["agent"]), "?")
 
         wait_for(lambda: state() != "?", timeout=30, what="the bench pane named claude")
+        wait_for(lambda: blocks(log, "ready"), timeout=30, what="the bench program reading keys")
         delays: dict[str, list[float]] = {"olga": [], "nora": []}
         offers: list[str] = []
         for n in range(1, rounds + 1):
             pb.tmux.cmd("send-keys", "-t", pane, "w")
-            wait_for(lambda: state() == "working", timeout=30, what="the pane working")
+            try:
+                wait_for(lambda: state() == "working", timeout=30, what=f"the pane working (round {n})")
+            except AssertionError as e:
+                row = next((p for p in pb.panes() if p["pane"] == pane), None)
+                screen = pb.tmux.cmd("capture-pane", "-p", "-t", pane)
+                raise AssertionError(f"{e}\nrow: {row}\nscreen:\n{screen}\n{pb.log('collector1')}") from e
             had = len(svc.received)
             pb.tmux.cmd("send-keys", "-t", pane, "b")
             got = svc.wait_for(had + 2, timeout=30)[had : had + 2]

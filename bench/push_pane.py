@@ -25,6 +25,7 @@ def main() -> None:
     out = sys.stdout.buffer
     saved = termios.tcgetattr(0)
     tty.setcbreak(0)
+    log.write(f"ready 0 {time.time()}\n")  # keys sent before this would wait for a newline
     n = 0
     try:
         while True:

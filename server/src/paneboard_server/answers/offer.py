@@ -72,8 +72,8 @@ class Offers:
     async def offer(self, pane_id: str, after: float = 0.0) -> Offer | None:
         """The blocked prompt's fingerprint and the answers to offer, from a screen of
         the pane that says blocked and arrived at or after `after` (server time: when
-        the block was committed, so never the screen of an earlier block of the pane);
-        None if none arrives within `wait` seconds."""
+        the pane was last committed not blocked, so never the screen of an earlier
+        block); None if none arrives within `wait` seconds."""
         pid = _int(pane_id)
         if pid is None or not self._takes_answers(pid):
             return None

@@ -132,7 +132,7 @@ class NotifyService:
         self._http: aiohttp.ClientSession | None = None
         self._failures: dict[str, int] = {}  # endpoint -> consecutive failed sends
         self._page_buckets: dict[str, TokenBucket] = {}  # viewer -> its page's log reports
-        self._blocked_at: dict[str, float] = {}  # pane id -> when its block was committed
+        self._unblocked_at: dict[str, float] = {}  # pane id -> when last committed not blocked
 
     async def start(self) -> None:
         self.keys = await store.vapid_keys(self.engine, self.settings.subject)
@@ -160,13 +160,18 @@ class NotifyService:
 
     def pane_changed(self, change: StateChange) -> None:
         """Called by the server for each state change; never blocks, never raises."""
+        if self.offers is not None and self.operator_devices:
+            if change.state != "blocked":
+                # A later block's offer is read only from a screen that came after this:
+                # never the prompt of an earlier block (the commit time of the block
+                # itself would not do: its screen may arrive before the commit).
+                if len(self._unblocked_at) >= QUEUE_MAX:
+                    self._unblocked_at.clear()
+                self._unblocked_at[change.pane_id] = self.clock()
+            elif change.notable:
+                self.offers.prepare(change.pane_id)
         if not change.notable:
             return
-        if change.state == "blocked" and self.offers is not None and self.operator_devices:
-            if len(self._blocked_at) >= QUEUE_MAX:
-                self._blocked_at.clear()
-            self._blocked_at[change.pane_id] = self.clock()
-            self.offers.prepare(change.pane_id)
         try:
             self._queue.put_nowait((change, self.watch.watchers(self.clock())))
         except asyncio.QueueFull:
@@ -319,7 +324,7 @@ class NotifyService:
         async def to_operators() -> int:
             if not ops or self.offers is None:
                 return 0
-            offer = await self.offers.offer(c.pane_id, self._blocked_at.pop(c.pane_id, 0.0))
+            offer = await self.offers.offer(c.pane_id, self._unblocked_at.get(c.pane_id, 0.0))
             extra = {**waiting, "offer": offer.to_json()} if offer is not None else waiting
             return await self._push_all(ops, webpush.change_message(c, extra), c, db_id, why)
 
