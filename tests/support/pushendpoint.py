@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ class Received:
     payload: Any
     vapid_claims: dict[str, Any]
     vapid_key: str
+    at: float = 0.0  # time.time() when it arrived (the push-delay benchmark's end point)
 
 
 def verify_vapid(auth_header: str, expected_key: str | None) -> tuple[dict[str, Any], str]:
@@ -91,6 +93,7 @@ class PushService:
     async def _handle(self, request: web.Request) -> web.Response:
         sid = request.match_info["sid"]
         body = await request.read()
+        at = time.time()
         if self.redirect_to is not None:
             with self.got:
                 self.redirected += 1
@@ -107,7 +110,7 @@ class PushService:
             return web.Response(status=400, text="bad push")
         with self.got:
             self.received.append(
-                Received(sid, {k.lower(): v for k, v in request.headers.items()}, payload, claims, key)
+                Received(sid, {k.lower(): v for k, v in request.headers.items()}, payload, claims, key, at)
             )
             self.got.notify_all()
         return web.Response(status=self.status)

@@ -39,7 +39,8 @@ class WebClient:
         req = urllib.request.Request(self.base + path, data=data, method=method, headers=h)
         try:
             with self.opener.open(req, timeout=40) as r:
-                return r.status, json.load(r)
+                raw = r.read()
+                return r.status, json.loads(raw) if raw else None  # 204: no body
         except urllib.error.HTTPError as exc:
             raw = exc.read()
             try:

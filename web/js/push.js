@@ -9,6 +9,17 @@ function urlB64ToBytes(s) {
   return Uint8Array.from(b, (c) => c.charCodeAt(0));
 }
 
+// The label the settings panel lists this device under ("Chrome on Android"): the
+// browser and the system, nothing more of the user agent.
+export function deviceLabel(ua = navigator.userAgent) {
+  const os = /Android/.test(ua) ? "Android" : /iPhone|iPad|iPod/.test(ua) ? "iOS"
+    : /Mac OS X/.test(ua) ? "macOS" : /Windows/.test(ua) ? "Windows" : /CrOS/.test(ua) ? "ChromeOS"
+    : /Linux/.test(ua) ? "Linux" : "another system";
+  const browser = /Edg\//.test(ua) ? "Edge" : /Firefox\//.test(ua) ? "Firefox"
+    : /Chrom(e|ium)\//.test(ua) ? "Chrome" : /Safari\//.test(ua) ? "Safari" : "A browser";
+  return `${browser} on ${os}`;
+}
+
 export async function registerWorker() {
   if (!("serviceWorker" in navigator)) return null;
   try {
@@ -35,7 +46,7 @@ export async function subscribe() {
   if (!sub) {
     sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: urlB64ToBytes(key) });
   }
-  await post("/api/push/subscribe", sub.toJSON());
+  await post("/api/push/subscribe", { ...sub.toJSON(), device: deviceLabel() });
   return sub;
 }
 

@@ -17,7 +17,7 @@ export class Settings {
       panel: $("settings"), toggle: $("settings-btn"), enable: $("enable-notify"),
       sub: $("push-subscribe"), unsub: $("push-unsubscribe"), test: $("notify-test"),
       dnd: $("dnd"), dndAll: $("dnd-all"), dndAllRow: $("dnd-all-row"), qhStart: $("qh-start"), qhEnd: $("qh-end"), qhSave: $("qh-save"),
-      qhClear: $("qh-clear"), mutes: $("mutes"), out: $("settings-status"),
+      qhClear: $("qh-clear"), mutes: $("mutes"), devices: $("push-devices"), out: $("settings-status"),
     };
     const e = this.el;
     // A browser without the Notification API (most phones' browsers, outside an
@@ -34,7 +34,9 @@ export class Settings {
     e.unsub.addEventListener("click", () => this.run(async () => { await unsubscribe(); await this.refreshPush(); return "push disabled on this device"; }));
     e.test.addEventListener("click", () => this.run(async () => {
       const r = await post("/api/notify/test", {});
-      return `test sent: ${r.sent ?? 0} channel(s), ${r.failed ?? 0} failed, ${r.push ?? 0} push`;
+      const devices = Array.isArray(r.devices) ? r.devices : [];
+      await this.loadDevices(devices);
+      return `test sent: ${r.sent ?? 0} channel(s), ${r.failed ?? 0} failed; push: ${r.push ?? 0} of ${devices.length} device(s) got it`;
     }));
     e.dnd.addEventListener("change", () => this.run(async () => {
       await put("/api/notify/dnd", { on: e.dnd.checked, minutes: null, scope: "me" });
@@ -73,6 +75,33 @@ export class Settings {
     const sub = await currentSubscription().catch(() => null);
     this.el.sub.hidden = !!sub || !("PushManager" in window);
     this.el.unsub.hidden = !sub;
+    await this.loadDevices();
+  }
+
+  // This account's push devices, each with its last delivery and last failure; after
+  // a test, `tested` (the test's `devices`) says which got it.
+  async loadDevices(tested = []) {
+    let devices;
+    try {
+      ({ devices } = await get("/api/push/devices"));
+    } catch {
+      return;
+    }
+    const when = (t) => (t ? new Date(t * 1000).toLocaleString() : "never");
+    const ul = this.el.devices;
+    ul.replaceChildren();
+    for (const d of devices || []) {
+      const li = document.createElement("li");
+      li.dataset.id = String(d.id);
+      const name = clean(d.device || "a device", 80);
+      let text = `${name} (${clean(d.service, 80)}): last delivered ${when(d.last_ok)}`;
+      text += d.last_fail ? `; last failed ${when(d.last_fail)} (${clean(d.last_error, 120)})` : "; no failure";
+      const t = tested.find((x) => x.id === d.id);
+      if (t) text += t.ok ? " — test: got it" : ` — test: not delivered (${clean(t.outcome, 120)})`;
+      li.textContent = text;
+      ul.append(li);
+    }
+    if (!ul.children.length) ul.textContent = "none";
   }
 
   async load() {

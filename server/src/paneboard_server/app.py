@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from . import __version__
 from .api.metrics import metrics_text
-from .api.notify import make_router, start_notify, stop_notify
+from .api.notify import make_router, offer_answers, start_notify, stop_notify
 from .api.pages import bad_token_page
 from .api.screens import make_screens_router, start_screens
 from .api.stats import make_router as make_stats_router
@@ -93,6 +93,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         tasks.append(asyncio.create_task(retention_loop(core), name="paneboard-retention"))
         tasks.append(asyncio.create_task(revocation.run(), name="paneboard-revocation"))
         tasks.append(start_screens(app, core, registry))
+        offer_answers(app, core)
         if not is_sqlite(url):
             from .answers.replicas import Replicas
             from .store.fanout import Fanout

@@ -233,7 +233,11 @@ def test_a_stored_bad_key_fails_in_one_line_and_test_button_answers(db_url, push
                 from sqlalchemy import update
 
                 await conn.execute(update(schema.push_subscriptions).values(p256dh="B" * 87))
-            assert await svc.test(viewer_id) == {"sent": 0, "failed": 0, "push": 0}
+            got = await svc.test(viewer_id)
+            assert {k: got[k] for k in ("sent", "failed", "push")} == {"sent": 0, "failed": 0, "push": 0}
+            # the test button says which device did not get it, and why, in one line
+            [device] = got["devices"]
+            assert device["ok"] is False and device["outcome"] == "failed: ValueError: Invalid EC key."
             assert (await svc.handle(change()))["push"] == 0
         finally:
             await svc.stop()

@@ -11,6 +11,10 @@ told; a replay likewise). Only then is `answer` sent to the collector, with an e
 types, and its outcome is what the operator gets (`offline` if it is not connected or
 does not reply in time).
 
+An answer for a pane no page is watching (tapped in a push notification) finds no
+screen here: the pane is watched at once and the answer checked against the screen
+its collector then sends (at most `FRESH_WAIT` s; none: `changed`).
+
 Every attempt, typed or not, is one row of the `answers` table: who, when, which pane,
 the fingerprint and prompt text, the answer, the outcome. Rows are only ever inserted;
 retention removes them by age with the history.
@@ -38,6 +42,7 @@ log = logging.getLogger("paneboard.answers")
 
 ANSWER_TTL = 60.0  # seconds an answer may wait to be typed
 REPLY_WAIT = 15.0  # how long the server waits for the collector's outcome
+FRESH_WAIT = 3.0  # an answer to an unwatched pane waits this long for its first screen
 CLAIMS_MAX = 10000
 
 
@@ -76,6 +81,11 @@ class AnswerDesk:
                     return cast(tuple[str, dict[str, Any]], got)
         asked_at = self.core.clock()
         shown = self.hub.latest.get(pane_id)
+        if shown is None and refuse is None and who.operator and self._local(pane_id):
+            # No page watches the pane (an answer tapped in a notification): ask its
+            # collector for the screen now, and check the answer against that.
+            self.hub.look(pane_id)
+            shown = await self.hub.wait(pane_id, None, FRESH_WAIT)
         sc = shown.screen if shown is not None else None
         label = None
         if sc is not None and answer is not None:
@@ -131,6 +141,10 @@ class AnswerDesk:
             row["id"] = await self._insert({**row, "viewer_id": None, "pane_id": None})
         log.info("answer by %s to pane %s: %s", who.name, pane_id, outcome)
         return outcome, row
+
+    def _local(self, pane_id: int) -> bool:
+        target = self.core.collector_of(pane_id)
+        return target is not None and target[0] in self.core.seen_routes
 
     async def _typed_before(self, claim: tuple[int, str]) -> bool:
         a = s.answers.c

@@ -121,7 +121,16 @@ def make_router() -> APIRouter:
             )
         except store.SubscriptionRefused as e:
             raise HTTPException(409, str(e)) from e
+        svc.operator_devices = svc.operator_devices or who.operator
         return Response(status_code=204)
+
+    @r.get("/api/push/devices")
+    async def push_devices(who: Reader, svc: Svc) -> dict[str, Any]:
+        """This account's push devices, each with its last delivery and last failure
+        (the settings panel); a viewer token has none."""
+        if who.kind != "viewer" or who.readonly:
+            return {"devices": []}
+        return {"devices": await store.devices(svc.engine, who.id)}
 
     @r.delete("/api/push/subscribe", status_code=204)
     async def push_unsubscribe(body: EndpointBody, who: Writer, svc: Svc) -> Response:
@@ -220,7 +229,8 @@ def make_router() -> APIRouter:
         return Response(status_code=204)
 
     @r.post("/api/notify/test")
-    async def test(who: Writer, svc: Svc) -> dict[str, int]:
+    async def test(who: Writer, svc: Svc) -> dict[str, Any]:
+        """Every channel and this account's devices; `devices`: which got it."""
         return await svc.test(_account(who))
 
     return r
@@ -258,6 +268,15 @@ async def start_notify(app: Any, core: Any, engine: Any, notify_config: Any, clo
     core.listeners.append(lambda changes: _on_changes(svc, changes))
     svc.waiting = lambda: sum(1 for p in core.panes.values() if p.state == "blocked" and p.gone_at is None)
     return svc
+
+
+def offer_answers(app: Any, core: Any) -> None:
+    """Once screens run: blocked panes' pushes to operators offer their answers."""
+    from ..answers.offer import Offers
+
+    svc = getattr(app.state, "notify", None)
+    if svc is not None:
+        svc.offers = Offers(core, app.state.screens)
 
 
 async def stop_notify(app: Any) -> None:

@@ -40,6 +40,8 @@ from .watch import WatchTracker
 if TYPE_CHECKING:
     import aiohttp
 
+    from ..answers.offer import Offers
+
 log = logging.getLogger("paneboard.notify")
 
 QUEUE_MAX = 1000
@@ -108,6 +110,12 @@ class NotifyService:
         self.engine = engine
         self._sleep = sleep
         self.waiting: Callable[[], int] | None = None  # how many panes wait (the app badge)
+        # Answers a blocked pane's push offers operators (`answers/offer.py`, set by the
+        # app once screens run): `prepare` at the change, `offer` when the push goes out.
+        self.offers: Offers | None = None
+        # Whether some operator has a push device: only then is a blocked pane's screen
+        # fetched for its push (refreshed with every push round, and on subscribing).
+        self.operator_devices = False
         self._escalator: asyncio.Task[None] | None = None
         self.settings, self.channels = NotifySettings.from_config(notify_config or {})
         self.clock = clock
@@ -124,9 +132,11 @@ class NotifyService:
         self._http: aiohttp.ClientSession | None = None
         self._failures: dict[str, int] = {}  # endpoint -> consecutive failed sends
         self._page_buckets: dict[str, TokenBucket] = {}  # viewer -> its page's log reports
+        self._unblocked_at: dict[str, float] = {}  # pane id -> when last committed not blocked
 
     async def start(self) -> None:
         self.keys = await store.vapid_keys(self.engine, self.settings.subject)
+        self.operator_devices = bool(await store.operator_ids(self.engine, with_devices=True))
         self._worker = asyncio.create_task(self._run(), name="paneboard-notify")
         if any(c.escalate_after is not None for c in self.channels):
             self._escalator = asyncio.create_task(self._escalate_loop(), name="paneboard-escalate")
@@ -150,6 +160,16 @@ class NotifyService:
 
     def pane_changed(self, change: StateChange) -> None:
         """Called by the server for each state change; never blocks, never raises."""
+        if self.offers is not None and self.operator_devices:
+            if change.state != "blocked":
+                # A later block's offer is read only from a screen that came after this:
+                # never the prompt of an earlier block (the commit time of the block
+                # itself would not do: its screen may arrive before the commit).
+                if len(self._unblocked_at) >= QUEUE_MAX:
+                    self._unblocked_at.clear()
+                self._unblocked_at[change.pane_id] = self.clock()
+            elif change.notable:
+                self.offers.prepare(change.pane_id)
         if not change.notable:
             return
         try:
@@ -253,6 +273,8 @@ class NotifyService:
         """Web Push: per subscription, what it should hear of these changes; the same
         list for several subscriptions is one encrypted message each, sent together."""
         subs = await store.subscriptions(self.engine)
+        operators = await store.operator_ids(self.engine)
+        self.operator_devices = any(v in operators for v, _ in subs)
         if not subs:
             return
         hours = await store.all_quiet_hours(self.engine)
@@ -278,13 +300,37 @@ class NotifyService:
             changes = [live[i][0] for i in idx]
             if len(changes) == 1:
                 c = changes[0]
-                data = webpush.change_message(c, waiting)
-                counts["push"] += await self._push_all(targets_, data, c, _db_id(c.pane_id), reason_of(c))
+                counts["push"] += await self._push_one(c, targets_, operators, waiting)
                 continue
             title, body = group_text(changes)
             data = webpush.group_message(title, body, waiting)
             counts["push"] += await self._push_all(targets_, data, changes[0], None, "grouped", len(changes))
             counts["grouped"] += 1
+
+    async def _push_one(
+        self,
+        c: StateChange,
+        subs: list[tuple[int | None, webpush.Subscription]],
+        operators: set[int],
+        waiting: dict[str, Any],
+    ) -> int:
+        """One change's push. For a block, operators' devices get the prompt's answers
+        (`offer`; none found: a plain push), and the others' pushes do not wait for the
+        screen that takes."""
+        db_id, why = _db_id(c.pane_id), reason_of(c)
+        ops = [t for t in subs if t[0] in operators] if c.state == "blocked" and self.offers else []
+        rest = [t for t in subs if t not in ops]
+
+        async def to_operators() -> int:
+            if not ops or self.offers is None:
+                return 0
+            offer = await self.offers.offer(c.pane_id, self._unblocked_at.get(c.pane_id, 0.0))
+            extra = {**waiting, "offer": offer.to_json()} if offer is not None else waiting
+            return await self._push_all(ops, webpush.change_message(c, extra), c, db_id, why)
+
+        plain = webpush.change_message(c, waiting)
+        sent = await asyncio.gather(to_operators(), self._push_all(rest, plain, c, db_id, why))
+        return sum(sent)
 
     async def escalate(self) -> int:
         """Tell each escalation route about the blocks past their threshold (once each);
@@ -352,7 +398,10 @@ class NotifyService:
         pane_db_id: int | None,
         reason: str = "test",
         grouped: int = 0,
+        outcomes: dict[str, str] | None = None,
     ) -> int:
+        """Send `data` to each subscription; `outcomes` (if given) gets each endpoint's
+        outcome in words (`sent`, `gone`, `failed: why`)."""
         if not subs or self.keys is None:
             return 0
         sem = asyncio.Semaphore(PUSH_CONCURRENCY)
@@ -390,6 +439,8 @@ class NotifyService:
             else:
                 await self._failed(sub, status, detail)
             ok = outcome == "sent"
+            if outcomes is not None:
+                outcomes[sub.endpoint] = outcome if ok or outcome == "gone" else f"failed: {detail or status}"
             what = f"{grouped} panes; " if grouped else ""
             await store.log(
                 self.engine,
@@ -422,8 +473,9 @@ class NotifyService:
         else:
             log.warning("web push to %s failed (%s); failure %d of %d", host, why, n, limit)
 
-    async def test(self, viewer_id: int | None) -> dict[str, int]:
-        """The settings panel's test button: every channel, and this viewer's pushes."""
+    async def test(self, viewer_id: int | None) -> dict[str, Any]:
+        """The settings panel's test button: every channel, and this viewer's pushes;
+        `devices` says which of the viewer's devices got it (and why not)."""
         sent = failed = 0
         for ch in self.channels:
             ok = await apprise_send.send(ch.url, "paneboard test", "If you can read this, the channel works.")
@@ -432,11 +484,21 @@ class NotifyService:
             await store.log(
                 self.engine, None, f"apprise:{ch.label}", "test", ok, reason="test", t=self.clock()
             )
-        every = await store.subscriptions(self.engine)
-        subs = [(v, sub) for v, sub in every if viewer_id is not None and v == viewer_id]
+        own = await store.own_subscriptions(self.engine, viewer_id) if viewer_id is not None else []
         data = '{"title": "paneboard test", "body": "Push notifications work on this device."}'
-        pushed = await self._push_all(subs, data, None, None)
-        return {"sent": sent, "failed": failed, "push": pushed}
+        outcomes: dict[str, str] = {}
+        pushed = await self._push_all(
+            [(viewer_id, sub) for _, sub in own], data, None, None, outcomes=outcomes
+        )
+        devices = [
+            {
+                "id": row_id,
+                "outcome": outcomes.get(sub.endpoint, "not sent"),
+                "ok": outcomes.get(sub.endpoint) == "sent",
+            }
+            for row_id, sub in own
+        ]
+        return {"sent": sent, "failed": failed, "push": pushed, "devices": devices}
 
 
 def _one_line(exc: BaseException) -> str:

@@ -102,6 +102,26 @@ async def subscriptions(engine: AsyncEngine) -> list[tuple[int | None, Subscript
     return [(r.viewer_id, Subscription(r.endpoint, r.p256dh, r.auth)) for r in rows]
 
 
+async def operator_ids(engine: AsyncEngine, *, with_devices: bool = False) -> set[int]:
+    """The accounts with the operator role (only their devices are offered answers in a
+    push); `with_devices`: only those with a push subscription."""
+    q = select(s.viewers.c.id).where(s.viewers.c.operator.is_(True))
+    if with_devices:
+        ps = s.push_subscriptions
+        q = q.where(s.viewers.c.id.in_(select(ps.c.viewer_id).where(ps.c.viewer_id.is_not(None))))
+    async with engine.connect() as conn:
+        return {r.id for r in (await conn.execute(q)).all()}
+
+
+async def own_subscriptions(engine: AsyncEngine, viewer_id: int) -> list[tuple[int, Subscription]]:
+    """One account's subscriptions with their row ids (the test button says which got it)."""
+    ps = s.push_subscriptions
+    q = select(ps).where(ps.c.viewer_id == viewer_id).order_by(ps.c.id)
+    async with engine.connect() as conn:
+        rows = (await conn.execute(q)).all()
+    return [(r.id, Subscription(r.endpoint, r.p256dh, r.auth)) for r in rows]
+
+
 async def mark_push_ok(engine: AsyncEngine, endpoint: str, t: float | None = None) -> None:
     async with engine.begin() as conn:
         await conn.execute(

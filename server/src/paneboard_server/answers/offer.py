@@ -1,0 +1,105 @@
+"""What a Web Push for a blocked pane offers to answer from the notification itself.
+
+A pane no page watches has no screen on the server (`ScreenHub` keeps screens of
+watched panes only), so the server asks for one: when a pane becomes blocked on a host
+whose collector types answers and some operator has a push device, `prepare` watches
+the pane as a page would (the collector captures at once; the watch runs out after
+`WATCH_FOR` seconds like any other). By the time the push goes out (after the
+notifier's group window) the screen is there, and `offer` reads from it the prompt's
+fingerprint and the answers for the notification's buttons. No fresh blocked screen
+with answers within `OFFER_WAIT` seconds: no offer, the push carries "Open" only.
+
+Buttons on a lock screen are tapped without the prompt in view, so the answers that
+change the program's standing permissions ("always", "never": "Yes, and don't ask
+again") are never offered there; the first two others are (Yes / No for every bundled
+prompt). The offer is only what the push shows: the answer itself goes through
+`POST /api/panes/{id}/answer` and every check of `desk.py`, on a fresh capture.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .screens import ScreenHub
+
+#: seconds `offer` waits for the pane's blocked screen to arrive
+OFFER_WAIT = 2.0
+#: answer ids a notification never offers: they change what the program asks later
+STANDING = frozenset({"always", "never"})
+#: answers a notification carries (Chromium shows two action buttons; "Open" is third)
+OFFERED_MAX = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    fingerprint: str
+    answers: tuple[tuple[str, str], ...]  # (id, label as the screen draws it)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fingerprint": self.fingerprint,
+            "answers": [{"id": i, "label": label[:60]} for i, label in self.answers],
+        }
+
+
+def pick(answers: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """The answers a notification offers: the first two that are not standing ones."""
+    return tuple(a for a in answers if a[0] not in STANDING)[:OFFERED_MAX]
+
+
+class Offers:
+    """Fetches and reads the screens that blocked panes' pushes offer answers from."""
+
+    def __init__(self, core: Any, hub: ScreenHub, wait: float = OFFER_WAIT) -> None:
+        self.core = core
+        self.hub = hub
+        self.wait = wait
+
+    def _takes_answers(self, pane_id: int) -> bool:
+        p = self.core.panes.get(pane_id)
+        h = self.core.hosts.get(p.host_id) if p is not None else None
+        return h is not None and h.name in self.core.input_hosts.get(h.collector_id, ())
+
+    def prepare(self, pane_id: str) -> None:
+        """A pane just became blocked: have its collector capture it now (a watch), so
+        its screen is at hand when the push is sent. Never blocks."""
+        pid = _int(pane_id)
+        if pid is not None and self._takes_answers(pid):
+            self.hub.look(pid)
+
+    async def offer(self, pane_id: str, after: float = 0.0) -> Offer | None:
+        """The blocked prompt's fingerprint and the answers to offer, from a screen of
+        the pane that says blocked and arrived at or after `after` (server time: when
+        the pane was last committed not blocked, so never the screen of an earlier
+        block); None if none arrives within `wait` seconds."""
+        pid = _int(pane_id)
+        if pid is None or not self._takes_answers(pid):
+            return None
+        self.hub.look(pid)  # keeps (or starts) the watch
+        deadline = time.monotonic() + self.wait
+        since: int | None = None
+        while True:
+            shown = self.hub.latest.get(pid)
+            if shown is not None:
+                sc = shown.screen
+                pane = self.core.panes.get(pid)
+                fresh = shown.received >= after
+                if fresh and sc.state == "blocked" and sc.input and sc.fingerprint and pane is not None:
+                    if pane.state != "blocked":
+                        return None
+                    answers = pick([(a.id, a.label) for a in sc.answers])
+                    return Offer(sc.fingerprint, answers) if answers else None
+                since = shown.rev
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            await self.hub.wait(pid, None, left, since if since is not None else -1)
+
+
+def _int(pane_id: str) -> int | None:
+    try:
+        return int(pane_id)
+    except ValueError:
+        return None
