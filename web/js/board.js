@@ -11,7 +11,7 @@ import { muteReason } from "./quiet.js";
 const WAITING = "waiting";
 
 export class Board {
-  constructor(model, { root, empty, tpl, filters, onOpen, getQuiet = () => null, localHost = () => "" }) {
+  constructor(model, { root, empty, tpl, filters, onOpen, getQuiet = () => null, localHost = () => "", viewer = () => null }) {
     this.model = model;
     this.root = root;
     this.empty = empty;
@@ -20,6 +20,7 @@ export class Board {
     this.onOpen = onOpen;
     this.getQuiet = getQuiet;
     this.localHost = localHost;
+    this.viewer = viewer; // GET /api/me: what this viewer may do (screens, operator)
     this.cards = new Map(); // id -> element
     this.hostHealth = new Map(); // hostKey -> a host of `/api/hosts`
     this.groups = new Map(); // group key -> {el, cards}
@@ -117,7 +118,7 @@ export class Board {
           this.cards.set(p.id, card);
           this.observer.observe(card);
         }
-        fillCard(card, p, { quiet: this.getQuiet(), localHost: this.localHost(), withHost: key === WAITING });
+        fillCard(card, p, { quiet: this.getQuiet(), localHost: this.localHost(), viewer: this.viewer(), withHost: key === WAITING });
         const at = prevCard ? prevCard.nextSibling : g.cards.firstChild;
         if (card !== at) g.cards.insertBefore(card, at);
         prevCard = card;
@@ -289,7 +290,7 @@ export async function copyText(text, button) {
   return ok;
 }
 
-export function fillCard(card, p, { quiet = null, localHost = "", withHost = false } = {}) {
+export function fillCard(card, p, { quiet = null, localHost = "", viewer = null, withHost = false } = {}) {
   const info = stateInfo(p.state);
   card.className = `card st-${p.state || "none"}`;
   const unreachable = !p.reachable;
@@ -370,10 +371,16 @@ export function fillCard(card, p, { quiet = null, localHost = "", withHost = fal
     }
   }
   if (p.source && p.source !== "protocol") add(`via ${p.source}`);
-  if (p.input) add("⌨ takes answers", "marker-input", "its collector types answers from the board (--allow-input)");
+  // Offer only what works for this viewer and this pane: answers need the operator role
+  // and an agent the collector can see; a screen, a blocked pane the collector can see
+  // and a viewer allowed to see screens (an unknown viewer is offered neither).
+  const observedAgent = !!(p.agent && p.observable);
+  if (p.input && observedAgent && viewer?.operator) {
+    add("⌨ takes answers", "marker-input", "its collector types answers from the board (--allow-input)");
+  }
   const show = card.querySelector(".show-screen");
   if (show) {
-    show.hidden = p.state !== "blocked";
+    show.hidden = !(p.state === "blocked" && p.observable && viewer?.screens);
     show.dataset.id = p.id;
   }
   const copy = card.querySelector(".copy-attach");
