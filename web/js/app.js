@@ -107,7 +107,7 @@ function showWho(who) {
   $("sign-out").hidden = !account;
 }
 $("sign-out").addEventListener("click", async () => {
-  try { await post("/api/logout", {}); } catch (e) { if (!(e instanceof Unauthorized)) return setBanner(`sign out failed: ${e.message}`); }
+  try { await post("/api/logout", {}); } catch (e) { if (!(e instanceof Unauthorized)) return setBanner(`Signing out failed. ${e.message}`); }
   stream?.stop();
   location.href = "/login";
 });
@@ -152,7 +152,7 @@ async function start() {
     model.reset(Array.isArray(d) ? d : d.panes || []);
   } catch (e) {
     if (e instanceof Unauthorized) return showLogin();
-    setBanner(`cannot load panes: ${e.message}`);
+    setBanner(`The panes did not load. ${e.message}`);
   }
   document.documentElement.dataset.ready = "1";
   route();
