@@ -1,7 +1,9 @@
 # Shared set-up for scripts/test and scripts/demo (sourced, not run).
 # Installs what a fresh Debian machine with Python 3.11 lacks, and nothing twice.
 
-_apt_packages=(tmux procps openssh-server openssh-client chromium zsh iproute2 util-linux nginx)
+# fonts-dejavu-core, fonts-freefont-ttf: the screen's fonts (web/style.css); FreeMono has the
+# glyphs agents draw that DejaVu lacks (⎿), so they are not missing-glyph boxes.
+_apt_packages=(tmux procps openssh-server openssh-client chromium zsh iproute2 util-linux nginx fonts-dejavu-core fonts-freefont-ttf)
 
 _as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else

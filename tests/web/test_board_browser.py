@@ -309,6 +309,38 @@ def test_pane_page_timeline_records_and_seen(page, board):
     assert page.errors == []
 
 
+def test_pane_page_timers_tick_and_timeline_is_bounded(page, board):
+    """The "waiting since" line and the timeline's "(now)" grow while the page is open, and a
+    pane with a long history shows its newest rows with a "show more"."""
+    pane, pid = new_pane(board)
+    for i in range(7):
+        board.report(pane, state="working", id="t", app="pytest", msg=f"step {i}")
+        board.wait_state("working", pane)
+        board.report(pane, state="idle", id="t", app="pytest")
+        board.wait_state("idle", pane)
+    board.report(pane, state="blocked", id="t", kind="permission", app="pytest", msg="may I?")
+    board.wait_state("blocked", pane)
+    page.goto(board.url + f"/#/pane/{pid}")
+    view = page.locator("#pane-view")
+    view.locator(".timeline tr", has_text="(now)").wait_for()
+    wait_text_change = (
+        "([sel, before]) => { const e = document.querySelector(sel); return e && e.textContent !== before; }"
+    )
+    for sel in ("#pane-view .wait", "#pane-view .timeline tr:nth-child(2) td:nth-child(3)"):
+        before = page.locator(sel).inner_text()
+        page.wait_for_function(wait_text_change, arg=[sel, before], timeout=10000)
+    rows = view.locator(".timeline tr")
+    shown = rows.count() - 1  # the header
+    assert shown == 10
+    more = view.locator("button.timeline-more")
+    assert "older" in more.inner_text()
+    more.click()
+    page.wait_for_function(
+        "n => document.querySelectorAll('#pane-view .timeline tr').length - 1 > n", arg=shown
+    )
+    assert page.errors == []
+
+
 def test_keyboard_and_filters(page, board):
     page.wait_for_selector(".card")
     page.locator(".card").first.focus()

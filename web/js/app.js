@@ -30,11 +30,12 @@ if (wall) document.body.classList.add("wall");
 const model = new Model();
 const banner = $("banner");
 let bannerTimer = null;
-function setBanner(text, { sticky = true } = {}) {
+// `ok`: a success ("typed ✓") gets its own colour, not the yellow of "reconnecting".
+function setBanner(text, { sticky = true, ok = false } = {}) {
   clearTimeout(bannerTimer);
   banner.textContent = text;
   banner.hidden = !text;
-  banner.dataset.kind = text ? (sticky ? "sticky" : "info") : "";
+  banner.dataset.kind = text ? (ok ? "ok" : sticky ? "sticky" : "info") : "";
   if (text && !sticky) bannerTimer = setTimeout(() => { banner.hidden = true; }, 3000);
 }
 
@@ -47,6 +48,7 @@ const board = new Board(model, {
   onOpen: (id) => { if (!wall) location.hash = `#/pane/${encodeURIComponent(id)}`; },
   getQuiet: () => settings?.quiet ?? null,
   localHost: () => me?.host ?? "",
+  viewer: () => me,
 });
 settings = new Settings({
   onStatus: (t) => setBanner(t, { sticky: false }),
@@ -56,7 +58,7 @@ const paneView = new PaneView(model, $("pane-view"), {
   localHost: () => me?.host ?? "",
   onBack: () => { location.hash = "#/"; },
   onQuietChanged: () => settings.load(),
-  status: (t) => setBanner(t, { sticky: false }),
+  status: (t, { ok = false } = {}) => setBanner(t, { sticky: false, ok }),
 });
 new Notifier(model, {
   isPaneOnScreen: (id) => board.isOnScreen(id),
@@ -105,7 +107,7 @@ function showWho(who) {
   $("sign-out").hidden = !account;
 }
 $("sign-out").addEventListener("click", async () => {
-  try { await post("/api/logout", {}); } catch (e) { if (!(e instanceof Unauthorized)) return setBanner(`sign out failed: ${e.message}`); }
+  try { await post("/api/logout", {}); } catch (e) { if (!(e instanceof Unauthorized)) return setBanner(`Signing out failed. ${e.message}`); }
   stream?.stop();
   location.href = "/login";
 });
@@ -150,7 +152,7 @@ async function start() {
     model.reset(Array.isArray(d) ? d : d.panes || []);
   } catch (e) {
     if (e instanceof Unauthorized) return showLogin();
-    setBanner(`cannot load panes: ${e.message}`);
+    setBanner(`The panes did not load. ${e.message}`);
   }
   document.documentElement.dataset.ready = "1";
   route();

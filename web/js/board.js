@@ -13,7 +13,7 @@ import { muteReason } from "./quiet.js";
 const WAITING = "waiting";
 
 export class Board {
-  constructor(model, { root, empty, tpl, filters, onOpen, getQuiet = () => null, localHost = () => "" }) {
+  constructor(model, { root, empty, tpl, filters, onOpen, getQuiet = () => null, localHost = () => "", viewer = () => null }) {
     this.model = model;
     this.root = root;
     this.empty = empty;
@@ -22,6 +22,7 @@ export class Board {
     this.onOpen = onOpen;
     this.getQuiet = getQuiet;
     this.localHost = localHost;
+    this.viewer = viewer; // GET /api/me: what this viewer may do (screens, operator)
     this.cards = new Map(); // id -> element
     this.hostHealth = new Map(); // hostKey -> a host of `/api/hosts`
     this.groups = new Map(); // group key -> {el, cards}
@@ -119,7 +120,7 @@ export class Board {
           this.cards.set(p.id, card);
           this.observer.observe(card);
         }
-        fillCard(card, p, { quiet: this.getQuiet(), localHost: this.localHost(), withHost: key === WAITING });
+        fillCard(card, p, { quiet: this.getQuiet(), localHost: this.localHost(), viewer: this.viewer(), withHost: key === WAITING });
         const at = prevCard ? prevCard.nextSibling : g.cards.firstChild;
         if (card !== at) g.cards.insertBefore(card, at);
         prevCard = card;
@@ -295,7 +296,7 @@ export async function copyText(text, button) {
   return ok;
 }
 
-export function fillCard(card, p, { quiet = null, localHost = "", withHost = false } = {}) {
+export function fillCard(card, p, { quiet = null, localHost = "", viewer = null, withHost = false } = {}) {
   const info = stateInfo(p.state);
   const maybe = possiblyWaiting(p);
   card.className = `card st-${p.state || "none"}`;
@@ -387,10 +388,18 @@ export function fillCard(card, p, { quiet = null, localHost = "", withHost = fal
     }
   }
   if (p.source && p.source !== "protocol") add(`via ${p.source}`);
-  if (p.input) add("⌨ takes answers", "marker-input", "its collector types answers from the board (--allow-input)");
+  // Offer only what works for this viewer and this pane: answers need the operator role
+  // and an agent the collector can see; a screen, a blocked pane the collector can see
+  // and a viewer allowed to see screens (an unknown viewer is offered neither).
+  const observedAgent = !!(p.agent && p.observable);
+  if (p.input && observedAgent && viewer?.operator) {
+    add("⌨ takes answers", "marker-input", "its collector types answers from the board (--allow-input)");
+  }
   const show = card.querySelector(".show-screen");
   if (show) {
-    show.hidden = p.state !== "blocked" && !maybe; // the screen may still ask
+    // a blocked pane the collector can see, or one possibly still waiting (its screen
+    // may still ask), for a viewer allowed to see screens
+    show.hidden = !(((p.state === "blocked" && p.observable) || maybe) && viewer?.screens);
     show.dataset.id = p.id;
   }
   const copy = card.querySelector(".copy-attach");

@@ -8,6 +8,10 @@ import { clean, setText } from "./sanitize.js";
 import { ScreenPanel } from "./screen.js";
 import { attachCommand, clock, clockTime, formatDuration, formatWait, stateInfo } from "./model.js";
 
+// The timeline's table shows the newest rows only, more on "show more": a pane that
+// changes state every few seconds would otherwise push everything else off a phone.
+const TIMELINE_ROWS = 10;
+
 const SNOOZES = [["15 min", 15], ["1 hour", 60], ["8 hours", 480], ["until lifted", null]];
 
 function el(tag, cls, text) {
@@ -35,6 +39,10 @@ export function timeline(events, now) {
     .map((r) => ({ ...r, duration: Math.max(0, r.until - r.at) }));
 }
 
+function waitLine(since, now) {
+  return `waiting since ${clockTime(since)} (${formatWait(now - since)})`;
+}
+
 /** "14:03:21" today, "2 Dec 14:03" before: short enough for a phone row. */
 function when(at) {
   const d = new Date(at * 1000);
@@ -52,6 +60,7 @@ export class PaneView {
     this.status = status;
     this.id = null;
     this.events = [];
+    this.rows = TIMELINE_ROWS;
     // The live screen and its answers: one element kept across redraws (screen.js).
     this.screenRoot = document.createElement("section");
     this.screenRoot.className = "screen-panel";
@@ -60,9 +69,21 @@ export class PaneView {
       const id = ev.detail.pane?.id ?? ev.detail.prev?.id;
       if (this.id && id === this.id) this.load();
     });
+    setInterval(() => this.tick(), 1000);
+  }
+
+  /** Live timers: "waiting since … (3m)" and the current row's "(now)" grow each second. */
+  tick() {
+    if (!this.id) return;
+    const now = clock.now();
+    const wait = this.root.querySelector(".wait[data-since]");
+    if (wait) wait.textContent = waitLine(Number(wait.dataset.since), now);
+    const cur = this.root.querySelector("td.now[data-at]");
+    if (cur) cur.textContent = `${formatDuration(Math.max(0, now - Number(cur.dataset.at)))} (now)`;
   }
 
   async open(id, { screen = false } = {}) {
+    if (id !== this.id) this.rows = TIMELINE_ROWS;
     this.id = id;
     this.root.hidden = false;
     this.render();
@@ -118,7 +139,9 @@ export class PaneView {
       (p.collector ? ` · from collector ${clean(p.collector, 80)}` : "");
     root.append(meta);
     if (p.state === "blocked" && p.since) {
-      root.append(el("p", "wait", `waiting since ${clockTime(p.since)} (${formatWait(clock.now() - p.since)})`));
+      const wait = el("p", "wait", waitLine(p.since, clock.now()));
+      wait.dataset.since = String(p.since);
+      root.append(wait);
     }
     if (p.msg) root.append(el("p", p.state === "blocked" ? "msg question" : "msg", p.msg));
     const lk = !p.state && !p.observable ? p.lastKnown : null;
@@ -212,7 +235,8 @@ export class PaneView {
     const head = el("tr");
     for (const c of ["from", "state", "for", "agent", "msg"]) head.append(el("th", "", c));
     t.append(head);
-    for (const r of [...spans].reverse()) {
+    const newest = [...spans].reverse();
+    for (const r of newest.slice(0, this.rows)) {
       const tr = el("tr", `st-${r.state || "none"}`);
       tr.append(el("td", "when", when(r.at)));
       const st = el("td", "state-badge");
@@ -222,9 +246,20 @@ export class PaneView {
       // the row's cells drift out of their columns.
       const msg = el("td", "t-msg");
       if (r.msg) msg.append(el("div", "clamp", r.msg));
-      tr.append(st, el("td", "", formatDuration(r.duration) + (r.current ? " (now)" : "")), el("td", "", r.agent ?? ""), msg);
+      const dur = el("td", r.current ? "now" : "", formatDuration(r.duration) + (r.current ? " (now)" : ""));
+      if (r.current) dur.dataset.at = String(r.at);
+      tr.append(st, dur, el("td", "", r.agent ?? ""), msg);
       t.append(tr);
     }
     root.append(t);
+    if (newest.length > this.rows) {
+      const more = el("button", "timeline-more", `Show more (${newest.length - this.rows} older)`);
+      more.type = "button";
+      more.addEventListener("click", () => {
+        this.rows += 20;
+        this.render();
+      });
+      root.append(more);
+    }
   }
 }

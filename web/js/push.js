@@ -35,16 +35,21 @@ export async function currentSubscription() {
   return reg ? reg.pushManager.getSubscription() : null;
 }
 
+// Each failure is a sentence that says what to do: the settings panel shows it as is.
 export async function subscribe() {
-  if (!("PushManager" in window)) throw new Error("this browser has no Web Push");
+  if (!("PushManager" in window)) throw new Error("This browser has no Web Push: on a phone, install the board as an app (Add to Home Screen) and try there.");
   const perm = await Notification.requestPermission();
-  if (perm !== "granted") throw new Error("notifications not allowed");
+  if (perm !== "granted") throw new Error("Notifications are blocked for this site: allow them in the browser's site settings, then try again.");
   const reg = (await registerWorker()) && (await navigator.serviceWorker.ready);
-  if (!reg) throw new Error("service worker unavailable");
+  if (!reg) throw new Error("The page's service worker did not start: reload the page and try again.");
   const { key } = await get("/api/push/vapid-public-key");
   let sub = await reg.pushManager.getSubscription();
   if (!sub) {
-    sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: urlB64ToBytes(key) });
+    try {
+      sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: urlB64ToBytes(key) });
+    } catch {
+      throw new Error("The browser's push service refused to register: check your connection and try again later.");
+    }
   }
   await post("/api/push/subscribe", { ...sub.toJSON(), device: deviceLabel() });
   return sub;

@@ -128,6 +128,17 @@ const OUTCOME_WORDS = {
   forbidden: "not typed: answering needs the operator role",
 };
 
+const NO_SCREENS = "Screens are not shown to this viewer link. Ask the board's owner for a link that shows screens, or sign in.";
+
+/** Outcomes that mean the answer went in: shown in the success colour, not the warning one. */
+const TYPED = new Set(["typed"]);
+
+/** An answer that changes the agent's policy for later prompts, not just this one:
+ * it asks for a confirmation before it is sent. */
+export function changesPolicy(label) {
+  return /don['’]t ask again|\balways\b/i.test(String(label || ""));
+}
+
 export class ScreenPanel {
   constructor(root, { status = () => {} } = {}) {
     this.root = root;
@@ -174,11 +185,13 @@ export class ScreenPanel {
         if (!shot.online || shot.error) await new Promise((r) => setTimeout(r, 3000));
       } catch (e) {
         if (gen !== this.gen) return;
-        this.error = String(e.message || e);
+        // Not allowed to see screens: say why in a person's words and stop asking.
+        const denied = e.status === 403;
+        this.error = denied ? NO_SCREENS : String(e.message || e);
         this.render();
+        if (denied) return;
         failures++;
         await new Promise((r) => setTimeout(r, Math.min(30000, 1000 * 2 ** failures)));
-        if (/ 403 /.test(this.error)) return; // not allowed to see screens: stop asking
       }
     }
   }
@@ -193,21 +206,53 @@ export class ScreenPanel {
     } catch { /* the audit is extra */ }
   }
 
-  async answer(body, button) {
+  async answer(body, button, label = "") {
     const shot = this.shot;
     if (!shot?.fingerprint) return;
+    if (changesPolicy(label) && !window.confirm(`Answer “${clean(label, 200)}”?\n\nThis changes what the agent asks from now on, not just this once.`)) return;
     for (const b of this.root.querySelectorAll(".answers button")) b.disabled = true;
     if (button) button.classList.add("sending");
     try {
       const r = await post(`/api/panes/${encodeURIComponent(this.id)}/answer`, { fingerprint: shot.fingerprint, ...body });
       this.note = OUTCOME_WORDS[r.outcome] || r.outcome;
-      this.status(this.note);
+      this.noteOk = TYPED.has(r.outcome);
+      this.status(this.note, { ok: this.noteOk });
     } catch (e) {
+      this.noteOk = false;
       this.note = String(e.message || e);
       this.status(this.note);
     }
     this.render();
     this.loadAudit();
+  }
+
+  /** The prompt's answers: the first (the prompt's default) primary, a policy-changing
+   * one marked and confirmed before it is sent. */
+  renderAnswers(box, shot) {
+    (shot.answers || []).forEach((a, i) => {
+      const policy = changesPolicy(a.label);
+      const b = el("button", `answer${i === 0 ? " primary" : ""}${policy ? " policy" : ""}`, a.label);
+      b.type = "button";
+      b.dataset.answer = a.id;
+      b.addEventListener("click", () => this.answer({ answer: a.id }, b, a.label));
+      box.append(b);
+    });
+    if (shot.text) {
+      const form = el("form", "answer-text");
+      const input = el("input");
+      input.type = "text";
+      input.maxLength = 1024;
+      input.placeholder = "Type an answer (sent as text, then Enter)";
+      input.setAttribute("aria-label", "answer text");
+      const send = el("button", "answer", "Send");
+      send.type = "submit";
+      form.append(input, send);
+      form.addEventListener("submit", (ev) => {
+        ev.preventDefault();
+        if (input.value) this.answer({ text: input.value }, send);
+      });
+      box.append(form);
+    }
   }
 
   render() {
@@ -221,41 +266,8 @@ export class ScreenPanel {
     }
     if (shot.error) root.append(el("p", "error", shot.error));
     else if (shot.pending) root.append(el("p", "muted", "Waiting for the collector's first capture…"));
-    if (shot.prompt) root.append(el("p", "msg question screen-prompt", shot.prompt));
-    const box = el("div", "answers");
-    if (shot.answers?.length || shot.text) {
-      const can = shot.input && shot.operator;
-      if (!shot.input) box.append(el("p", "muted", "This host's collector does not type answers (paneboard agent --allow-input)."));
-      else if (!shot.operator) box.append(el("p", "muted", "Answering needs a login with the operator role."));
-      for (const a of shot.answers || []) {
-        const b = el("button", "answer", a.label);
-        b.type = "button";
-        b.dataset.answer = a.id;
-        b.disabled = !can;
-        b.addEventListener("click", () => this.answer({ answer: a.id }, b));
-        box.append(b);
-      }
-      if (shot.text) {
-        const form = el("form", "answer-text");
-        const input = el("input");
-        input.type = "text";
-        input.maxLength = 1024;
-        input.placeholder = "Type an answer (sent as text, then Enter)";
-        input.setAttribute("aria-label", "answer text");
-        input.disabled = !can;
-        const send = el("button", "answer", "Send");
-        send.type = "submit";
-        send.disabled = !can;
-        form.append(input, send);
-        form.addEventListener("submit", (ev) => {
-          ev.preventDefault();
-          if (input.value) this.answer({ text: input.value }, send);
-        });
-        box.append(form);
-      }
-    }
-    if (this.note) box.append(el("p", "answer-outcome", this.note));
-    root.append(box);
+    // The context first, the buttons after it: on a phone one reads the prompt and the
+    // screen before reaching anything to tap.
     if (shot.lines?.length) {
       const more = el("button", "scrollback", this.scrollback ? "Hide scroll-back" : "Show scroll-back");
       more.type = "button";
@@ -265,9 +277,20 @@ export class ScreenPanel {
         this.shot = { ...this.shot, rev: undefined };
         this.loop(gen);
       });
-      root.append(more, renderLines(shot.lines));
-      if (this.scrollback) root.lastElementChild.scrollTop = root.lastElementChild.scrollHeight;
+      const pre = renderLines(shot.lines);
+      root.append(more, pre);
+      if (this.scrollback) pre.scrollTop = pre.scrollHeight;
     }
+    if (shot.prompt) root.append(el("p", "msg question screen-prompt", shot.prompt));
+    const box = el("div", "answers");
+    if (shot.answers?.length || shot.text) {
+      // Buttons and the text box only where they can work: otherwise one sentence why.
+      if (!shot.input) box.append(el("p", "muted", "This host's collector does not type answers: answer at the terminal (or start its collector with --allow-input)."));
+      else if (!shot.operator) box.append(el("p", "muted", "Answering needs a login with the operator role: sign in as an operator, or answer at the terminal."));
+      else this.renderAnswers(box, shot);
+    }
+    if (this.note) box.append(el("p", `answer-outcome ${this.noteOk ? "ok" : "failed"}`, this.note));
+    root.append(box);
     if (this.audit.length) {
       root.append(el("h3", "", "Answers from the board"));
       const t = el("table", "audit");

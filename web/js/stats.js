@@ -150,7 +150,7 @@ async function load() {
     $("s-banner").hidden = true;
   } catch (e) {
     if (e instanceof Unauthorized) { location.href = "/login"; return; }
-    $("s-banner").textContent = `cannot load the stats: ${e.message}`;
+    $("s-banner").textContent = `The stats did not load. ${e.message}`;
     $("s-banner").hidden = false;
     return;
   }
