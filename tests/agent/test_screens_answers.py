@@ -67,6 +67,10 @@ def _run(tmux: TmuxServer, mode: str, scenario: Any, command: str | None = None,
         collector.set_side(side)
         task = asyncio.create_task(collector.run())
         try:
+            # A program reporting over OSC 7501 at once must start after the collector
+            # reads the session's output: bytes written before that reach nobody (tmux
+            # keeps no copy), and a question no screen rule reads would never be seen.
+            await _until(lambda: sink.updates, what="the collector's first report")
             pane = tmux.new_window("main", "ask", command or asker(mode))
             key = {"host": "here", "tmux": tmux.name, "pane": pane}
 
