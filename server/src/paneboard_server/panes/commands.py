@@ -162,8 +162,7 @@ class Ingest(Op):
 
     async def check(self, tx: Tx) -> None:
         """Refuse, before changing anything, a claim to another collector's host and a
-        message that would take the collector over its cap of live panes; then claim its
-        new hosts (undone when another process's collector claimed one first)."""
+        message that would take the collector over its cap of live panes."""
         cid = self.collector_id
         for name in sorted(self.names()):
             owner = await tx.owner(name)
@@ -185,13 +184,6 @@ class Ingest(Op):
             if new and live + new > cap:
                 tx.core.stats["refused_cap"] += 1
                 raise Refused(f"{live + new} live panes, limit {cap} per collector")
-        # Last, as the one check that writes: the database decides a race for a new host.
-        lost = await tx.claim(cid, sorted(self.names()))
-        if lost is not None:
-            name, owner = lost
-            tx.core.stats["refused_host"] += 1
-            who = tx.core.collector_name(owner) or f"#{owner}"
-            raise Refused(f"host {name!r} belongs to collector {who!r}", name)
 
     async def apply(self, tx: Tx) -> bool:
         cid = self.collector_id
@@ -202,18 +194,18 @@ class Ingest(Op):
             return False
         if self.snapshot_hosts is not None:
             for name, h in self.snapshot_hosts.items():
-                host = tx.host(cid, name)
+                host = await tx.host(cid, name)
                 tx.set_host(host, h.reachable, h.error, h)
         for name, h in self.host_ops:
-            host = tx.host(cid, name)
+            host = await tx.host(cid, name)
             tx.set_host(host, h.reachable, h.error, h)
         present: set[int] = set()
         wanted = []
         for u in self.panes:
-            wanted.append((tx.host(cid, u.key.host), u.key.tmux, u.key.pane))
+            wanted.append((await tx.host(cid, u.key.host), u.key.tmux, u.key.pane))
         await tx.ensure_panes(wanted)
         for u in self.panes:
-            host = tx.host(cid, u.key.host)
+            host = await tx.host(cid, u.key.host)
             if self.snapshot_hosts is None:
                 host.last_seen = tx.now
                 tx.host_dirty.add(host.id)

@@ -179,8 +179,12 @@ class Core:
     def put_host(self, h: Host) -> None:
         self.hosts[h.id] = h
         self.host_ids[(h.collector_id, h.name)] = h.id
-        # One row per name (uq_hosts_name): the row's collector is the owner.
-        self.host_owner[h.name] = h.collector_id
+        owner = self.host_owner.get(h.name)
+        if owner is None or (owner != h.collector_id and self._first_host(h.name) == h.id):
+            self.host_owner[h.name] = h.collector_id
+
+    def _first_host(self, name: str) -> int:
+        return min(h.id for h in self.hosts.values() if h.name == name)
 
     def collector_name(self, collector_id: int) -> str | None:
         return self.collector_names.get(collector_id)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from paneboard_protocol.pane import HISTORY_FIELDS, ROW_FIELDS
-from sqlalchemy import delete, select
+from sqlalchemy import insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -59,63 +59,24 @@ class Tx:
             h = self.hosts[host_id] = base.copy()
         return h
 
-    def host(self, collector_id: int, name: str) -> Host:
-        """The collector's host `name`, claimed before (`claim`) or known in memory."""
-        h = self.known_host(collector_id, name)
-        if h is None:
-            raise LookupError(f"host {name!r} was not claimed for collector #{collector_id}")
-        return h
-
-    def known_host(self, collector_id: int, name: str) -> Host | None:
+    async def host(self, collector_id: int, name: str) -> Host:
         hid = self.core.host_ids.get((collector_id, name))
         if hid is not None:
-            return self.host_by_id(hid)
+            h = self.host_by_id(hid)
+            assert h is not None
+            return h
         for h in self.hosts.values():
             if h.collector_id == collector_id and h.name == name:
                 return h
-        return None
-
-    async def claim(self, collector_id: int, names: list[str]) -> tuple[str, int] | None:
-        """Make the hosts `names` the collector's, each in one statement the database
-        decides: INSERT ... ON CONFLICT DO NOTHING on the unique host name. Another
-        process's writer claiming the same new name at the same moment makes this
-        statement wait for its transaction; if that commits, nothing is inserted and
-        the row read back names the owner. Checking first and inserting after (as
-        before) let both processes accept their claim.
-
-        Returns (name, owner) for a name another collector holds, after removing again
-        the rows this call inserted (the operation is refused as if it had changed
-        nothing); None when every name is the collector's. A row of the collector's own
-        that memory lacks (made by another process) is adopted."""
-        made: list[int] = []
-        ins = pg_insert if self.core.is_pg else sqlite_insert
-        for name in sorted(set(names)):
-            if self.known_host(collector_id, name) is not None:
-                continue
-            row = (
-                await self.conn.execute(
-                    ins(s.hosts)
-                    .values(collector_id=collector_id, name=name, reachable=True, last_seen=self.now)
-                    .on_conflict_do_nothing()
-                    .returning(*s.hosts.c)
-                )
-            ).first()
-            if row is not None:
-                made.append(row.id)
-                self.host_dirty.add(row.id)
-            else:
-                row = (await self.conn.execute(select(s.hosts).where(s.hosts.c.name == name))).first()
-                if row is None:  # deleted between the two statements: only a token's deletion does
-                    raise LookupError(f"host {name!r} conflicted but has no row")
-                if row.collector_id != collector_id:
-                    if made:
-                        await self.conn.execute(delete(s.hosts).where(s.hosts.c.id.in_(made)))
-                        for hid in made:
-                            self.hosts.pop(hid, None)
-                            self.host_dirty.discard(hid)
-                    return name, int(row.collector_id)
-            self.hosts[row.id] = host_from_row(row)
-        return None
+        res = await self.conn.execute(
+            insert(s.hosts).values(collector_id=collector_id, name=name, reachable=True, last_seen=self.now)
+        )
+        key = res.inserted_primary_key
+        assert key is not None  # an INSERT of one row always has one
+        h = Host(key[0], collector_id, name, True, None, self.now)
+        self.hosts[h.id] = h
+        self.host_dirty.add(h.id)
+        return h
 
     def pane_by_id(self, pane_id: int) -> Pane | None:
         p = self.panes.get(pane_id)

@@ -106,10 +106,6 @@ hosts = Table(
     Column("last_seen", Float),
     Column("unreachable_since", Float),
     UniqueConstraint("collector_id", "name", name="uq_hosts_collector_name"),
-    # A host belongs to one collector, the first to claim its name: unique across
-    # collectors, so two processes on one PostgreSQL cannot both accept a claim
-    # (`Tx.claim`; migration hosts_0004).
-    Index("uq_hosts_name", "name", unique=True),
 )
 
 # tmux sessions seen per host (tmux server + session name), for grouping on the board.
