@@ -237,8 +237,8 @@ def test_observe_keeps_a_leader_that_names_the_agent_and_a_transport_in_front() 
 
 def test_ps_asks_once_for_pids_and_terminals() -> None:
     argv = ps_argv([3, 1, 3], ["/dev/pts/4", "/dev/pts/2", "", "/dev/pts/4", "weird,tty"])
-    assert argv == ["ps", "-o", "pid=,ppid=,pgid=,tpgid=,args=", "-p", "1,3", "-t", "pts/2,pts/4"]
-    assert ps_argv([5]) == ["ps", "-o", "pid=,ppid=,pgid=,tpgid=,args=", "-p", "5"]
+    assert argv == ["ps", "-ww", "-o", "pid=,ppid=,pgid=,tpgid=,args=", "-p", "1,3", "-t", "pts/2,pts/4"]
+    assert ps_argv([5]) == ["ps", "-ww", "-o", "pid=,ppid=,pgid=,tpgid=,args=", "-p", "5"]
 
 
 def test_screens_and_input_per_host_and_from_the_command_line() -> None:

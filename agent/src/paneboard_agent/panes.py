@@ -149,9 +149,11 @@ def ps_argv(pids: Iterable[int], ttys: Iterable[str] = ()) -> list[str]:
 
     The terminals bring in each pane's whole foreground group (its members have the
     pane's tty as controlling terminal), so a wrapper's child is seen in the same run;
-    `-p` and `-t` select the union (POSIX).
+    `-p` and `-t` select the union (POSIX). `-ww`: procps cuts `args` to `$COLUMNS` when
+    that is set (80 in many CI and cron environments), and a cut command line hides
+    `paneboard emit` or an interpreter's script behind a long path; BSD ps reads it alike.
     """
-    argv = ["ps", "-o", PS_FIELDS, "-p", ",".join(str(p) for p in sorted(set(pids)))]
+    argv = ["ps", "-ww", "-o", PS_FIELDS, "-p", ",".join(str(p) for p in sorted(set(pids)))]
     names = sorted({t.removeprefix("/dev/") for t in ttys if t and t.startswith("/dev/") and "," not in t})
     if names:
         argv += ["-t", ",".join(names)]

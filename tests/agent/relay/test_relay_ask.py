@@ -69,7 +69,7 @@ def ask_pid(tmux: Tmux, pane: Pane) -> int:
     rows = [
         line.split(None, 2)
         for line in subprocess.run(
-            ["ps", "-e", "-o", "pid=,ppid=,args="], capture_output=True, text=True, check=True
+            ["ps", "-ww", "-e", "-o", "pid=,ppid=,args="], capture_output=True, text=True, check=True
         ).stdout.splitlines()
     ]
     family, found = {top}, []
