@@ -116,7 +116,9 @@ def test_closing_the_terminal_stops_everything_and_says_so(tmp_path: Path) -> No
         # the demo's own child: a fork the collector makes (to run tmux, ps) carries the same
         # command line until it execs
         (collector,) = [
-            p for p, argv in running.items() if "agent" in argv and "--server" in argv and _ppid(p) == proc.pid
+            p
+            for p, argv in running.items()
+            if "agent" in argv and "--server" in argv and _ppid(p) == proc.pid
         ]
         token = _environ(collector).get("PANEBOARD_TOKEN", "")
         assert token.startswith("pbc_"), "the collector gets its token through PANEBOARD_TOKEN"
