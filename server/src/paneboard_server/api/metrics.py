@@ -65,6 +65,11 @@ class _Live:
             value=core.stats["batches_retried"],
         )
         yield CounterMetricFamily(
+            "paneboard_batches_rerun",
+            "Writer batches run again whole after a deadlock or serialization failure with another process",
+            value=core.stats["batches_rerun"],
+        )
+        yield CounterMetricFamily(
             "paneboard_transactions_failed",
             "Write transactions that failed, each half of a bisected batch and each probe included",
             value=core.stats["transactions_failed"],

@@ -96,6 +96,7 @@ class Core:
             "commits_failed": 0,
             "stale_changes": 0,
             "batches_retried": 0,
+            "batches_rerun": 0,  # run again whole after a deadlock with another process's writer
             "transactions_failed": 0,  # every failed write transaction, bisection and probes included
             "refused_invalid": 0,
             "refused_unstorable": 0,

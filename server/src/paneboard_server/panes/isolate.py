@@ -25,22 +25,38 @@ from .tx import Tx
 _PROBED = sorted((f for f in FIELDS if f.update and f.row), key=lambda f: (f.type != "str", f.name))
 
 
-def is_data_error(exc: BaseException) -> bool:
-    """True when `exc` (or what it wraps) is about the values sent, not the database:
-    a Python-side conversion error or an SQLSTATE class 22 ("data exception")."""
+def _chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and everything it wraps (SQLAlchemy's `orig`, causes, contexts), once each."""
     stack: list[BaseException | None] = [exc]
-    seen: set[int] = set()
+    seen: dict[int, BaseException] = {}
     while stack:
         e = stack.pop()
         if e is None or id(e) in seen:
             continue
-        seen.add(id(e))
-        if isinstance(e, OverflowError | UnicodeError | ValueError | TypeError):
-            return True
-        if str(getattr(e, "sqlstate", "") or "").startswith("22"):
-            return True
+        seen[id(e)] = e
         stack += [getattr(e, "orig", None), e.__cause__, e.__context__]
-    return False
+    return list(seen.values())
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """True when `exc` (or what it wraps) is about the values sent, not the database:
+    a Python-side conversion error or an SQLSTATE class 22 ("data exception")."""
+    return any(
+        isinstance(e, OverflowError | UnicodeError | ValueError | TypeError)
+        or str(getattr(e, "sqlstate", "") or "").startswith("22")
+        for e in _chain(exc)
+    )
+
+
+#: PostgreSQL's "try the transaction again": a serialization failure, a deadlock
+TRANSIENT_SQLSTATES = frozenset({"40001", "40P01"})
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when the database gave up on the transaction for a conflict with another
+    one (two processes' writers claiming new hosts in opposite orders): the same
+    transaction run again succeeds."""
+    return any(str(getattr(e, "sqlstate", "") or "") in TRANSIENT_SQLSTATES for e in _chain(exc))
 
 
 async def probe(core: WriterState, op: Ingest) -> BaseException | None:

@@ -8,11 +8,12 @@ leaves the mirror as it was, since nothing outside the batch saw its copies.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from paneboard_protocol.pane import HISTORY_FIELDS, ROW_FIELDS
-from sqlalchemy import insert, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -24,6 +25,13 @@ from .state import PaneState
 
 if TYPE_CHECKING:
     from ..ingest.wire import HostIn
+
+
+def host_lock_key(name: str) -> int:
+    """The advisory lock (a signed 64-bit key) that serialises claims of host `name`
+    across processes; a collision between two names only makes their claims queue."""
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8, person=b"pb-host").digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 class Tx:
@@ -67,6 +75,17 @@ class Tx:
             return h
         for h in self.hosts.values():
             if h.collector_id == collector_id and h.name == name:
+                return h
+        if self.core.is_pg:
+            # made through another process (this one's memory holds only hosts it loaded
+            # at start-up or saw with panes): the collector's own row, not a second one
+            row = (
+                await self.conn.execute(
+                    select(s.hosts).where(s.hosts.c.collector_id == collector_id, s.hosts.c.name == name)
+                )
+            ).first()
+            if row is not None:
+                h = self.hosts[row.id] = host_from_row(row)
                 return h
         res = await self.conn.execute(
             insert(s.hosts).values(collector_id=collector_id, name=name, reachable=True, last_seen=self.now)
@@ -153,6 +172,12 @@ class Tx:
         for h in self.hosts.values():
             if h.name == name:
                 return h.collector_id
+        if self.core.is_pg:
+            # A name new to this process: another process may be claiming it right now,
+            # its row not yet committed, so neither would see the other's and both would
+            # accept. The lock (held to this transaction's end) makes the second claim
+            # wait for the first; the read after it sees the first one's committed row.
+            await self.conn.execute(select(func.pg_advisory_xact_lock(host_lock_key(name))))
         row = (
             await self.conn.execute(
                 select(s.hosts.c.collector_id).where(s.hosts.c.name == name).order_by(s.hosts.c.id).limit(1)

@@ -21,7 +21,7 @@ from typing import Any
 from . import reclassify
 from .commands import Ingest, Op
 from .flush import flush
-from .isolate import is_data_error, refused_field, refused_panes
+from .isolate import is_data_error, is_transient, refused_field, refused_panes
 from .state import WriterState
 from .tx import Tx
 
@@ -74,7 +74,17 @@ async def _write(core: WriterState, ops: list[Op], whole: bool = False) -> None:
     if not ops:
         return
     try:
-        await _apply(core, ops)
+        try:
+            await _apply(core, ops)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            core.collector_rows = None
+            core.stats["transactions_failed"] += 1
+            core.stats["batches_rerun"] += 1
+            why = _one_line(exc)
+            log.info("a batch of %d operations met another process's writer (%s); run again", len(ops), why)
+            await _apply(core, ops)
         return
     except asyncio.CancelledError:
         raise
