@@ -2,12 +2,14 @@
 wait on their user. Whole stack, for real: tmux behind sshd, the collector process,
 the server.
 
-Two kinds of waiting pane, the two whose state a new collector can know at once: one
-whose program reported `blocked` once over OSC 7501 under `paneboard run` (the state it
-kept in the pane's options, late_state.py), and one whose prompt is only on its screen
-(Claude Code's permission question, read by the bundled screen rules). Across the
-restart each keeps its `since`, its history has no state in between, and the ledger
-(`GET /api/blocks`) holds one open wait for it, from the original start.
+Three kinds of waiting pane: one whose program reported `blocked` once over OSC 7501
+under `paneboard run` (the state it kept in the pane's options, late_state.py), one
+whose prompt is only on its screen (Claude Code's permission question, read by the
+bundled screen rules), and one whose program reported over OSC 7501 with nothing
+kept anywhere but the server (the new collector cannot know it; the same process
+still in front keeps the stored wait). Across the restart each keeps its `since`, its
+history has no state in between, and the ledger (`GET /api/blocks`) holds one open
+wait for it, from the original start.
 """
 
 from __future__ import annotations
@@ -48,17 +50,18 @@ def test_collector_restarted_mid_wait_keeps_each_wait_whole(stack_factory) -> No
     py = shlex.quote(sys.executable)
     reported, rid = stack.new_pane("reported", f"{py} -m paneboard.cli run -- {py} {script}")
     screen, sid = stack.new_pane("screen", asker())
-    ids = {rid: reported, sid: screen}
+    raw, wid = stack.new_pane("raw", f"{py} {script}")
+    ids = {rid: reported, sid: screen, wid: raw}
 
     def rows() -> dict[str, dict]:
         return {str(p["id"]): p for p in stack.panes() if p["host"] == HOST and str(p["id"]) in ids}
 
     before = wait_for(
-        lambda: (r := rows()) and all(p["state"] == "blocked" for p in r.values()) and len(r) == 2 and r,
+        lambda: (r := rows()) and all(p["state"] == "blocked" for p in r.values()) and len(r) == 3 and r,
         timeout=30,
-        what="both panes blocked",
+        what="the three panes blocked",
     )
-    assert before[rid]["msg"] == "Deploy to staging?"
+    assert before[rid]["msg"] == before[wid]["msg"] == "Deploy to staging?"
     assert "Do you want to proceed?" in before[sid]["msg"]
 
     stack.kill_collector(signal.SIGKILL)

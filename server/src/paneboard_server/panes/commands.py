@@ -57,11 +57,41 @@ def apply_update(tx: Tx, p: Pane, u: PaneIn, reason: str = "report", resumed: bo
     if resumed and p.gone_at is None and same_prompt(p, fields):
         fields["since"] = p.since
     records = [dict(r) for r in u.records]
+    if resumed and p.gone_at is None and reported_wait_outlives(p, fields, records, u.evidence):
+        for k in ("agent", "state", "kind", "msg", "source"):
+            fields[k] = getattr(p, k)
+        fields["since"] = p.since
+        records = p.records
     if records != p.records:
         p.records = records
         tx.records_dirty.add(p.id)
     p.last_seen = tx.now
     tx.classify(p, fields, reason)
+
+
+def _pid(evidence: Any) -> int:
+    proc = evidence.get("process") if isinstance(evidence, dict) else None
+    pid = proc.get("pid") if isinstance(proc, dict) else None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) else 0
+
+
+def reported_wait_outlives(p: Pane, fields: dict[str, Any], records: list[Any], evidence: Any) -> bool:
+    """A collector that (re)started knows nothing of a `blocked` its pane's program
+    reported over OSC 7501 before it attached (tmux keeps no raw output), while the
+    stored pane still holds it. A record lives as long as the process that wrote it
+    (P7501-8), so when the process in front is the very one that reported (same pid)
+    and the new collector has learnt nothing since, the wait goes on: it keeps its
+    state, question, `since` and ledger row. Anything the collector does learn (a
+    record, a screen, another process) is applied as usual."""
+    return (
+        p.state == "blocked"
+        and p.source == "protocol"
+        and bool(p.records)
+        and fields.get("state") is None
+        and not records
+        and bool(fields.get("observable"))
+        and 0 < _pid(evidence) == _pid(p.evidence)
+    )
 
 
 def same_prompt(p: Pane, fields: dict[str, Any]) -> bool:
