@@ -200,10 +200,13 @@ def test_phone_is_compact_and_offers_no_desktop_notifications_without_the_api(br
         p = phone.new_page()
         login(p, board)
         p.wait_for_selector(".card")
-        assert not p.locator("#filters").is_visible() and not p.locator("#settings-btn").is_visible()
+        assert not p.locator("#filters").is_visible() and not p.locator("#sound-btn").is_visible()
         assert p.locator("#tools-btn").is_visible()
+        # Issue 24 item 9: Stats, Notifications and Sign out stay in reach, not behind Filters.
+        for el in ("#settings-btn", "#stats-link", "#sign-out", "#who-name"):
+            assert p.locator(el).is_visible(), el
         height = p.evaluate("document.getElementById('top').getBoundingClientRect().height")
-        assert height < 100, height  # the header is one line, not a third of the screen
+        assert height < 110, height  # two short lines, not a third of the screen
         assert p.evaluate("document.activeElement === document.body")
         p.click("#tools-btn")
         assert p.locator("#filters").is_visible() and p.locator("#sound-btn").is_visible()
