@@ -129,3 +129,65 @@ def test_notification_settings_list_the_channels_or_say_how_to_add_one(page, boa
     text = help_.inner_text()
     assert "[[notify.channels]]" in text and "paneboard serve --config" in text and "Apprise" in text
     assert page.locator("#channels").inner_text() == "none"
+
+
+CARD_OF = """async (panes) => {
+  const b = await import('/js/board.js');
+  const m = await import('/js/model.js');
+  const root = document.createElement('div');
+  document.body.append(root);
+  const model = new m.Model();
+  const board = new b.Board(model, {
+    root, empty: document.createElement('div'), tpl: document.getElementById('card-tpl'),
+    filters: {host: document.createElement('select'), agent: document.createElement('select'),
+              state: document.createElement('select')},
+    onOpen: () => {}, getQuiet: () => null, localHost: () => '', viewer: () => null,
+  });
+  model.reset(panes);
+  board.render();
+  const out = [...root.querySelectorAll('.card')].map((c) => ({
+    id: c.dataset.id, where: c.querySelector('.where').textContent,
+    whereTitle: c.querySelector('.where').title, markers: c.querySelector('.markers').textContent,
+    text: c.innerText,
+  }));
+  root.remove();
+  return out;
+}"""
+
+
+def pane(i: int, host: str, **kw) -> dict:
+    base = {"id": i, "host": host, "tmux": "default", "pane": f"%{i}", "session": "work"}
+    return {**base, "window": "build", "agent": "claude", "state": "working", "since": 1, **kw}
+
+
+def test_cards_speak_plain_words(page):
+    """Issue 24 item 9: "via native", "Current 7501 records", "%6" and the host label on
+    every waiting card were jargon or noise."""
+    one_host = page.evaluate(
+        CARD_OF,
+        [pane(6, "h1", source="native", progress=40), pane(7, "h1", source="screen", state="blocked",
+         kind="question", msg="Which branch?"), pane(8, "h1", state="blocked", kind="question", msg="Go?")],
+    )  # fmt: skip
+    cards = {c["id"]: c for c in one_host}
+    assert "from the terminal's progress signal" in cards["6"]["markers"]
+    assert "read from the screen" in cards["7"]["markers"]
+    assert all("via " not in c["text"] for c in one_host)
+    for c in one_host:  # the pane id is a tooltip, not text; one host: no host on the card
+        assert c["where"] == "work:build" and "%" not in c["text"], c
+        assert c["whereTitle"].endswith(f"pane %{c['id']}")
+    two_hosts = page.evaluate(
+        CARD_OF,
+        [pane(7, "h1", state="blocked", kind="question", msg="Which?"),
+         pane(9, "h2", state="blocked", kind="question", msg="Go?")],
+    )  # fmt: skip
+    assert sorted(c["where"] for c in two_hosts) == ["h1 · work:build", "h2 · work:build"]
+
+
+def test_pane_page_names_its_records_in_plain_words(page, board):
+    pane_, pid = new_pane(board)
+    board.report(pane_, state="working", id="task-1", app="pytest")
+    page.goto(board.url + f"/#/pane/{pid}")
+    heading = page.locator("#pane-view h3", has_text="Reported by the programs in this pane")
+    heading.wait_for()
+    assert "7501" not in page.locator("#pane-view h3").all_inner_texts()[0]
+    assert heading.get_attribute("title") == "OSC 7501 records, one per id"
