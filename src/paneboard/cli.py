@@ -4,11 +4,14 @@ Each subcommand lives beside the code it drives (the decoder's tools in
 `paneboard_protocol`, the collector's in `paneboard_agent`, the server's in
 `paneboard_server`) and is imported only when it is run, so `paneboard decode` never
 pays for importing FastAPI and a host with only `paneboard-agent` installed can still
-run `paneboard agent`. Every subcommand is a `main(argv) -> int` function.
+run `paneboard agent`. Every subcommand is a `main(argv) -> int` function, its parser
+a `paneboard_protocol.cli_args.OneLineParser`: a mistyped --option gets a "did you
+mean --x?" there (difflib), as a mistyped command does here.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -50,7 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
-        print(f"paneboard: unknown command {name!r} (try `paneboard --help`)", file=sys.stderr)
+        close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
+        hint = f"; did you mean `paneboard {close[0]}`?" if close else ""
+        print(f"paneboard: unknown command {name!r}{hint} (try `paneboard --help`)", file=sys.stderr)
         return 2
     module_name, func_name, _ = COMMANDS[name]
     try:

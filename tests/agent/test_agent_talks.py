@@ -162,6 +162,27 @@ def test_a_refused_token_exits_with_the_reason(board, tmux_server: TmuxServer, t
     assert last.endswith("; exiting"), last
 
 
+def test_a_viewer_token_is_named_as_one(board, tmux_server: TmuxServer, tmp_path: Path) -> None:
+    """Issue 24 item 9: a viewer token given to `agent` was refused as any bad token; the
+    line now says what it is and which token a collector needs."""
+    agent = Agent(
+        tmp_path, "--server", board.url, "--token", board.viewer_token, "--tmux-socket", tmux_server.name
+    )
+    try:
+        rc = agent.proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"still running after 60 s; stderr: {agent.lines()}") from None
+    finally:
+        agent.stop()
+    assert rc == 1, agent.lines()
+    last = agent.lines()[-1]
+    assert (
+        "4401 (the token was refused)" in last
+        and "; this is a viewer token; collectors need a collector token" in last
+    ), last
+    assert "paneboard token create NAME" in last and board.viewer_token not in last, last
+
+
 def test_server_lost_and_back_is_said_in_words(board, tmux_server: TmuxServer, tmp_path: Path) -> None:
     agent = Agent(
         tmp_path,

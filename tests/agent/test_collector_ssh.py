@@ -62,10 +62,14 @@ def test_wrong_host_key_fails_once_with_a_clear_line(tmux_server: TmuxServer, ss
     proc = AgentProcess(*args, "--tmux-socket", tmux_server.name)
     assert proc.wait_exit(30) == 1
     errors = [line for line in proc.stderr.splitlines() if "127.0.0.1" in line]
-    assert errors == [
+    [line] = errors
+    assert line.startswith(
         f"paneboard agent: {sshd.spec}: host key verification failed against {sshd.wrong_known_hosts} "
-        "(Host key is not trusted for host 127.0.0.1)"
-    ]
+        "(Host key is not trusted for host 127.0.0.1); "
+    ), line
+    # Issue 24 item 9: how to trust it, into the --known-hosts file that was checked
+    assert f"trust it with `ssh-keyscan -p {sshd.port} 127.0.0.1 >> {sshd.wrong_known_hosts}`; " in line, line
+    assert "connect once" not in line  # `ssh` would write to ~/.ssh/known_hosts, not that file
     assert proc.lines == []
 
 

@@ -105,10 +105,14 @@ def test_jump_host_key_is_verified(tmux_server: TmuxServer, sshd: Sshd, jump: Ss
     cfg.write_text(target + _block("bastion", jump, key=jump.client_key, known=jump.wrong_known_hosts))
     proc = _agent(cfg, tmux=tmux_server)
     assert proc.wait_exit(30) == 1
-    assert _error_lines(proc) == [
+    [line] = _error_lines(proc)
+    assert line.startswith(
         f"paneboard agent: build-3 via jump host bastion: host key verification failed against "
-        f"{jump.wrong_known_hosts} (Host key is not trusted for host 127.0.0.1)"
-    ]
+        f"{jump.wrong_known_hosts} (Host key is not trusted for host 127.0.0.1); "
+    ), line
+    # how to trust it: the jump's real address and port, into the file that was checked
+    assert f"`ssh-keyscan -p {jump.port} 127.0.0.1 >> {jump.wrong_known_hosts}`" in line, line
+    assert f"`ssh -F {cfg} bastion`" in line, line
     assert f"port {sshd.port}" not in jump.log.read_text()  # nothing was forwarded
     assert proc.lines == []
 
@@ -120,10 +124,45 @@ def test_wrong_host_key_from_user_known_hosts_file(
     cfg.write_text(_block("build-3", sshd, key=sshd.client_key, known=sshd.wrong_known_hosts))
     proc = _agent(cfg, tmux=tmux_server)
     assert proc.wait_exit(30) == 1
-    assert _error_lines(proc) == [
+    [line] = _error_lines(proc)
+    assert line.startswith(
         f"paneboard agent: build-3: host key verification failed against {sshd.wrong_known_hosts} "
-        "(Host key is not trusted for host 127.0.0.1)"
-    ]
+        "(Host key is not trusted for host 127.0.0.1); "
+    ), line
+    # Issue 24 item 9: the refusal says how to trust the key (after a look at it).
+    assert f"trust it with `ssh-keyscan -p {sshd.port} 127.0.0.1 >> {sshd.wrong_known_hosts}`" in line, line
+    assert f"or connect once with `ssh -F {cfg} build-3` and answer yes" in line, line
+    assert "fingerprint" in line and line.count("\n") == 0
+
+
+def test_a_mistyped_host_alias_is_named_as_not_in_the_ssh_config(
+    tmux_server: TmuxServer, sshd: Sshd, tmp_path: Path
+) -> None:
+    """Issue 24 item 9: a mistyped Host alias was retried for ever with only the
+    resolver's words; the line now says it is no Host of the config, and the close one."""
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(
+        _block("build-3", sshd, key=sshd.client_key) + "Host nowhere\n  HostName nowhere.invalid\n"
+    )
+    proc = AgentProcess("--ssh", "buidl-3", "--ssh-config", str(cfg), "--tmux-socket", tmux_server.name)
+    try:
+        wait_for(lambda: "cannot resolve" in proc.stderr, timeout=30, what="the resolver's refusal")
+        line = next(x for x in _error_lines(proc) if "cannot resolve" in x)
+        assert line.startswith(
+            "paneboard agent: buidl-3: cannot connect (cannot resolve host name 'buidl-3': "
+        ), line
+        assert f"; 'buidl-3' is not a Host alias in {cfg} either; did you mean build-3?" in line, line
+    finally:
+        proc.stop()
+    # An alias that is in the config: its HostName is what did not resolve.
+    proc = AgentProcess("--ssh", "nowhere", "--ssh-config", str(cfg), "--tmux-socket", tmux_server.name)
+    try:
+        wait_for(lambda: "cannot resolve" in proc.stderr, timeout=30, what="the resolver's refusal")
+        line = next(x for x in _error_lines(proc) if "cannot resolve" in x)
+        assert "cannot resolve host name 'nowhere.invalid': " in line, line
+        assert f", the HostName of Host nowhere in {cfg})" in line and "not a Host" not in line, line
+    finally:
+        proc.stop()
 
 
 @pytest.fixture

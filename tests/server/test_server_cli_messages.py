@@ -301,3 +301,29 @@ def test_a_connection_keeps_its_token_marked_as_used(db_url: str) -> None:
             await engine.dispose()
 
     asyncio.run(go())
+
+
+def test_serve_prints_the_url_it_listens_on(db_url: str, server_factory: Any) -> None:
+    """Issue 24 item 9: `paneboard serve` said nothing of where to point a browser."""
+    srv = server_factory(db_url)
+    assert srv.log is not None
+    lines = [line for line in srv.log.read_text().splitlines() if "listening on" in line]
+    assert lines == [f"paneboard serve: listening on http://127.0.0.1:{srv.port}/"], srv.log.read_text()
+    assert httpx.get(lines[0].rsplit(" ", 1)[1] + "healthz", timeout=5).status_code == 200
+
+
+def test_listen_url_of_a_wildcard_and_an_ipv6_address() -> None:
+    import socket
+
+    from paneboard_server.serving.run import listen_socket, listen_url
+
+    for host, want in (
+        ("0.0.0.0", f"http://{socket.gethostname()}:{{}}/ (every interface)"),
+        ("::1", "http://[::1]:{}/"),
+    ):
+        try:
+            sock = listen_socket(host, 0)
+        except OSError:
+            continue  # no IPv6 here
+        with sock:
+            assert listen_url(sock) == want.format(sock.getsockname()[1])

@@ -68,7 +68,9 @@ def test_stats_match_the_figures_worked_out_by_hand(db_url: str) -> None:
         r = await c.get("/api/stats", params={"from": D, "to": D + 2 * DAY})
         assert r.status_code == 200, r.text
         out = r.json()
-        assert out["totals"] == {"count": 6, "waited": 6380.0, "open": 1, "answered": 4}
+        assert out["totals"] == {
+            "count": 6, "waited": 6380.0, "open": 1, "answered": 4, "ended": {"answered": 4, "cancelled": 1}
+        }  # fmt: skip
         assert out["per_day"]["days"] == ["2030-03-17", "2030-03-18"]
         assert [x["name"] for x in out["per_day"]["series"]] == ["codex", "claude"]  # most first
         assert series(out) == {"claude": [280.0, 200.0], "codex": [900.0, 5000.0]}
@@ -110,13 +112,19 @@ def test_stats_filters_range_host_agent_and_time_zone(db_url: str) -> None:
         h1 = await get(host="h1")
         assert h1["totals"]["count"] == 3 and h1["totals"]["waited"] == 480.0
         codex = await get(agent="codex")
-        assert codex["totals"] == {"count": 3, "waited": 5900.0, "open": 1, "answered": 1}
+        assert codex["totals"] == {
+            "count": 3, "waited": 5900.0, "open": 1, "answered": 1, "ended": {"answered": 1, "cancelled": 1}
+        }  # fmt: skip
         # Day two only: the block over midnight counts its 200 s there, but its answer
         # time (it began on day one) and its prompt belong to day one.
         day2 = await get(**{"from": D + DAY})
         assert series(day2) == {"claude": [200.0], "codex": [5000.0]}
         assert day2["time_to_answer"]["agent"] == []
         assert [p["kind"] for p in day2["prompts"]] == ["auth"]
+        # The totals add up: the block answered on day two is among the day's answered
+        # waits (it was left out, so the headline's parts did not make its total).
+        t2 = day2["totals"]
+        assert (t2["count"], t2["open"], t2["answered"], t2["ended"]) == (2, 1, 1, {"answered": 1})
         # An hour east of UTC the midnight block lies wholly on the second local day.
         east = await get(tz=60)
         assert east["per_day"]["days"] == ["2030-03-17", "2030-03-18", "2030-03-19"]

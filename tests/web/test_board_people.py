@@ -200,10 +200,13 @@ def test_phone_is_compact_and_offers_no_desktop_notifications_without_the_api(br
         p = phone.new_page()
         login(p, board)
         p.wait_for_selector(".card")
-        assert not p.locator("#filters").is_visible() and not p.locator("#settings-btn").is_visible()
+        assert not p.locator("#filters").is_visible() and not p.locator("#sound-btn").is_visible()
         assert p.locator("#tools-btn").is_visible()
+        # Issue 24 item 9: Stats, Notifications and Sign out stay in reach, not behind Filters.
+        for el in ("#settings-btn", "#stats-link", "#sign-out", "#who-name"):
+            assert p.locator(el).is_visible(), el
         height = p.evaluate("document.getElementById('top').getBoundingClientRect().height")
-        assert height < 100, height  # the header is one line, not a third of the screen
+        assert height < 110, height  # two short lines, not a third of the screen
         assert p.evaluate("document.activeElement === document.body")
         p.click("#tools-btn")
         assert p.locator("#filters").is_visible() and p.locator("#sound-btn").is_visible()
@@ -291,8 +294,10 @@ def test_every_blocked_card_is_on_top_longest_wait_first_whatever_its_session(pa
     assert [i for i in ids if i in (a1_id, b1_id, a2_id)] == [a1_id, b1_id, a2_id]
     assert page.locator(".group").first.get_attribute("class") == "group waiting"
     assert re.fullmatch(r"Waiting on you · \d+", section.locator("h2 .group-name").inner_text())
-    where = card(page, b1_id).locator(".where").inner_text()  # outside its group: names its host
-    assert where.startswith(row["host"]) and f" · {row['session']}:" in where, where
+    # Outside its group, but the board has one host: its name on the card would say
+    # nothing the group headers do not (issue 24 item 9); see test_board_plain for two.
+    where = card(page, b1_id).locator(".where").inner_text()
+    assert where.startswith(f"{row['session']}:") and row["host"] not in where, where
     board.report(b1, state="working")  # no longer waiting: back in its session's group
     wait_card_state(page, b1_id, "working")
     assert section.locator(f".card[data-id='{b1_id}']").count() == 0

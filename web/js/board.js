@@ -96,6 +96,8 @@ export class Board {
       return a[0] < b[0] ? -1 : 1;
     });
     if (waiting.length) order.unshift([WAITING, waiting]);
+    // One host on the board: its name on every waiting card would say nothing new.
+    const manyHosts = new Set(panes.map((p) => hostKey(p))).size > 1;
     const seenCards = new Set(), seenGroups = new Set();
     let prevGroup = null;
     for (const [key, list] of order) {
@@ -120,7 +122,7 @@ export class Board {
           this.cards.set(p.id, card);
           this.observer.observe(card);
         }
-        fillCard(card, p, { quiet: this.getQuiet(), localHost: this.localHost(), viewer: this.viewer(), withHost: key === WAITING });
+        fillCard(card, p, { quiet: this.getQuiet(), localHost: this.localHost(), viewer: this.viewer(), withHost: key === WAITING && manyHosts });
         const at = prevCard ? prevCard.nextSibling : g.cards.firstChild;
         if (card !== at) g.cards.insertBefore(card, at);
         prevCard = card;
@@ -296,6 +298,9 @@ export async function copyText(text, button) {
   return ok;
 }
 
+// Where a state came from, in plain words (protocol: the program's own report, said by none).
+const SOURCE_WORDS = { native: "from the terminal's progress signal", screen: "read from the screen" };
+
 export function fillCard(card, p, { quiet = null, localHost = "", viewer = null, withHost = false } = {}) {
   const info = stateInfo(p.state);
   const maybe = possiblyWaiting(p);
@@ -357,10 +362,13 @@ export function fillCard(card, p, { quiet = null, localHost = "", viewer = null,
     if (maybe) wait.textContent = "possibly still waiting";
   }
   card.querySelector(".elapsed").textContent = p.since && !waiting ? formatDuration(clock.now() - p.since) : "";
-  // Outside its host's group (the waiting section) a card names its host itself.
+  // Outside its host's group (the waiting section) a card names its host itself, when
+  // the board has more than one. The tmux pane id ("%6") is a detail: a tooltip.
   const host = withHost ? `${hostLabel(p)} · ` : "";
-  const where = `${host}${clean(p.session)}:${clean(p.window)} ${clean(p.pane)}`;
-  card.querySelector(".where").textContent = where;
+  const where = `${host}${clean(p.session)}:${clean(p.window)}`;
+  const whereEl = card.querySelector(".where");
+  whereEl.textContent = where;
+  whereEl.title = `tmux session:window, pane ${clean(p.pane)}`;
   const markers = card.querySelector(".markers");
   markers.replaceChildren();
   const add = (text, cls, title) => {
@@ -387,7 +395,9 @@ export function fillCard(card, p, { quiet = null, localHost = "", viewer = null,
       s.textContent = "last known";
     }
   }
-  if (p.source && p.source !== "protocol") add(`via ${p.source}`);
+  if (p.source && p.source !== "protocol") {
+    add(SOURCE_WORDS[p.source] || `from ${clean(p.source, 20)}`, "marker-source", `source: ${clean(p.source, 20)}`);
+  }
   // Offer only what works for this viewer and this pane: answers need the operator role
   // and an agent the collector can see; a screen, a blocked pane the collector can see
   // and a viewer allowed to see screens (an unknown viewer is offered neither).

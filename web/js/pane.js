@@ -202,7 +202,10 @@ export class PaneView {
     root.append(this.screenRoot);
 
     if (p.records.length) {
-      root.append(el("h3", "", "Current 7501 records"));
+      // What the programs in the pane reported (OSC 7501 records, one per id): plain words first.
+      const h = el("h3", "", "Reported by the programs in this pane");
+      h.title = "OSC 7501 records, one per id";
+      root.append(h);
       const t = el("table", "records");
       const head = el("tr");
       for (const c of ["id", "state", "kind", "app", "msg", "title"]) head.append(el("th", "", c));

@@ -9,7 +9,32 @@ import { formatWait } from "./model.js";
 
 const NS = "http://www.w3.org/2000/svg";
 // Eight colours told apart in light and dark, each also named in the legend and titles.
-export const PALETTE = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#0891b2", "#ca8a04", "#db2777", "#64748b"];
+// A colour means one agent (or one host) on every plot of the page: see `colours`.
+export const PALETTE = ["#2563eb", "#ea580c", "#16a34a", "#9333ea", "#0891b2", "#ca8a04", "#db2777", "#92400e"];
+// What is not an agent or a host (ranks, kinds, "other") is drawn in one neutral grey.
+export const NEUTRAL = "#8b949e";
+
+function hash(s) {
+  let h = 2166136261; // FNV-1a: the same name gets the same slot on every load
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+/** The one place names get colours: each name its hash's slot of PALETTE, or, when an
+ * earlier name (in sorted order) took that slot, the next free one, so up to eight
+ * names never share a colour and a name keeps its colour whatever the filters show.
+ * Returns name -> colour; names not given (and "other") are NEUTRAL. */
+export function colours(names) {
+  const taken = new Map();
+  const out = new Map();
+  for (const n of [...new Set(names)].sort()) {
+    let k = hash(n) % PALETTE.length;
+    for (let i = 0; i < PALETTE.length && taken.has(k); i++) k = (k + 1) % PALETTE.length;
+    taken.set(k, n);
+    out.set(n, PALETTE[k]);
+  }
+  return (name) => (name === "other" ? NEUTRAL : out.get(name) ?? NEUTRAL);
+}
 
 function svg(tag, attrs = {}, text) {
   const el = document.createElementNS(NS, tag);
@@ -45,7 +70,7 @@ export function shortDuration(s) {
 }
 
 /** Time waited per day, stacked by series: {days: ["2030-03-17", …], series: [{name, values}]}. */
-export function stackedBars(box, { days, series }, label) {
+export function stackedBars(box, { days, series }, label, colour) {
   const width = Math.max(260, box.clientWidth);
   const height = 220;
   const left = 52, right = 8, top = 10, bottom = 34;
@@ -66,10 +91,10 @@ export function stackedBars(box, { days, series }, label) {
   days.forEach((day, i) => {
     const x = left + i * slot + (slot - barW) / 2;
     let base = 0;
-    series.forEach((ser, k) => {
+    series.forEach((ser) => {
       const v = ser.values[i];
       if (v <= 0) return;
-      const r = svg("rect", { x, y: y(base + v), width: barW, height: Math.max(1, y(base) - y(base + v)), fill: PALETTE[k % PALETTE.length], class: "bar" });
+      const r = svg("rect", { x, y: y(base + v), width: barW, height: Math.max(1, y(base) - y(base + v)), fill: colour(ser.name), class: "bar", "data-name": ser.name });
       s.append(titled(r, `${day} · ${clean(ser.name, 80)}: ${formatWait(v)}`));
       base += v;
     });
@@ -78,18 +103,19 @@ export function stackedBars(box, { days, series }, label) {
     }
   });
   s.append(svg("line", { x1: left, x2: width - right, y1: y(0), y2: y(0), class: "axis-line" }));
-  box.replaceChildren(s, legend(series.map((x) => x.name)));
+  box.replaceChildren(s, legend(series.map((x) => x.name), colour));
   return s;
 }
 
-function legend(names) {
+function legend(names, colour) {
   const ul = document.createElement("ul");
   ul.className = "legend";
-  names.forEach((n, k) => {
+  names.forEach((n) => {
     const li = document.createElement("li");
+    li.dataset.name = n;
     const sw = document.createElement("span");
     sw.className = "swatch";
-    sw.style.background = PALETTE[k % PALETTE.length];
+    sw.style.background = colour(n);
     li.append(sw, document.createTextNode(clean(n, 80)));
     ul.append(li);
   });
@@ -98,7 +124,7 @@ function legend(names) {
 
 /** Time-to-answer per group: a bar to p90, a tick at p50, a dot at the maximum; the
  * figures are written on each row too. Groups: [{name, count, p50, p90, max}]. */
-export function answerRanges(box, groups, label) {
+export function answerRanges(box, groups, label, colour) {
   const width = Math.max(260, box.clientWidth);
   const row = 56, top = 4;
   const height = top + row * groups.length + 18;
@@ -113,7 +139,7 @@ export function answerRanges(box, groups, label) {
     s.append(titled(svg("text", { x: left, y: y0 + 13, class: "row-label", "data-maxw": width - left - right }, `${name} · ${g.count} answered`), `${name}: ${g.count} answered; ${figures}`));
     s.append(svg("text", { x: left, y: y0 + 28, class: "row-figures", "data-maxw": width - left - right }, figures));
     s.append(svg("line", { x1: x(0), x2: x(g.max), y1: y0 + 42, y2: y0 + 42, class: "whisker" }));
-    s.append(titled(svg("rect", { x: x(0), y: y0 + 36, width: Math.max(1, x(g.p90) - x(0)), height: 12, fill: PALETTE[i % PALETTE.length], class: "bar", opacity: 0.75 }), `${name}: 90% answered within ${formatWait(g.p90)}`));
+    s.append(titled(svg("rect", { x: x(0), y: y0 + 36, width: Math.max(1, x(g.p90) - x(0)), height: 12, fill: colour(g.name), class: "bar", "data-name": g.name, opacity: 0.85 }), `${name}: 90% answered within ${formatWait(g.p90)}`));
     s.append(titled(svg("rect", { x: x(g.p50) - 1.5, y: y0 + 33, width: 3, height: 18, class: "median" }), `${name}: median ${formatWait(g.p50)}`));
     s.append(titled(svg("circle", { cx: x(g.max), cy: y0 + 42, r: 4, class: "maxdot" }), `${name}: longest ${formatWait(g.max)}`));
   });
@@ -147,27 +173,45 @@ export function fitTexts(root) {
   }
 }
 
-/** Labelled horizontal bars, the label on its own line above each bar (long names and
- * prompts fit a phone): items [{label, value, note}], value in the units `fmt` shows. */
-export function labelledBars(box, items, label, fmt) {
-  const width = Math.max(260, box.clientWidth);
-  const row = 38, left = 8, right = 8;
-  const height = 4 + row * items.length;
+/** A ranked list: one row per item, its label on one line (cut with an ellipsis when
+ * the screen is narrow), its figure at the right and a neutral bar under it; a tap (or
+ * Enter) on the row opens it and shows the whole label, hover not needed. Items
+ * [{label, value, note, detail}], value in the units `fmt` shows; every text goes in
+ * through textContent (prompts come from untrusted panes). */
+export function rankList(box, items, label, fmt) {
   const max = Math.max(1, ...items.map((it) => it.value));
-  const s = frame(width, height, label);
-  const rows = items.map((it, i) => {
-    const y0 = 4 + i * row;
-    const value = `${fmt(it.value)}${it.note ? ` · ${it.note}` : ""}`;
-    const full = `${clean(it.label, 300)} — ${value}`;
-    const name = titled(svg("text", { x: left, y: y0 + 13, class: "row-label" }, clean(it.label, 300)), full);
-    const val = svg("text", { x: width - right, y: y0 + 13, "text-anchor": "end", class: "row-value" }, value);
-    const w = Math.max(2, ((width - left - right) * it.value) / max);
-    s.append(name, val, titled(svg("rect", { x: left, y: y0 + 19, width: w, height: 12, fill: PALETTE[i % PALETTE.length], class: "bar" }), full));
-    return [name, val];
-  });
-  box.replaceChildren(s);
-  // The figure stays whole at the right; the name gets what is left of the line.
-  for (const [name, val] of rows) name.dataset.maxw = String(width - left - right - val.getComputedTextLength() - 10);
-  fitTexts(s);
-  return s;
+  const ol = document.createElement("ol");
+  ol.className = "rank";
+  ol.setAttribute("aria-label", label);
+  for (const it of items) {
+    const li = document.createElement("li");
+    const det = document.createElement("details");
+    const sum = document.createElement("summary");
+    const name = document.createElement("span");
+    name.className = "rank-label";
+    name.textContent = clean(it.label, 300);
+    const val = document.createElement("span");
+    val.className = "rank-value";
+    val.textContent = `${fmt(it.value)}${it.note ? ` · ${it.note}` : ""}`;
+    const bar = document.createElement("span");
+    bar.className = "rank-bar";
+    const fillEl = document.createElement("span");
+    fillEl.style.width = `${Math.max(0.5, (100 * it.value) / max)}%`;
+    bar.append(fillEl);
+    sum.append(name, val, bar);
+    const full = document.createElement("div");
+    full.className = "rank-full";
+    full.textContent = clean(it.full ?? it.label, 5000);
+    det.append(sum, full);
+    if (it.detail) {
+      const d = document.createElement("div");
+      d.className = "rank-detail muted";
+      d.textContent = clean(it.detail, 400);
+      det.append(d);
+    }
+    li.append(det);
+    ol.append(li);
+  }
+  box.replaceChildren(ol);
+  return ol;
 }

@@ -44,11 +44,28 @@ export class Settings {
       return e.dnd.checked ? "do not disturb on" : "do not disturb off";
     }));
     // Do-not-disturb for everyone: operators only (the server refuses anyone else too).
-    e.dndAll.addEventListener("change", () => this.run(async () => {
-      await put("/api/notify/dnd", { on: e.dndAll.checked, minutes: null, scope: "everyone" });
+    // Turning it on silences every user, so it is asked first; turning it off is not.
+    const confirm = $("dnd-all-confirm");
+    const setAll = (on) => this.run(async () => {
+      await put("/api/notify/dnd", { on, minutes: null, scope: "everyone" });
       await this.load();
-      return e.dndAll.checked ? "do not disturb on for everyone" : "do not disturb off for everyone";
-    }));
+      return on ? "do not disturb on for everyone" : "do not disturb off for everyone";
+    });
+    e.dndAll.addEventListener("change", () => {
+      if (!e.dndAll.checked) { confirm.hidden = true; setAll(false); return; }
+      e.dndAll.checked = false; // not until confirmed
+      confirm.hidden = false;
+      confirm.querySelector("button.yes").focus();
+    });
+    confirm.querySelector("button.yes").addEventListener("click", () => {
+      confirm.hidden = true;
+      e.dndAll.checked = true;
+      setAll(true);
+    });
+    confirm.querySelector("button.cancel").addEventListener("click", () => {
+      confirm.hidden = true;
+      e.dndAll.focus();
+    });
     e.qhSave.addEventListener("click", () => this.run(async () => {
       await put("/api/notify/quiet-hours", { start: e.qhStart.value || null, end: e.qhEnd.value || null, tz: Intl.DateTimeFormat().resolvedOptions().timeZone });
       await this.load();
@@ -115,6 +132,16 @@ export class Settings {
     this.el.dnd.checked = !!q.dnd_mine;
     this.el.dndAll.checked = !!q.dnd_everyone;
     this.el.dndAllRow.hidden = !q.operator;
+    // The server's channels (names, or URLs' schemes: never their secrets), or how to add one.
+    const chans = Array.isArray(q.channels) ? q.channels : [];
+    const cl = document.getElementById("channels");
+    cl.replaceChildren(...chans.map((c) => {
+      const li = document.createElement("li");
+      li.textContent = clean(c, 120);
+      return li;
+    }));
+    if (!chans.length) cl.textContent = "none";
+    document.getElementById("channels-help").hidden = chans.length > 0;
     this.el.qhStart.value = q.quiet_hours?.start || "";
     this.el.qhEnd.value = q.quiet_hours?.end || "";
     const ul = this.el.mutes;

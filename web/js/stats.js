@@ -5,7 +5,7 @@
 import { Unauthorized, get } from "./api.js";
 import { clean } from "./sanitize.js";
 import { formatWait } from "./model.js";
-import { answerRanges, labelledBars, stackedBars } from "./plots.js";
+import { NEUTRAL, answerRanges, colours, rankList, stackedBars } from "./plots.js";
 
 const $ = (id) => document.getElementById(id);
 const SELECTS = { range: "s-range", state: "s-state", host: "s-host", agent: "s-agent", by: "s-by", tta: "s-tta" };
@@ -69,35 +69,65 @@ function emptyNote(box, text) {
   box.replaceChildren(p);
 }
 
+// How a wait ended, in plain words (ledger/intervals.py ENDINGS).
+const ENDED = {
+  answered: "answered", cancelled: "cancelled", exited: "ended with the program", gone: "pane closed",
+  stale: "report went stale", seen: "seen", resumed: "went back to work",
+};
+
+/** The headline: the total and the parts it is made of, which add up to it. */
+function totals(t, waitWord) {
+  const box = $("s-totals");
+  if (!t.count) { box.textContent = "No waits in this range."; return; }
+  const first = data.state === "done" ? "seen" : "answered";
+  const ended = { [first]: 0, ...(t.ended || {}) };
+  const parts = [...Object.entries(ended).map(([k, n]) => [k, n, ENDED[k] || clean(k, 20)]), ["open", t.open, "still waiting"]];
+  const head = document.createElement("span");
+  head.className = "total";
+  head.textContent = `${t.count} waits, ${formatWait(t.waited)} ${waitWord}: `;
+  const sum = parts.flatMap(([k, n, word], i) => {
+    const b = document.createElement("span");
+    b.className = "part";
+    b.dataset.part = k;
+    b.dataset.n = String(n);
+    b.textContent = `${n} ${word}`;
+    return i ? [" + ", b] : [b];
+  });
+  box.replaceChildren(head, ...sum, ` = ${t.count}.`);
+  box.dataset.total = String(t.count);
+}
+
 function draw() {
   if (!data) return;
   const waitWord = data.state === "done" ? "waited to be seen" : "waited for an answer";
-  const t = data.totals;
-  $("s-totals").textContent = t.count
-    ? `${t.count} waits, ${formatWait(t.waited)} ${waitWord}` +
-      (t.open ? `, ${t.open} still waiting` : "") +
-      (data.state === "blocked" ? `, ${t.answered} answered` : "")
-    : "No waits in this range.";
+  totals(data.totals, waitWord);
+  // One colour per agent and per host on every plot (plots.js `colours`).
+  const agentColour = colours([...data.options.agents, "unknown"]);
+  const hostColour = colours(data.options.hosts);
+  const colourOf = { agent: agentColour, host: hostColour, kind: () => NEUTRAL };
   const days = data.per_day;
-  if (days.series.length) stackedBars($("p-days"), days, `Time ${waitWord} per day, stacked by ${data.by}`);
+  if (days.series.length) stackedBars($("p-days"), days, `Time ${waitWord} per day, stacked by ${data.by}`, colourOf[data.by]);
   else emptyNote($("p-days"), "Nothing waited in this range.");
   const per = $("s-tta").value;
   const groups = data.time_to_answer[per] || [];
-  if (groups.length) answerRanges($("p-tta"), groups, `Time to answer per ${per}: median, 90th percentile and longest`);
+  if (groups.length) answerRanges($("p-tta"), groups, `Time to answer per ${per}: median, 90th percentile and longest`, colourOf[per]);
   else emptyNote($("p-tta"), "No answered waits in this range.");
   const panes = data.panes.map((p) => ({
     label: `${p.host} ${p.pane}${p.agent ? ` · ${p.agent}` : ""}${p.session ? ` · ${p.session}` : ""}`,
     value: p.waited,
     note: `${p.count}×`,
+    detail: `Waited ${p.count} times, ${formatWait(p.waited)} in all.`,
   }));
-  if (panes.length) labelledBars($("p-panes"), panes, "Panes that waited most", formatWait);
+  if (panes.length) rankList($("p-panes"), panes, "Panes that waited most", formatWait);
   else emptyNote($("p-panes"), "No panes waited in this range.");
   const prompts = data.prompts.map((p) => ({
     label: `${p.kind ? `[${p.kind}] ` : ""}${p.example || p.text || "(no text)"}`,
+    full: p.example || p.text || "(no text)",
     value: p.count,
     note: formatWait(p.waited),
+    detail: `${p.kind ? `Kind: ${p.kind}. ` : ""}Asked ${p.count} times, ${formatWait(p.waited)} waited in all.`,
   }));
-  if (prompts.length) labelledBars($("p-prompts"), prompts, "Prompts that recur most", (n) => `${n}×`);
+  if (prompts.length) rankList($("p-prompts"), prompts, "Prompts that recur most", (n) => `${n}×`);
   else emptyNote($("p-prompts"), "No prompts in this range.");
 }
 

@@ -81,6 +81,19 @@ CLOSE_REASONS = {
 FATAL_CLOSE = frozenset({4401})
 #: HTTP statuses of a refused WebSocket handshake that mean the same
 FATAL_STATUS = frozenset({401, 403})
+#: How a viewer token starts (the server's auth/credentials.py VIEWER_PREFIX): given to
+#: a collector it is refused, and the refusal says which token it needs instead.
+VIEWER_PREFIX = "pbv_"
+
+
+def token_hint(token: str) -> str:
+    """What to do about a refused token, when the token itself tells."""
+    if token.startswith(VIEWER_PREFIX):
+        return (
+            "; this is a viewer token; collectors need a collector token "
+            "(`paneboard token create NAME` on the server)"
+        )
+    return ""
 
 
 def close_text(code: int, reason: str) -> str:
@@ -243,7 +256,7 @@ class UplinkSink:
                 rcvd = exc.rcvd
                 why = close_text(rcvd.code, rcvd.reason) if rcvd is not None else "connection lost"
                 if rcvd is not None and rcvd.code in FATAL_CLOSE:
-                    self._give_up(f"server closed the uplink: {why}")
+                    self._give_up(f"server closed the uplink: {why}{token_hint(self.token)}")
                     return
                 refused, self._refused = self._refused, None
                 if rcvd is not None and rcvd.code in (1007, 1009, 4403) and refused is not None:
@@ -265,7 +278,10 @@ class UplinkSink:
             except InvalidStatus as exc:
                 status = exc.response.status_code
                 if status in FATAL_STATUS:
-                    self._give_up(f"server refused the uplink: HTTP {status} (the token was refused)")
+                    self._give_up(
+                        f"server refused the uplink: HTTP {status} (the token was refused)"
+                        f"{token_hint(self.token)}"
+                    )
                     return
                 self._note(f"server refused the uplink: HTTP {status}")
             except InvalidURI as exc:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,17 +149,66 @@ class _Release:
             self._conn = None
 
 
+def _trust_hint(target: SSHTarget, known: Sequence[str] | None, resolved: ssh_config.Resolved | None) -> str:
+    """How to trust a host's key, for the refusal's line: `ssh-keyscan` of the address
+    the config resolves to, into the file that was checked, or one `ssh` by hand."""
+    host = resolved.host if resolved else target.host
+    port = resolved.port if resolved else (target.port or 22)
+    into = target.known_hosts or (known[0] if known else "~/.ssh/known_hosts")
+    scan = f"ssh-keyscan {f'-p {port} ' if port != 22 else ''}{shlex.quote(host)} >> {shlex.quote(into)}"
+    cfg = target.ssh_config
+    by_hand = "ssh " + " ".join(
+        [
+            *(["-F", shlex.quote(cfg)] if cfg and cfg != ssh_config.default_ssh_config() else []),
+            *(["-p", str(target.port)] if target.port not in (None, 22) else []),
+            shlex.quote(f"{target.user}@{target.host}" if target.user else target.host),
+        ]
+    )
+    # `ssh` by hand writes to the config's files, not to a --known-hosts FILE
+    also = "" if target.known_hosts else f" or connect once with `{by_hand}` and answer yes"
+    return (
+        f"; if it is the machine you mean (compare the key's fingerprint), trust it with `{scan}`{also}; "
+        "a key that changed unexpectedly needs a look first"
+    )
+
+
+def _unknown_name(target: SSHTarget, resolved: ssh_config.Resolved | None, exc: OSError) -> str:
+    """A host name that does not resolve: whether it is a Host of the ssh config (then its
+    HostName is what failed) or not (a typo, most often), with the closest alias."""
+    import difflib
+
+    name = resolved.host if resolved else target.host
+    out = f"cannot resolve host name {name!r}: {exc.strerror or exc}"
+    files = [target.ssh_config] if target.ssh_config else []
+    aliases = ssh_config.host_names(files)
+    if target.host in aliases:
+        return out + (f", the HostName of Host {target.host} in {files[0]}" if name != target.host else "")
+    out += f"; {target.host!r} is not a Host alias in {files[0] if files else '~/.ssh/config'} either"
+    close = difflib.get_close_matches(target.host, aliases, n=1, cutoff=0.6)
+    return out + (f"; did you mean {close[0]}?" if close else "")
+
+
 def describe_ssh_error(
-    target: SSHTarget, exc: BaseException, known: Sequence[str] | None = None, via: str = ""
+    target: SSHTarget,
+    exc: BaseException,
+    known: Sequence[str] | None = None,
+    via: str = "",
+    resolved: ssh_config.Resolved | None = None,
 ) -> TransportError:
     """Turn asyncssh's and the OS's exceptions into one line, fatal or retryable.
 
-    `known` names the known_hosts files the config chose; `via` prefixes a jump host's label.
+    `known` names the known_hosts files the config chose; `via` prefixes a jump host's label;
+    `resolved`: what the ssh config made of the host, for the hints.
     """
     where = f"{via}{target.label}"
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
         src = target.known_hosts or (", ".join(known) if known else "~/.ssh/known_hosts")
-        return FatalTransportError(f"{where}: host key verification failed against {src} ({exc.reason})")
+        return FatalTransportError(
+            f"{where}: host key verification failed against {src} ({exc.reason})"
+            f"{_trust_hint(target, known, resolved)}"
+        )
+    if isinstance(exc, socket.gaierror):
+        return TransportError(f"{where}: {_unknown_name(target, resolved, exc)}")
     if isinstance(exc, asyncssh.PermissionDenied):
         default = "default keys: the ssh config's IdentityFile, ~/.ssh/id_*, ssh-agent"
         keys = ", ".join(target.identity) or default
@@ -245,7 +295,7 @@ class SSHTransport(Transport):
                 conn = await asyncssh.connect(t.host, tunnel=tunnel, **self._options(t))
             except Exception as exc:
                 known = resolved.known_hosts if resolved else None
-                raise describe_ssh_error(t, exc, known, via) from exc
+                raise describe_ssh_error(t, exc, known, via, resolved) from exc
             opened.append(conn)
         assert conn is not None
         return conn
@@ -264,7 +314,8 @@ class SSHTransport(Transport):
             try:
                 conn = await asyncssh.connect(t.host, tunnel=tunnel, **self._options(t))
             except Exception as exc:
-                raise describe_ssh_error(t, exc, resolved.known_hosts if resolved else None) from exc
+                known = resolved.known_hosts if resolved else None
+                raise describe_ssh_error(t, exc, known, resolved=resolved) from exc
         except BaseException:
             for j in reversed(jumps):
                 j.close()

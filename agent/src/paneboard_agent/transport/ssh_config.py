@@ -71,6 +71,22 @@ def default_ssh_config() -> str | None:
     return str(path) if path.is_file() else None
 
 
+def host_names(paths: Sequence[str]) -> list[str]:
+    """The plain names (no `*`, `?` or `!` patterns) of the `Host` lines in these files,
+    to tell a mistyped alias from a host the network does not know (Include not followed)."""
+    names: list[str] = []
+    for p in paths:
+        try:
+            text = Path(p).expanduser().read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            words = line.replace("=", " ", 1).split()
+            if len(words) > 1 and words[0].lower() == "host":
+                names += [w for w in words[1:] if not any(c in w for c in "*?!")]
+    return names
+
+
 def parse_jumps(where: str, value: str) -> tuple[Hop, ...]:
     """`ProxyJump a,u@b:2222` as OpenSSH writes it (`none`: no jump)."""
     if value.strip().lower() == "none":
@@ -146,4 +162,4 @@ def resolve(
     )
 
 
-__all__ = ["UNSUPPORTED", "Hop", "Resolved", "default_ssh_config", "parse_jumps", "resolve"]
+__all__ = ["UNSUPPORTED", "Hop", "Resolved", "default_ssh_config", "host_names", "parse_jumps", "resolve"]

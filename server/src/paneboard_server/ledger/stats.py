@@ -9,7 +9,9 @@ page draws, so the numbers and the plots cannot disagree:
   in the range and ended `answered` (nearest-rank percentiles, so each is a real wait);
 - the panes that waited most (clipped seconds, as above);
 - the prompts that recur most: same kind and same normalised text (`ledger.normalise`),
-  over the intervals that started in the range.
+  over the intervals that started in the range;
+- the totals: every interval overlapping the range, by how it ended (`ended`: answered,
+  cancelled, …) plus those still open, so `count` is `open` + the sum of `ended`.
 
 The SQL reads only the rows of the range (index on `start_t`), the rest is Python: the
 percentiles and day splits are the same on SQLite and PostgreSQL that way.
@@ -24,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+from paneboard_protocol.pane import TEXT_MAX
 from sqlalchemy import CompoundSelect, Select, case, func, or_, select, union, union_all
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -168,7 +171,7 @@ def _prompt(prompts: dict[tuple[str, str], dict[str, Any]], kind: str | None, ms
     text = _normalise(msg)
     pr = prompts.get((kind or "", text))
     if pr is None:
-        pr = {"kind": kind, "text": text, "example": (msg or "")[:300], "count": 0, "waited": 0.0}
+        pr = {"kind": kind, "text": text, "example": (msg or "")[:TEXT_MAX], "count": 0, "waited": 0.0}
         prompts[(kind or "", text)] = pr
     pr["count"] += n
     pr["waited"] += waited
@@ -186,7 +189,8 @@ def compute(rows: list[Any], q: Query, now: float, groups: list[Any] | None = No
     panes: dict[tuple[str, str, str], dict[str, Any]] = {}
     prompts: dict[tuple[str, str], dict[str, Any]] = {}
     total = 0.0
-    count = open_ = answered = 0
+    count = open_ = 0
+    ended: dict[str, int] = defaultdict(int)
     for r in rows:
         start_t, end_t = r.start_t, r.end_t
         a = max(start_t, q.start)
@@ -194,7 +198,10 @@ def compute(rows: list[Any], q: Query, now: float, groups: list[Any] | None = No
         waited = max(0.0, b - a)
         total += waited
         count += 1
-        open_ += end_t is None
+        if end_t is None:
+            open_ += 1
+        else:
+            ended[r.ended or "cancelled"] += 1
         stack = (r.agent or "unknown") if q.by == "agent" else r.host
         i = int((a - day0) // 86400)
         if b <= day0 + (i + 1) * 86400:  # the usual wait: within one day
@@ -214,7 +221,6 @@ def compute(rows: list[Any], q: Query, now: float, groups: list[Any] | None = No
         if start_t < q.start:
             continue  # the rest is about waits that began in the range
         if r.ended == "answered" and end_t is not None:
-            answered += 1
             secs = end_t - start_t
             tta["agent"][r.agent or "unknown"].append(secs)
             tta["host"][r.host].append(secs)
@@ -240,7 +246,13 @@ def compute(rows: list[Any], q: Query, now: float, groups: list[Any] | None = No
         "by": q.by,
         "tz": q.tz,
         "filters": {"host": q.host, "agent": q.agent, "kind": q.kind},
-        "totals": {"count": count, "waited": total, "open": open_, "answered": answered},
+        "totals": {
+            "count": count,
+            "waited": total,
+            "open": open_,
+            "answered": ended.get("answered", 0),
+            "ended": dict(sorted(ended.items(), key=lambda e: (-e[1], e[0]))),
+        },
         "per_day": {"days": [d.strftime("%Y-%m-%d") for d in day_list], "series": series},
         "time_to_answer": {k: _ttas(v) for k, v in tta.items()},
         "panes": top_panes,

@@ -40,6 +40,15 @@ def listen_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def listen_url(sock: socket.socket) -> str:
+    """The dashboard's address for the bound socket: its real port (also for --port 0);
+    a wildcard address as this machine's name, since 0.0.0.0 is not a place to go."""
+    addr, port = sock.getsockname()[:2]
+    if addr in ("0.0.0.0", "::"):
+        return f"http://{socket.gethostname()}:{port}/ (every interface)"
+    return f"http://[{addr}]:{port}/" if ":" in addr else f"http://{addr}:{port}/"
+
+
 #: Collector reports allocate a few dozen short-lived containers each. With CPython's
 #: default thresholds (700, 10, 10) a server taking 5,000 reports/s ran ~1.3 full
 #: collections a second over its ~200,000 live objects, 100-150 ms each with the event
@@ -76,6 +85,7 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
     sock = listen_socket(host, port)
     # Said once the store and the port are known good, so a refusal stays one line.
     warn_exposure("serve", url)
+    print(f"paneboard serve: listening on {listen_url(sock)}", flush=True)
     logsafe.install()
     app = create_app(cfg, url)
     lim = cfg.limits
