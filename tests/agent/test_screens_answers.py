@@ -18,6 +18,7 @@ from paneboard_agent.collector import Collector, TmuxTarget
 from paneboard_agent.transport.local import LocalTransport
 from paneboard_protocol import wire
 from paneboard_protocol.rules import load_rules
+from support.hang import within
 from support.tmux import TmuxServer
 from test_collector_inprocess import Recorder
 
@@ -80,11 +81,11 @@ def _run(tmux: TmuxServer, mode: str, scenario: Any, command: str | None = None,
 
             await _until(lambda: latest() is not None and latest().state == "blocked", what="blocked")
             await collector.command(dict(wire.watch(key)))
-            await scenario(collector, side, key, pane, latest)
+            await within(scenario(collector, side, key, pane, latest), 90, "the scenario")
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await task
+                await within(task, 30, "the collector's stop")
 
     asyncio.run(go())
 

@@ -47,7 +47,7 @@ class LocalChannel(Channel):
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 self._proc.kill()
-            await self._proc.wait()
+            await _reaped(self._proc)
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.wait_for(self._stderr_task, 1.0)
 
@@ -112,7 +112,7 @@ class LocalTransport(Transport):
         except TimeoutError as exc:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
-            await proc.wait()
+            await _reaped(proc)
             raise TransportError(f"{argv[0]} did not finish within {timeout:g}s") from exc
         return RunResult(proc.returncode, out, err)
 
@@ -120,6 +120,14 @@ class LocalTransport(Transport):
         for chan in list(self._channels):
             await chan.close()
         self._channels.clear()
+
+
+async def _reaped(proc: asyncio.subprocess.Process, timeout: float = 5.0) -> None:
+    """Wait for a killed process, but not for ever: the exit of a process killed after a
+    time-out can go unreported to its `wait()` (it may have exited, unwaited, just
+    before the kill), and a collector that waits for it stops watching every pane."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(proc.wait(), timeout)
 
 
 async def _bounded_communicate(proc: asyncio.subprocess.Process, limit: int) -> tuple[bytes, bytes]:
