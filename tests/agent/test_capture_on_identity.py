@@ -15,6 +15,7 @@ import pytest
 from paneboard_agent.collector import Collector, Options, TmuxTarget
 from paneboard_agent.transport.local import LocalTransport
 from paneboard_protocol.rules import load_rules
+from support.hang import within
 from support.tmux import TmuxServer
 from test_collector_inprocess import Recorder, _until
 
@@ -50,6 +51,6 @@ def test_prompt_printed_before_the_program_is_known_reads_blocked(tmux_server: T
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await task
+                await within(task, 30, "the collector's stop")
 
-    asyncio.run(scenario())
+    asyncio.run(within(scenario(), 120, "the scenario"))

@@ -12,6 +12,7 @@ from helpers import osc7501, reporter
 from paneboard_agent.collector import Collector, TmuxTarget
 from paneboard_agent.sink import PaneKey, PaneUpdate
 from paneboard_agent.transport.local import LocalTransport
+from support.hang import within
 from support.tmux import TmuxServer
 
 pytestmark = pytest.mark.tmux
@@ -71,6 +72,6 @@ def test_snapshot_and_mark_seen(tmux_server: TmuxServer) -> None:
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await task
+                await within(task, 30, "the collector's stop")
 
-    asyncio.run(scenario())
+    asyncio.run(within(scenario(), 120, "the scenario"))

@@ -28,6 +28,9 @@ async def within(aw: Awaitable[T], seconds: float, what: str) -> T:
     done, _ = await asyncio.wait({task}, timeout=seconds)
     if not done:
         stacks = task_stacks()
+        # printed too: if the tasks then hang on their way out, pytest-timeout's report
+        # still carries this (captured output), where the exception below would be lost
+        print(f"{what} ran over {seconds:g} s; every task's stack:\n{stacks}", flush=True)
         task.cancel()
         raise AssertionError(f"{what} did not finish within {seconds:g} s; every task's stack:\n{stacks}")
     return task.result()
