@@ -2,7 +2,7 @@
 
 Every blocked screen rule of Claude Code, Codex, Gemini CLI and Aider declares its
 answers; on the captures of the real programs (fixtures/real) and the screen corpus
-(fixtures/screens, /work/shared/corpus/screens) the answers offered, their labels and
+(fixtures/screens) the answers offered, their labels and
 the keys they press are exactly these."""
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def test_every_blocked_screen_rule_of_the_four_declares_answers() -> None:
 def test_every_corpus_screen_read_as_blocked_offers_answers() -> None:
     """Whatever screen of the four a manifest reads as blocked (on the screen, not the
     title alone) offers at least one answer: no blocked prompt is left unanswerable."""
-    dirs = [FIX / "screens", Path("/work/shared/corpus/screens")]
+    dirs = [FIX / "screens"]
     n = 0
     for d in dirs:
         for f in sorted(d.glob("*.txt")) if d.is_dir() else []:

@@ -30,8 +30,8 @@ class PaneKey:
 class _UpdateMethods:
     """One pane's classification as the collector currently sees it.
 
-    Its fields are the `update` fields of `paneboard_protocol.pane.FIELDS`, the design's
-    `--stdout` contract first; `evidence` is the classifier's JSON-serialisable evidence
+    Its fields are the `update` fields of `paneboard_protocol.pane.FIELDS`, the
+    `--stdout` contract's first (docs/collector.md); `evidence` is the classifier's JSON-serialisable evidence
     snapshot, from which the server re-derives the classification as its clock moves
     (TA-12/TA-13 staleness) with the same shared code.
     """
@@ -39,7 +39,7 @@ class _UpdateMethods:
     __slots__ = ()
 
     def stdout_json(self) -> dict[str, Any]:
-        """The object `paneboard agent --stdout` prints, exactly the design's keys."""
+        """The object `paneboard agent --stdout` prints, exactly the keys docs/collector.md lists."""
         u: Any = self
         return {
             "host": u.key.host,

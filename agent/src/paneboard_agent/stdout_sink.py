@@ -2,8 +2,8 @@
 
 The collector hands every change of evidence to its sink (the server needs a fresh
 `ts` even when the state stays the same); a person piping stdout wants only what
-they can see change, so this sink prints a line only when the design's keys (all
-but `t`) differ from the last line printed for that pane. A vanished pane gets one
+they can see change, so this sink prints a line only when the keys docs/collector.md
+lists (all but `t`) differ from the last line printed for that pane. A vanished pane gets one
 last line with `"gone": true`. Host reachability is not printed: the collector
 already logs a lost or refused host as one line on stderr.
 """

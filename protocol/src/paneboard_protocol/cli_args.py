@@ -1,6 +1,6 @@
 """The argument parser every `paneboard` subcommand uses.
 
-The design's contract is that a command's errors are one clear line on stderr and a
+The CLI's contract (README, docs/collector.md) is that a command's errors are one clear line on stderr and a
 non-zero exit; argparse's default prints a usage block first. This lives in the
 protocol package because it is the one every other distribution already depends on.
 """

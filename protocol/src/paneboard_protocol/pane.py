@@ -45,7 +45,7 @@ class Field:
     default is None). `type` is one of "str", "int", "float", "bool", "json" (a dict) or "list" (of dicts).
     `classification`: produced by the classifier (`Classification.to_json`).
     `update`: sent by the collector (`PaneUpdate`, the wire's pane object); with
-    `required` it has no default in `PaneUpdate` (the design's positional block).
+    `required` it has no default in `PaneUpdate` (its positional block).
     `row`: a panes-table column the server writes. `api`: shown by `GET /api/panes` and
     the stream. `history`: copied into each history row. `choices`/`max_len`/`lo`/`hi`
     are the limits the server validates a collector's value against; `sql_len` the

@@ -1,8 +1,8 @@
 """Screen-rule manifests (TA-2, TA-17, TA-18, TA-19): TOML files read with `tomllib`.
 
 A manifest says which foreground processes are an agent and how that agent's screen
-(and the title / OSC 9;4 progress it emitted) reads as a state. The format is the
-design's, grown the way herdr's manifests grew (regions, case-insensitive
+(and the title / OSC 9;4 progress it emitted) reads as a state. The format began as
+herdr's and grew the way herdr's manifests grew (regions, case-insensitive
 `contains`, `priority`, `all`/`any`/`not` gates); `docs/classifier.md` is its
 reference. Matching is pure; only `load_rules` touches the file system.
 
