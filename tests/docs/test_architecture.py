@@ -63,3 +63,14 @@ def test_dotted_names_import() -> None:
         else:
             missing.append(name)
     assert missing == []
+
+
+def test_every_module_is_named() -> None:
+    """The page is the map: a module it does not name is a part a reader cannot find."""
+    unnamed = []
+    for src in SOURCES:
+        for p in sorted(src.rglob("*.py")):
+            rel = p.relative_to(src)
+            if p.name != "__init__.py" and p.name not in PAGE and str(rel) not in PAGE:
+                unnamed.append(str(p.relative_to(ROOT)))
+    assert unnamed == []
