@@ -1,0 +1,40 @@
+"""Schemathesis hooks for tests/server/test_openapi_contract.py (loaded by `st run`
+through SCHEMATHESIS_HOOKS): the credentials every generated request carries.
+
+`PB_CONTRACT_WHO=viewer`: the viewer token `PB_CONTRACT_TOKEN` as a bearer token.
+`operator`: a login session of `PB_CONTRACT_NAME`, with its CSRF token in the header
+the server wants on every change; `POST /api/logout` gets a session of its own, so
+logging out does not end the one the rest of the run uses.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+import schemathesis
+
+URL = os.environ["PB_CONTRACT_URL"]
+WHO = os.environ["PB_CONTRACT_WHO"]
+
+
+def login() -> dict[str, str]:
+    creds = {"name": os.environ["PB_CONTRACT_NAME"], "password": os.environ["PB_CONTRACT_PASSWORD"]}
+    r = httpx.post(URL + "/api/login", json=creds, timeout=30)
+    r.raise_for_status()
+    csrf = r.json()["csrf"]
+    return {"Cookie": f"pb_session={r.cookies['pb_session']}; pb_csrf={csrf}", "X-CSRF-Token": csrf}
+
+
+@schemathesis.auth()
+class Credentials:
+    def get(self, case: Any, ctx: Any) -> dict[str, str]:
+        if WHO == "viewer":
+            return {"Authorization": f"Bearer {os.environ['PB_CONTRACT_TOKEN']}"}
+        return login()
+
+    def set(self, case: Any, data: dict[str, str], ctx: Any) -> None:
+        if WHO == "operator" and case.path == "/api/logout":
+            data = login()
+        case.headers = {**(case.headers or {}), **data}
