@@ -53,7 +53,11 @@ class AnswerIn(BaseModel):
     )
     fingerprint: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     answer: Annotated[str | None, Field(max_length=pwire.ANSWER_ID_MAX, pattern=r"^[a-z0-9_-]+$")] = None
-    text: Annotated[str | None, Field(min_length=1, max_length=pwire.ANSWER_TEXT_MAX, pattern=_TYPED)] = None
+    # The pattern is stated in the schema; `one_of` checks it, with a sentence for a person.
+    text: Annotated[
+        str | None,
+        Field(min_length=1, max_length=pwire.ANSWER_TEXT_MAX, json_schema_extra={"pattern": _TYPED}),
+    ] = None
 
     @model_validator(mode="after")
     def one_of(self) -> AnswerIn:
