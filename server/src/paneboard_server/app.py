@@ -354,7 +354,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
                 "description": "The Prometheus text format, version 0.0.4",
                 "content": {"text/plain": {"schema": {"type": "string"}}},
             },
-            **responses(*READ),
+            **errors.json_responses(*READ),
         },
     )
     async def metrics(request: Request, _: Viewer) -> Response:

@@ -70,6 +70,15 @@ def responses(*codes: int, **why: str) -> dict[int | str, dict[str, Any]]:
     return out
 
 
+def json_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """`responses` for a route whose own response class is not JSON (`/metrics`): FastAPI
+    would document a `model` in the route's media type, but errors are JSON."""
+    ref = {"$ref": "#/components/schemas/ErrorBody"}  # in the document through every other route
+    return {
+        code: {"description": _WHY[code], "content": {"application/json": {"schema": ref}}} for code in codes
+    }
+
+
 # The statuses most routes share.
 READ = (401, 422, 429)  # any viewer (cookie or viewer token) may read
 WRITE = (400, 401, 403, 413, 422, 429)  # a logged-in account with the CSRF header
