@@ -146,3 +146,16 @@ def test_an_unknown_path_is_a_page_for_a_browser_and_json_for_a_program(stack: S
     r = httpx.request("OPTIONS", stack.url + "/api/login")
     assert r.status_code == 405 and r.headers["allow"] == "POST"
     assert r.json() == {"detail": "Method Not Allowed"}
+
+
+def test_a_422_is_the_one_error_body_with_its_fields(stack: Stack) -> None:
+    """The dashboard shows `detail` when it is a string: a validation error's too."""
+    auth = {"Authorization": f"Bearer {stack.viewer}"}
+    r = httpx.get(stack.url + "/api/panes/1/events", params={"limit": 5000}, headers=auth)
+    assert r.status_code == 422
+    body = r.json()
+    msg = "Input should be less than or equal to 1000"
+    assert body["detail"] == f"query.limit: {msg}"
+    assert body["errors"] == [{"loc": ["query", "limit"], "msg": msg, "type": "less_than_equal"}]
+    r = httpx.post(stack.url + "/api/login", content=b"\x80", headers={"Content-Type": "application/json"})
+    assert r.status_code in (400, 422) and isinstance(r.json()["detail"], str)
