@@ -140,7 +140,7 @@ def test_stats_filters_range_host_agent_and_time_zone(db_url: str) -> None:
         # `from` is an empty range, and one over 366 days is cut to the 366 days before `to`.
         for empty in ({"from": D + DAY, "to": D + DAY}, {"from": D + DAY, "to": D}):
             out = await get(**empty)
-            assert out["totals"] == {"count": 0, "waited": 0.0, "open": 0, "answered": 0}, empty
+            assert out["totals"] == {"count": 0, "waited": 0.0, "open": 0, "answered": 0, "ended": {}}, empty
             assert out["from"] == out["to"] == empty["to"] and out["panes"] == [] and out["prompts"] == []
             blocks = (await c.get("/api/blocks", params=empty)).json()
             assert blocks["blocks"] == [] and blocks["from"] == blocks["to"] == empty["to"]
