@@ -133,8 +133,21 @@ def test_stats_filters_range_host_agent_and_time_zone(db_url: str) -> None:
         assert done["totals"]["count"] == 1 and done["totals"]["waited"] == 100.0
         # Default range: the last seven days up to now.
         assert (await c.get("/api/stats")).json()["totals"]["count"] == 6
-        for bad in ({"from": D, "to": D}, {"from": D, "to": D + 400 * DAY}, {"tz": 10_000}, {"by": "x"}):
-            assert (await c.get("/api/stats", params=bad)).status_code == 422, bad
+        for bad in ({"tz": 10_000}, {"by": "x"}, {"from": -1}, {"to": 1e12}):
+            r = await c.get("/api/stats", params=bad)
+            assert r.status_code == 422 and isinstance(r.json()["detail"], str), (bad, r.text)
+        # Ranges the schema allows are answered (the OpenAPI contract): `to` not after
+        # `from` is an empty range, and one over 366 days is cut to the 366 days before `to`.
+        for empty in ({"from": D + DAY, "to": D + DAY}, {"from": D + DAY, "to": D}):
+            out = await get(**empty)
+            assert out["totals"] == {"count": 0, "waited": 0.0, "open": 0, "answered": 0, "ended": {}}, empty
+            assert out["from"] == out["to"] == empty["to"] and out["panes"] == [] and out["prompts"] == []
+            blocks = (await c.get("/api/blocks", params=empty)).json()
+            assert blocks["blocks"] == [] and blocks["from"] == blocks["to"] == empty["to"]
+        long = await get(**{"from": D - 400 * DAY, "to": D + 2 * DAY})
+        assert long["to"] - long["from"] == 366 * DAY and long["totals"]["count"] == 6
+        blocks = (await c.get("/api/blocks", params={"from": 0, "to": D + 2 * DAY})).json()
+        assert blocks["from"] == D - 364 * DAY and len(blocks["blocks"]) == 6
 
     served(db_url, body)
 

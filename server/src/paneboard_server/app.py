@@ -19,15 +19,15 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, WebSocket
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from paneboard_protocol import wire as pwire
 from paneboard_protocol.pane import HISTORY_FIELDS
 from pydantic import BaseModel, Field
 from sqlalchemy import select
-from starlette.staticfiles import StaticFiles
 
 from . import __version__
+from .api import errors
+from .api.errors import READ, WRITE, ErrorBody, responses
 from .api.metrics import metrics_text
 from .api.notify import make_router, offer_answers, start_notify, stop_notify
 from .api.pages import bad_token_page
@@ -69,6 +69,25 @@ Writer = Annotated[Principal, Depends(require_writer)]
 class Login(BaseModel):
     name: str = Field(min_length=1, max_length=128)
     password: str = Field(min_length=1, max_length=1024)
+
+
+class LoginOut(BaseModel):
+    name: str
+    csrf: str = Field(description="send it back as `X-CSRF-Token` on every change")
+
+
+class Health(BaseModel):
+    ok: bool
+    version: str
+    db: str
+    panes: int
+    collectors: int
+
+
+class Unhealthy(ErrorBody):
+    ok: bool = False
+    error: str = Field(description="the same as `detail` (older monitors read it)")
+    since: float | None = Field(default=None, description="when the writer started failing or stalled")
 
 
 def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) -> FastAPI:
@@ -131,19 +150,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
     )
     app.state.login_slots = asyncio.Semaphore(lim.login_concurrency)
 
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        """422 naming the fields, without echoing the input: FastAPI's own handler
-        echoes it and fails (500) on a body that is not UTF-8."""
-        detail = [
-            {
-                "loc": [str(x) for x in e.get("loc", ())],
-                "msg": str(e.get("msg", "")),
-                "type": str(e.get("type", "")),
-            }
-            for e in exc.errors()
-        ]
-        return JSONResponse({"detail": detail}, status_code=422)
+    errors.install(app)
 
     def core_of(request: Request) -> Core:
         return request.app.state.core
@@ -154,11 +161,13 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         await handle(ws, ws.app.state.core, ws.app.state.registry)
 
     # --- read API -------------------------------------------------------------------
-    @app.get("/api/panes", summary="Every live pane")
+    @app.get("/api/panes", summary="Every live pane", responses=responses(*READ))
     async def panes(request: Request, _: Viewer) -> list[dict[str, Any]]:
         return core_of(request).live_panes()
 
-    @app.get("/api/hosts", summary="Every host: reachability and the link's health")
+    @app.get(
+        "/api/hosts", summary="Every host: reachability and the link's health", responses=responses(*READ)
+    )
     async def hosts(request: Request, _: Viewer) -> list[dict[str, Any]]:
         core = core_of(request)
         return [
@@ -166,7 +175,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             for h in sorted(core.hosts.values(), key=lambda h: (h.name, h.id))
         ]
 
-    @app.get("/api/panes/{pane_id}", summary="One pane")
+    @app.get("/api/panes/{pane_id}", summary="One pane", responses=responses(*READ, 404))
     async def pane(request: Request, pane_id: int, _: Viewer) -> dict[str, Any]:
         core = core_of(request)
         p = core.panes.get(pane_id)
@@ -174,13 +183,17 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             raise HTTPException(404, "no such pane")
         return core.api(p)
 
-    @app.get("/api/panes/{pane_id}/events", summary="A pane's state history, newest first")
+    @app.get(
+        "/api/panes/{pane_id}/events",
+        summary="A pane's state history, newest first",
+        responses=responses(*READ, 404),
+    )
     async def events(
         request: Request,
         pane_id: int,
         _: Viewer,
         limit: Annotated[int, Query(ge=1, le=1000)] = 200,
-        before: Annotated[int | None, Query(ge=1)] = None,
+        before: Annotated[int | None, Query(ge=1, le=errors.ID_MAX)] = None,
     ) -> dict[str, Any]:
         core = core_of(request)
         if pane_id not in core.panes:
@@ -195,7 +208,11 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             "events": [{k: r._mapping[k] for k in keys} for r in rows],
         }
 
-    @app.post("/api/panes/{pane_id}/seen", summary="The user has looked: done becomes idle")
+    @app.post(
+        "/api/panes/{pane_id}/seen",
+        summary="The user has looked: done becomes idle",
+        responses=responses(*WRITE, 404, 503),
+    )
     async def seen(request: Request, pane_id: int, _: Writer) -> dict[str, Any]:
         core = core_of(request)
         p = core.panes.get(pane_id)
@@ -216,7 +233,19 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         await forward_seen(request.app, pane_id)
         return {"pane": core.api(core.panes[pane_id]), "changed": bool(op.result.get("changed"))}
 
-    @app.get("/api/stream", summary="Server-Sent Events: a snapshot, then changes")
+    @app.get(
+        "/api/stream",
+        summary="Server-Sent Events: a snapshot, then changes",
+        response_class=QuietEventSource,
+        responses={
+            200: {
+                "description": "An endless `text/event-stream`: `snapshot`, then `change` events "
+                "(docs/wire.md); `reset` or `revoked` ends it",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+            **responses(*READ, e429="More live streams than `limits.max_streams_per_credential`"),
+        },
+    )
     async def stream(
         request: Request, who: Viewer, last_event_id: Annotated[int | None, Query(ge=0)] = None
     ) -> QuietEventSource:
@@ -283,7 +312,11 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
-    @app.get("/healthz", summary="Liveness: the database answers")
+    @app.get(
+        "/healthz",
+        summary="Liveness: the database answers",
+        responses={200: {"model": Health}, 503: {"model": Unhealthy, "description": "Not healthy"}},
+    )
     async def healthz(request: Request) -> JSONResponse:
         core = core_of(request)
         started = core.batch_started
@@ -291,15 +324,17 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         if started is not None and (ran := time.monotonic() - started) > limit:
             # Reads work but the writer waits (a lock held elsewhere): nothing commits.
             why = f"writer: one batch has run for {ran:.0f} s (limits.writer_stall {limit:g} s)"
-            return JSONResponse({"ok": False, "error": why, "since": core.clock() - ran}, 503)
+            return JSONResponse({"ok": False, "detail": why, "error": why, "since": core.clock() - ran}, 503)
         try:
             async with core.engine.connect() as conn:
                 await conn.execute(select(1))
         except Exception as exc:
-            return JSONResponse({"ok": False, "error": type(exc).__name__}, 503)
+            why = type(exc).__name__
+            return JSONResponse({"ok": False, "detail": why, "error": why}, 503)
         if core.writer_error is not None:  # reads work but writes fail (disk full, ...)
             since, why = core.writer_error
-            return JSONResponse({"ok": False, "error": f"writer: {why}", "since": since}, 503)
+            why = f"writer: {why}"
+            return JSONResponse({"ok": False, "detail": why, "error": why, "since": since}, 503)
         return JSONResponse(
             {
                 "ok": True,
@@ -310,7 +345,18 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             }
         )
 
-    @app.get("/metrics", summary="Prometheus metrics")
+    @app.get(
+        "/metrics",
+        summary="Prometheus metrics",
+        response_class=PlainTextResponse,
+        responses={
+            200: {
+                "description": "The Prometheus text format, version 0.0.4",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            },
+            **errors.json_responses(*READ),
+        },
+    )
     async def metrics(request: Request, _: Viewer) -> Response:
         return Response(
             metrics_text(core_of(request), request.app.state.registry), media_type="text/plain; version=0.0.4"
@@ -327,7 +373,24 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             CSRF_COOKIE, csrf, max_age=age, httponly=False, samesite="strict", secure=secure, path="/"
         )
 
-    @app.post("/api/login", summary="Log in with a viewer account")
+    @app.post(
+        "/api/login",
+        summary="Log in with a viewer account",
+        responses={
+            200: {"model": LoginOut, "description": "Logged in: session and CSRF cookies are set"},
+            **responses(
+                400,
+                401,
+                403,
+                413,
+                422,
+                429,
+                e401="Wrong name or password",
+                e403="Cross-origin request refused",
+                e429="Too many wrong passwords (`Retry-After`), or too many connections",
+            ),
+        },
+    )
     async def login(request: Request, body: Login) -> JSONResponse:
         if not origin_ok(request):
             raise HTTPException(403, "cross-origin request refused")
@@ -360,7 +423,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         set_session(resp, sid, csrf)
         return resp
 
-    @app.post("/api/logout", summary="End this browser session")
+    @app.post("/api/logout", summary="End this browser session", responses=responses(*WRITE))
     async def logout(request: Request, _: Writer) -> JSONResponse:
         sid = request.cookies.get(SESSION_COOKIE, "")
         await accounts.close_session(core_of(request).engine, sid)
@@ -369,7 +432,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         resp.delete_cookie(CSRF_COOKIE, path="/")
         return resp
 
-    @app.get("/api/me", summary="Who this session is")
+    @app.get("/api/me", summary="Who this session is", responses=responses(*READ))
     async def me(p: Viewer) -> dict[str, Any]:
         # `host`: this server's host name, so the page can offer a plain `tmux attach`
         # (no ssh) for panes a collector on this machine reports.
@@ -424,7 +487,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
     app.include_router(make_screens_router())
     d = web_dir()
     if d is not None:
-        app.mount("/", StaticFiles(directory=d), name="web")
+        app.mount("/", errors.Files(directory=d, app=app), name="web")
 
     app.add_middleware(Guard, max_body=cfg.limits.max_body_bytes)
     return app

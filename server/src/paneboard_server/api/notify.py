@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..auth.access import require_viewer, require_writer
 from ..auth.accounts import Principal
@@ -23,6 +23,7 @@ from ..notify.quiet import QuietHours, parse_hhmm
 from ..notify.service import NotifyService
 from ..notify.targets import check_endpoint
 from ..notify.webpush import Subscription
+from .errors import ID_MAX, READ, WRITE, responses
 
 MAX_MINUTES = 60 * 24 * 365
 
@@ -33,14 +34,25 @@ class _Body(BaseModel):
 
 class WatchBody(_Body):
     tab: str = Field(min_length=1, max_length=64)
-    watching: bool
+    watching: StrictBool
     pane: str | None = Field(default=None, max_length=255)
+
+
+_B64URL = r"^[A-Za-z0-9_-]+=*$"
+
+
+class PushKeys(BaseModel):
+    """RFC 8291: the browser's P-256 public key and 16-byte secret, base64url."""
+
+    model_config = ConfigDict(extra="ignore")
+    p256dh: str = Field(min_length=80, max_length=100, pattern=_B64URL)
+    auth: str = Field(min_length=22, max_length=24, pattern=r"^[A-Za-z0-9_-]{22}(==)?$")  # 16 bytes
 
 
 class SubscriptionBody(BaseModel):
     model_config = ConfigDict(extra="ignore")  # browsers add expirationTime etc.
-    endpoint: str = Field(max_length=2048)
-    keys: dict[str, str]
+    endpoint: str = Field(max_length=2048, pattern=r"^https?://[^/?#\s]+")
+    keys: PushKeys
     device: str | None = Field(default=None, max_length=128)  # the page's label for this browser
 
 
@@ -63,15 +75,31 @@ class MuteBody(_Body):
 
 
 class DndBody(_Body):
-    on: bool
+    on: StrictBool
     minutes: int | None = Field(default=None, gt=0, le=MAX_MINUTES)
     # "me": this account's pushes and pages; "everyone": every route (operators only).
     scope: Literal["me", "everyone"] = "me"
 
 
+_HHMM = r"^([01]?[0-9]|2[0-3]):[0-5][0-9]$"
+
+
 class QuietHoursBody(_Body):
-    start: str | None = Field(default=None, max_length=5)
-    end: str | None = Field(default=None, max_length=5)
+    """Both `start` and `end` (HH:MM), or neither (no quiet hours)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"start": {"type": "null"}, "end": {"type": "null"}}},
+                {
+                    "required": ["start", "end"],
+                    "properties": {"start": {"type": "string"}, "end": {"type": "string"}},
+                },
+            ]
+        }
+    )
+    start: str | None = Field(default=None, max_length=5, pattern=_HHMM)
+    end: str | None = Field(default=None, max_length=5, pattern=_HHMM)
     tz: str | None = Field(default=None, max_length=64)
 
 
@@ -100,14 +128,34 @@ Svc = Annotated[NotifyService, Depends(service)]
 
 def make_router() -> APIRouter:
     """The notification routes; app.py includes them before the static files' mount."""
-    r = APIRouter(tags=["notifications"])
+    # Every route needs the notification service: 503 while it is not running.
+    r = APIRouter(tags=["notifications"], responses=responses(503))
+    # Settings belong to accounts: a wall screen's token (read-only) is refused them (403).
+    mine = responses(
+        *WRITE,
+        e403="Read-only credentials (a viewer token), no or a wrong CSRF header, or a cross-origin request",
+    )
 
-    @r.get("/api/push/vapid-public-key")
+    @r.get("/api/push/vapid-public-key", responses=responses(*READ))
     async def vapid_public_key(_: Reader, svc: Svc) -> dict[str, str]:
         assert svc.keys is not None
         return {"key": svc.keys.public_key}
 
-    @r.post("/api/push/subscribe", status_code=204)
+    @r.post(
+        "/api/push/subscribe",
+        status_code=204,
+        responses={
+            **mine,
+            **responses(
+                409,
+                422,
+                e409="This account has `push_max_per_user` devices already",
+                e422="Not a Web Push subscription, or one the server may not send to: the keys are not "
+                "a P-256 key and a 16-byte secret, or the endpoint is not https or its host does not "
+                "resolve to public addresses (`detail` says which)",
+            ),
+        },
+    )
     async def push_subscribe(body: SubscriptionBody, who: Writer, svc: Svc) -> Response:
         viewer_id = _account(who)
         try:
@@ -124,7 +172,7 @@ def make_router() -> APIRouter:
         svc.operator_devices = svc.operator_devices or who.operator
         return Response(status_code=204)
 
-    @r.get("/api/push/devices")
+    @r.get("/api/push/devices", responses=responses(*READ))
     async def push_devices(who: Reader, svc: Svc) -> dict[str, Any]:
         """This account's push devices, each with its last delivery and last failure
         (the settings panel); a viewer token has none."""
@@ -132,17 +180,21 @@ def make_router() -> APIRouter:
             return {"devices": []}
         return {"devices": await store.devices(svc.engine, who.id)}
 
-    @r.delete("/api/push/subscribe", status_code=204)
+    @r.delete("/api/push/subscribe", status_code=204, responses=mine)
     async def push_unsubscribe(body: EndpointBody, who: Writer, svc: Svc) -> Response:
         await store.remove_subscription(svc.engine, body.endpoint, _account(who))
         return Response(status_code=204)
 
-    @r.post("/api/watch", status_code=204)
+    @r.post("/api/watch", status_code=204, responses=responses(400, 413, *READ))
     async def watch(body: WatchBody, who: Reader, svc: Svc) -> Response:
         svc.tab_report(_viewer_key(who), body.tab, body.watching)
         return Response(status_code=204)
 
-    @r.post("/api/notify/shown", status_code=204)
+    @r.post(
+        "/api/notify/shown",
+        status_code=204,
+        responses=responses(400, 413, *READ, e429="More reports than this viewer's token bucket allows"),
+    )
     async def shown(body: ShownBody, who: Reader, svc: Svc) -> Response:
         # A wall screen (read-only) shows notifications too; this only adds a log line,
         # and a token bucket per viewer bounds how many.
@@ -151,9 +203,12 @@ def make_router() -> APIRouter:
         await svc.record_page(_viewer_key(who), body.panes, body.state, body.reason)
         return Response(status_code=204)
 
-    @r.get("/api/notify/log")
+    @r.get("/api/notify/log", responses=responses(*READ))
     async def notify_log(
-        who: Reader, svc: Svc, limit: Annotated[int, Query(ge=1, le=500)] = 100, before: int | None = None
+        who: Reader,
+        svc: Svc,
+        limit: Annotated[int, Query(ge=1, le=500)] = 100,
+        before: Annotated[int | None, Query(ge=-ID_MAX, le=ID_MAX)] = None,
     ) -> dict[str, Any]:
         """Notifications sent, newest first: where (`channel`: browser, webpush,
         apprise:NAME), about what, and why (`reason`: block, done, error, grouped,
@@ -162,7 +217,7 @@ def make_router() -> APIRouter:
         rows = await store.recent_log(svc.engine, limit, before, owner=_viewer_key(who))
         return {"entries": rows}
 
-    @r.get("/api/notify/quiet")
+    @r.get("/api/notify/quiet", responses=responses(*READ))
     async def quiet(who: Reader, svc: Svc) -> dict[str, Any]:
         now = time.time()
         dnd, mutes = await store.quiet_state(svc.engine, now)
@@ -187,20 +242,30 @@ def make_router() -> APIRouter:
             "push_done": svc.settings.push_done,
         }
 
-    @r.post("/api/notify/mutes")
+    @r.post("/api/notify/mutes", responses=mine)
     async def add_mute(body: MuteBody, who: Writer, svc: Svc) -> dict[str, int]:
         _account(who)
         until = time.time() + body.minutes * 60 if body.minutes else None
         return {"id": await store.add_mute(svc.engine, body.scope, body.value, until)}
 
-    @r.delete("/api/notify/mutes/{rule_id}", status_code=204)
-    async def lift_mute(rule_id: int, who: Writer, svc: Svc) -> Response:
+    @r.delete("/api/notify/mutes/{rule_id}", status_code=204, responses={**mine, **responses(404)})
+    async def lift_mute(
+        rule_id: Annotated[int, Path(ge=-ID_MAX, le=ID_MAX)], who: Writer, svc: Svc
+    ) -> Response:
         _account(who)
         if not await store.remove_mute(svc.engine, rule_id):
             raise HTTPException(404, "no such mute")
         return Response(status_code=204)
 
-    @r.put("/api/notify/dnd", status_code=204)
+    @r.put(
+        "/api/notify/dnd",
+        status_code=204,
+        responses=responses(
+            *WRITE,
+            e403="Read-only credentials, no or a wrong CSRF header, a cross-origin request, or "
+            "`scope: everyone` without the operator role",
+        ),
+    )
     async def dnd(body: DndBody, who: Writer, svc: Svc) -> Response:
         """Do-not-disturb: for this account (`scope: "me"`), or for every route and every
         viewer (`"everyone"`), which only an operator may switch: one plain user must not
@@ -215,7 +280,7 @@ def make_router() -> APIRouter:
         await store.set_dnd(svc.engine, body.on, until)
         return Response(status_code=204)
 
-    @r.put("/api/notify/quiet-hours", status_code=204)
+    @r.put("/api/notify/quiet-hours", status_code=204, responses=mine)
     async def quiet_hours(body: QuietHoursBody, who: Writer, svc: Svc) -> Response:
         viewer_id = _account(who)
         if body.start is None and body.end is None:
@@ -228,7 +293,7 @@ def make_router() -> APIRouter:
         await store.set_quiet_hours(svc.engine, viewer_id, hours)
         return Response(status_code=204)
 
-    @r.post("/api/notify/test")
+    @r.post("/api/notify/test", responses=mine)
     async def test(who: Writer, svc: Svc) -> dict[str, Any]:
         """Every channel and this account's devices; `devices`: which got it."""
         return await svc.test(_account(who))

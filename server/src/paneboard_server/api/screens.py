@@ -17,22 +17,47 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from paneboard_protocol import wire as pwire
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..answers.desk import AnswerDesk, audit
 from ..answers.screens import ScreenHub, screen_json
 from ..auth.access import require_viewer, writer_refusal
 from ..auth.accounts import Principal
+from .errors import ID_MAX, READ, WRITE, responses
 
 Viewer = Annotated[Principal, Depends(require_viewer)]
 SCROLLBACK_MAX = 300  # lines of history a page may ask for (the wire carries 500 in all)
 FIRST_WAIT = 3.0  # a page's first request waits this long for the collector's first capture
 
 
+# What `text` may hold: no control characters (C0, DEL, C1), newlines included.
+_TYPED = r"^[^\x00-\x1f\x7f-\x9f]+$"
+
+
 class AnswerIn(BaseModel):
+    """Exactly one of `answer` (an offered answer's id) or `text` (typed as is)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["answer"],
+                    "properties": {"answer": {"type": "string"}, "text": {"type": "null"}},
+                },
+                {
+                    "required": ["text"],
+                    "properties": {"text": {"type": "string"}, "answer": {"type": "null"}},
+                },
+            ]
+        }
+    )
     fingerprint: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     answer: Annotated[str | None, Field(max_length=pwire.ANSWER_ID_MAX, pattern=r"^[a-z0-9_-]+$")] = None
-    text: Annotated[str | None, Field(min_length=1, max_length=pwire.ANSWER_TEXT_MAX)] = None
+    # The pattern is stated in the schema; `one_of` checks it, with a sentence for a person.
+    text: Annotated[
+        str | None,
+        Field(min_length=1, max_length=pwire.ANSWER_TEXT_MAX, json_schema_extra={"pattern": _TYPED}),
+    ] = None
 
     @model_validator(mode="after")
     def one_of(self) -> AnswerIn:
@@ -62,7 +87,11 @@ def _live_pane(request: Request, pane_id: int) -> Any:
 def make_screens_router() -> APIRouter:
     r = APIRouter()
 
-    @r.get("/api/panes/{pane_id}/screen", summary="What the pane shows, and the answers it takes")
+    @r.get(
+        "/api/panes/{pane_id}/screen",
+        summary="What the pane shows, and the answers it takes",
+        responses=responses(*READ, 403, 404, e403="This viewer token does not show screens"),
+    )
     async def screen(
         request: Request,
         pane_id: int,
@@ -70,7 +99,7 @@ def make_screens_router() -> APIRouter:
         after: Annotated[str | None, Query(max_length=64)] = None,
         wait: Annotated[float, Query(ge=0, le=25)] = 0,
         scrollback: Annotated[int, Query(ge=0, le=SCROLLBACK_MAX)] = 0,
-        since: Annotated[int | None, Query(ge=0)] = None,
+        since: Annotated[int | None, Query(ge=0, le=ID_MAX)] = None,
     ) -> dict[str, Any]:
         if not who.screens:
             raise HTTPException(403, "this viewer token does not show screens (create one with --screens)")
@@ -83,7 +112,16 @@ def make_screens_router() -> APIRouter:
         out["operator"] = who.operator
         return out
 
-    @r.post("/api/panes/{pane_id}/answer", summary="Answer the pane's prompt (operators only)")
+    @r.post(
+        "/api/panes/{pane_id}/answer",
+        summary="Answer the pane's prompt (operators only)",
+        responses=responses(
+            *WRITE,
+            404,
+            e403="Read-only credentials, no or a wrong CSRF header, a cross-origin request, or no "
+            "operator role (every refusal is audited)",
+        ),
+    )
     async def answer(request: Request, pane_id: int, body: AnswerIn, who: Viewer) -> dict[str, Any]:
         _live_pane(request, pane_id)
         desk: AnswerDesk = request.app.state.answers
@@ -98,13 +136,17 @@ def make_screens_router() -> APIRouter:
             raise HTTPException(403, "answering needs the operator role (paneboard user grant NAME operator)")
         return {"outcome": outcome, "id": row.get("id")}
 
-    @r.get("/api/panes/{pane_id}/answers", summary="Every answer attempt on this pane, newest first")
+    @r.get(
+        "/api/panes/{pane_id}/answers",
+        summary="Every answer attempt on this pane, newest first",
+        responses=responses(*READ, 404),
+    )
     async def answers(
         request: Request,
         pane_id: int,
         who: Viewer,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
-        before: Annotated[int | None, Query(ge=1)] = None,
+        before: Annotated[int | None, Query(ge=1, le=ID_MAX)] = None,
     ) -> dict[str, Any]:
         if pane_id not in request.app.state.core.panes:
             raise HTTPException(404, "no such pane")

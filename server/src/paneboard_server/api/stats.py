@@ -2,7 +2,9 @@
 intervals, JSON or CSV). Both read-only: any viewer (cookie or viewer token) may ask.
 
 Query parameters, shared: `from`/`to` (seconds since the epoch; default the last 7
-days, at most 366 days apart), `state` (`blocked`, the default, or `done`), `host`,
+days; a range longer than 366 days is cut to the 366 days before `to`, and one whose
+`to` is not after `from` is empty: the answer's own `from` and `to` say which range it
+covers), `state` (`blocked`, the default, or `done`), `host`,
 `agent`, `kind`. `/api/stats` adds `tz` (minutes east of UTC, for day boundaries) and
 `by` (`agent` or `host`: what the daily stacks are); `/api/blocks` adds `limit` and
 `format=csv`.
@@ -15,7 +17,7 @@ import io
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from paneboard_protocol.pane import KIND_MAX, NAME_MAX
 from sqlalchemy import select
 
@@ -24,6 +26,7 @@ from ..auth.accounts import Principal
 from ..ledger.stats import Query as StatsQuery
 from ..ledger.stats import compute, fetch, options, overlapping
 from ..store import schema as s
+from .errors import READ, responses
 
 Reader = Annotated[Principal, Depends(require_viewer)]
 DEFAULT_SPAN = 7 * 86400
@@ -45,10 +48,12 @@ def _query(
     now = request.app.state.core.clock()
     end = now if end is None else end
     start = end - DEFAULT_SPAN if start is None else start
-    if not end > start:
-        raise HTTPException(422, "`to` must be later than `from`")
+    # Every request the schema allows is answered (the OpenAPI contract): no 422 for a
+    # relation between two parameters that the schema cannot state.
+    if end < start:
+        start = end  # an empty range: nothing in it
     if end - start > MAX_SPAN:
-        raise HTTPException(422, "at most 366 days at a time")
+        start = end - MAX_SPAN
     return StatsQuery(start, end, state, host or None, agent or None, kind or None, tz, by)
 
 
@@ -61,7 +66,7 @@ Kind = Annotated[str | None, Query(max_length=KIND_MAX)]
 
 
 def make_router() -> APIRouter:
-    r = APIRouter(tags=["stats"])
+    r = APIRouter(tags=["stats"], responses=responses(*READ))
 
     @r.get("/api/stats")
     async def stats(
@@ -79,12 +84,24 @@ def make_router() -> APIRouter:
         q = _query(request, start, end, state, host, agent, kind, tz, by)
         core = request.app.state.core
         now = core.clock()
-        rows, groups = await fetch(core.engine, q, now)
+        rows, groups = await fetch(core.engine, q, now) if q.end > q.start else ([], [])
         out = compute(rows, q, now, groups)
         out["options"] = await options(core.engine, q)
         return out
 
-    @r.get("/api/blocks", response_model=None)
+    @r.get(
+        "/api/blocks",
+        response_model=None,
+        responses={
+            200: {
+                "description": "The intervals: JSON, or CSV with `format=csv`",
+                "content": {
+                    "application/json": {"schema": {"type": "object"}},
+                    "text/csv": {"schema": {"type": "string"}},
+                },
+            }
+        },
+    )
     async def blocks(
         request: Request,
         _: Reader,
@@ -102,8 +119,10 @@ def make_router() -> APIRouter:
         now = core.clock()
         both = overlapping(q, select(s.waits)).subquery()
         stmt = select(both).order_by(both.c.start_t.desc(), both.c.id.desc()).limit(limit)
-        async with core.engine.connect() as conn:
-            rows = [_block(r, now) for r in (await conn.execute(stmt)).all()]
+        rows = []
+        if q.end > q.start:
+            async with core.engine.connect() as conn:
+                rows = [_block(r, now) for r in (await conn.execute(stmt)).all()]
         if format == "csv":
             return Response(
                 to_csv(rows),

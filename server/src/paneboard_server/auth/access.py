@@ -8,7 +8,10 @@ one, that is this server's own (or configured in `allowed_origins`).
 
 from __future__ import annotations
 
-from fastapi import HTTPException, Request
+from typing import Annotated, Any
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import APIKeyCookie, HTTPBearer
 
 from .accounts import Principal, lookup_token, session_principal
 from .credentials import same
@@ -16,6 +19,23 @@ from .credentials import same
 SESSION_COOKIE = "pb_session"
 CSRF_COOKIE = "pb_csrf"
 CSRF_HEADER = "x-csrf-token"
+
+# The two ways in, as the OpenAPI document states them (either one will do). They only
+# describe: `current_principal` reads the request itself.
+_TOKEN = HTTPBearer(
+    auto_error=False,
+    scheme_name="viewerToken",
+    description="A viewer token (`paneboard token create NAME --viewer`): reads only.",
+)
+_SESSION = APIKeyCookie(
+    name=SESSION_COOKIE,
+    auto_error=False,
+    scheme_name="session",
+    description="The session cookie `POST /api/login` sets. A change also needs the `pb_csrf` "
+    "cookie's value in an `X-CSRF-Token` header.",
+)
+Described = Annotated[Any, Depends(_TOKEN)]
+DescribedCookie = Annotated[Any, Depends(_SESSION)]
 
 
 async def current_principal(request: Request) -> Principal | None:
@@ -29,7 +49,7 @@ async def current_principal(request: Request) -> Principal | None:
     return None
 
 
-async def require_viewer(request: Request) -> Principal:
+async def require_viewer(request: Request, _t: Described = None, _s: DescribedCookie = None) -> Principal:
     p = await current_principal(request)
     if p is None:
         raise HTTPException(
@@ -63,7 +83,7 @@ def writer_refusal(request: Request, p: Principal) -> tuple[str, str] | None:
     return None
 
 
-async def require_writer(request: Request) -> Principal:
+async def require_writer(request: Request, _t: Described = None, _s: DescribedCookie = None) -> Principal:
     p = await require_viewer(request)
     refused = writer_refusal(request, p)
     if refused is not None:
