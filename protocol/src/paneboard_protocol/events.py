@@ -149,7 +149,7 @@ class Rejected(Event):
     partial: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The `{"type", "offset", "proto", "reason"}` of docs/decoder.md, plus `partial` when there is one."""
+        """The `{"type", "offset", "proto", "reason"}` of docs/decoder.md (and `partial` if any)."""
         out: dict[str, Any] = {
             "type": self.type,
             "offset": self.offset,
