@@ -405,15 +405,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             demo = Demo(args.port or _free_port())
         demo.start()
         board = f"{demo.url}/?token={demo.viewer_token}"
-        print("paneboard demo is running. The board (read-only viewer link):", flush=True)
+        login = f"{demo.url}/login"
+        # The operator's login first: it shows screens and answers, the headline feature;
+        # the browser opens the login page, so no token sits on its command line (public in ps).
+        print("paneboard demo is running.", flush=True)
+        operator = f"as 'demo' with password {demo.password} (an operator: screens and answers)"
+        print(f"Sign in at {login} {operator}", flush=True)
+        print("Or watch read-only (a viewer link, no screens):", flush=True)
         print(board, flush=True)
-        print(f"Sign in at {demo.url}/ as 'demo' with password {demo.password}", flush=True)
         print(f"Watch the panes: tmux -L {demo.tmux_socket} attach", flush=True)
         print(f"Time waiting on you: {demo.url}/stats.html (with a seeded sample week)", flush=True)
         print("Press Ctrl-C (or close this terminal) to stop and remove everything.", flush=True)
         if not args.no_browser:
             with contextlib.suppress(webbrowser.Error):
-                webbrowser.open(board)
+                webbrowser.open(login)
         return demo.wait()
     except DemoError as exc:
         Demo._log(str(exc))

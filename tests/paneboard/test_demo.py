@@ -53,17 +53,19 @@ def test_demo_shows_every_kind_of_agent_and_cleans_up(tmp_path: Path) -> None:
     reader = threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True)
     reader.start()
     try:
-        board = None
+        board, login = None, None
         deadline = time.monotonic() + 240
         while board is None and time.monotonic() < deadline:
             line = proc.stdout.readline()
             assert line, f"demo exited early: {''.join(stderr_lines)}"
             if re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=\S+\n", line):
                 board = line.strip()
+            elif "with password" in line:
+                assert board is None, "the operator's login comes first: it shows screens and answers"
+                login = line
         assert board, "the demo never printed the board's URL on a line of its own"
         url, token = board.split("/?token=")
-        login = proc.stdout.readline()
-        m = re.search(r"as 'demo' with password (\S+)", login)
+        m = re.search(rf"Sign in at {re.escape(url)}/login as 'demo' with password (\S+) ", login or "")
         assert m, login
         password = m.group(1)
 
