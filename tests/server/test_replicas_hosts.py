@@ -239,6 +239,38 @@ def test_a_collector_moving_to_another_process_keeps_a_host_that_process_never_s
 
 
 @pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+def test_a_collector_moving_to_a_process_that_already_wrote_positions_is_acked(
+    db_url: str, server_factory: Any
+) -> None:
+    """B has written a collector's stream position before (so it knows which collectors
+    have a row); then `col` reports through A for the first time and moves to B. B's
+    memory says `col` has no row: its write must not insert a second one (that failed
+    the batch with 1011, the collector's every first report after a move)."""
+    tokens = asyncio.run(make_tokens(db_url))
+    two = asyncio.run(collector_token(db_url, "two"))
+    a = server_factory(db_url)
+    b = server_factory(db_url)
+
+    async def report(srv: Any, token: str, stream: str, host: str) -> tuple[str, Any]:
+        ws = await connect(srv.url, token, stream)
+        try:
+            await ws.send(snapshot(1, host))
+            return await outcome(ws)
+        finally:
+            await ws.close()
+
+    async def go() -> None:
+        assert await report(b, two, "s1", "h-two") == ("ack", 1)
+        assert await report(a, tokens["collector"], "s2", "h-col") == ("ack", 1)
+        assert await report(b, tokens["collector"], "s3", "h-col") == ("ack", 1)
+        async with httpx.AsyncClient() as c:
+            text = (await c.get(b.url + "/metrics", headers=bearer(tokens["viewer"]))).text
+        assert re.search(r"^paneboard_commit_failures_total 0\.0$", text, re.M), text
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
 def test_writers_claiming_new_hosts_in_opposite_orders_deadlock_and_one_is_run_again(
     db_url: str, server_factory: Any
 ) -> None:

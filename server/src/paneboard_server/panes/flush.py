@@ -145,7 +145,15 @@ async def write_collectors(core: PaneState, conn: AsyncConnection, tx: Tx) -> No
     known = core.collector_rows
     new = [{"token_id": cid, **v} for cid, v in tx.collectors.items() if cid not in known]
     for shape in {tuple(sorted(r)) for r in new}:
-        await conn.execute(insert(s.collectors), [r for r in new if tuple(sorted(r)) == shape])
+        # An upsert: "new" means new to this process's memory, and a collector that last
+        # connected to another process on the same PostgreSQL has its row already (a plain
+        # INSERT failed its first batch here with 1011).
+        ins = (pg_insert if core.is_pg else sqlite_insert)(s.collectors)
+        upsert = ins.on_conflict_do_update(
+            index_elements=[s.collectors.c.token_id],
+            set_={k: ins.excluded[k] for k in shape if k != "token_id"},
+        )
+        await conn.execute(upsert, [r for r in new if tuple(sorted(r)) == shape])
     old = [(cid, v) for cid, v in tx.collectors.items() if cid in known]
     for shape in {tuple(sorted(v)) for _, v in old}:
         stmt = (
