@@ -28,9 +28,11 @@ the one of a `capture-pane` taken at the moment of the tap — equal: that tap w
 been typed, else `changed`. (Not main's code running: the old function over the same
 captures, so both columns see the same prompts and the same blinks.)
 
-OpenCode declares no answers (docs/answers.md): its permission dialog's selection is
-drawn only in colour, so no key is known to approve it; its run stops at the first
-prompt, which is offered with no answers.
+OpenCode declares no answers (docs/answers.md: its permission dialog's selection is
+drawn only in colour, so no key is known to approve "once" whatever is selected). Its
+tap still names an answer: the collector compares the fingerprint first (`changed` if
+it moved) and only then finds the answer not offered (`refused`), so `refused` there
+says the fingerprint held; the round then approves at the terminal (Enter).
 """
 
 from __future__ import annotations
@@ -92,6 +94,10 @@ class Agent:
     start: Callable[[Stage, Path, Path], None]  # open it in the stage's pane, wait till it takes a task
     answer: str  # the manifest's answer id for "approve this once"
     reask: bool = False  # True: it sends no tool result back; each round is a new task message
+    #: None: the manifest declares answers. Else it declares none (OpenCode): the tap names
+    #: `answer` anyway, so the collector checks the fingerprint (`changed` if it moved) and
+    #: then refuses it (`refused`: the fingerprint held), and these keys approve at the terminal.
+    terminal_keys: tuple[str, ...] | None = None
     back: Callable[[str], bool] = lambda s: True  # the screen that takes the next task (reask)
 
 
@@ -153,7 +159,7 @@ AGENT_RUNS = {
     "codex": Agent("codex", _start_codex, "yes"),
     "gemini": Agent("gemini", _start_gemini, "once"),
     "aider": Agent("aider", _start_aider, "yes", reask=True, back=lambda s: s.rstrip().endswith("diff>")),
-    "opencode": Agent("opencode", _start_opencode, "once"),
+    "opencode": Agent("opencode", _start_opencode, "once", terminal_keys=("Enter",)),
 }
 
 
@@ -197,7 +203,8 @@ def run(agent: Agent, rounds: int, lo: float, hi: float, seed: int) -> dict[str,
                     (
                         m
                         for m in page.screens(mark)
-                        if m["answers"] and any(asks.search(ln) for ln in m["lines"])
+                        if (m["answers"] or (agent.terminal_keys is not None and m["state"] == "blocked"))
+                        and any(asks.search(ln) for ln in m["lines"])
                     ),
                     None,
                 )
@@ -232,6 +239,13 @@ def run(agent: Agent, rounds: int, lo: float, hi: float, seed: int) -> dict[str,
             if outcome == "typed":
                 until(lambda name=name: (work / name).exists(), 60, f"{command} to run")
                 delay = time.time() - t0
+            elif outcome == "refused" and agent.terminal_keys is not None:
+                # the fingerprint held; no answer is declared: approved at the terminal
+                stage.press_until(
+                    list(agent.terminal_keys),
+                    lambda name=name: (work / name).exists(),
+                    "approved at the terminal",
+                )
             else:
                 # What moved between the page's look and the tap: both screens, plain.
                 record["held_lines"] = [plain(ln) for ln in held["lines"][-height:]]
@@ -240,11 +254,16 @@ def run(agent: Agent, rounds: int, lo: float, hi: float, seed: int) -> dict[str,
                 # a second tap, as a person would, on the screen the page holds now
                 for again in range(5):
                     time.sleep(1.0)
-                    latest = page.latest(answers=True)
-                    if (
-                        latest is not None
-                        and page.answer(f"again{n}.{again}", latest["fingerprint"], agent.answer) == "typed"
-                    ):
+                    latest = page.latest(answers=agent.terminal_keys is None)
+                    if latest is None:
+                        continue
+                    got = page.answer(f"again{n}.{again}", latest["fingerprint"], agent.answer)
+                    if got == "typed":
+                        break
+                    if got == "refused" and agent.terminal_keys is not None:
+                        stage.press_until(
+                            list(agent.terminal_keys), lambda name=name: (work / name).exists(), "approved"
+                        )
                         break
                 until(lambda name=name: (work / name).exists(), 60, f"{command} to run")
             redraws = sum(1 for m in page.screens() if m is not first and m.get("t", 0) >= first["t"])
@@ -291,6 +310,13 @@ def _pct(xs: list[float], q: float) -> float | None:
     return xs[min(len(xs) - 1, max(0, round(q * len(xs) + 0.5) - 1))]
 
 
+def _counts(xs: Any) -> dict[str, int]:
+    got: dict[str, int] = {}
+    for x in xs:
+        got[x] = got.get(x, 0) + 1
+    return got
+
+
 def summary(out: dict[str, Any]) -> dict[str, Any]:
     rs = out["rounds"]
     delays = [r["tap_to_effect_ms"] for r in rs if r["tap_to_effect_ms"] is not None]
@@ -300,11 +326,12 @@ def summary(out: dict[str, Any]) -> dict[str, Any]:
         "rounds": len(rs),
         "typed": sum(r["outcome"] == "typed" for r in rs),
         "changed": sum(r["outcome"] == "changed" for r in rs),
-        "other": sorted(r["outcome"] for r in rs if r["outcome"] not in ("typed", "changed")),
+        "other": _counts(r["outcome"] for r in rs if r["outcome"] not in ("typed", "changed")),
         "baseline_typed": sum(r["baseline"] == "typed" for r in rs),
         "swapped": len(swaps),
         "swapped_typed": sum(s == "typed" for s in swaps),
-        "tap_to_effect_ms_p50": statistics.median(delays) if delays else None,
+        "swapped_outcomes": _counts(swaps),
+        "tap_to_effect_ms_p50": round(statistics.median(delays), 1) if delays else None,
         "tap_to_effect_ms_p99": _pct(delays, 0.99),
         "load": [round(x, 2) for x in os.getloadavg()],
         "error": out["error"],
@@ -318,7 +345,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     )
     out = [head, "|" + "---|" * 10]
     for s in rows:
-        other = ", ".join(s["other"]) or "0"
+        other = ", ".join(f"{k} {v}" for k, v in s["other"].items()) or "0"
         cells = [
             s["agent"], s["rounds"], s["typed"], s["changed"], other, s["baseline_typed"],
             f"{s['swapped_typed']} / {s['swapped']}", s["tap_to_effect_ms_p50"], s["tap_to_effect_ms_p99"],
