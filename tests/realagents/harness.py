@@ -11,6 +11,7 @@ separate.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -20,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -282,6 +284,78 @@ class Stage:
             kill_namespace(netns)
 
 
+class _Sink:
+    """Where the in-process collector's pane updates go (kept, for tests that look)."""
+
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+
+    async def pane_changed(self, update: Any) -> None:
+        self.updates.append(update)
+
+    async def pane_gone(self, key: Any, t: float) -> None:
+        pass
+
+    async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
+        pass
+
+
+class Page:
+    """The real collector run in-process on the stage's tmux server, with `--allow-input`,
+    seen as a pane's page sees it: `side` is every screen and `answered` it sends (the
+    messages the server would relay), `watch` and `answer` are what the server sends it.
+    Its own event loop runs in a thread, so a test or bench drives it synchronously."""
+
+    def __init__(self, stage: Stage) -> None:
+        from paneboard_agent.collector import Collector, Options, TmuxTarget
+        from paneboard_agent.transport.local import LocalTransport
+        from paneboard_protocol.rules import load_rules
+
+        self.stage = stage
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.sink = _Sink()
+        self.side: list[dict[str, Any]] = []
+        target = TmuxTarget(LocalTransport("here"), socket=stage.tmux.name, allow_input=True)
+        self.collector = Collector([target], self.sink, Options(rules=load_rules(None)))
+        self.collector.set_side(self.side.append)
+        self.running = asyncio.run_coroutine_threadsafe(self.collector.run(), self.loop)
+
+    @property
+    def key(self) -> dict[str, str]:
+        return {"host": "here", "tmux": self.stage.tmux.name, "pane": self.stage.pane}
+
+    def watch(self) -> None:
+        from paneboard_protocol import wire
+
+        asyncio.run_coroutine_threadsafe(
+            self.collector.command(dict(wire.watch(self.key))), self.loop
+        ).result(20)
+
+    def answer(self, request: str, fingerprint: str, answer: str = "yes") -> str:
+        """Tap `answer` on the prompt whose fingerprint the page holds; the outcome."""
+        from paneboard_protocol import wire
+
+        msg = dict(wire.answer(request, self.key, fingerprint, time.time() + 60, answer=answer))
+        asyncio.run_coroutine_threadsafe(self.collector.command(msg), self.loop).result(30)
+        return str(next(m["outcome"] for m in self.side if m["type"] == "answered" and m["id"] == request))
+
+    def screens(self, since: int = 0) -> list[dict[str, Any]]:
+        return [m for m in self.side[since:] if m["type"] == "screen"]
+
+    def latest(self, answers: bool = False) -> dict[str, Any] | None:
+        return next(
+            (m for m in reversed(self.side) if m["type"] == "screen" and (m["answers"] or not answers)), None
+        )
+
+    def close(self) -> None:
+        self.running.cancel()
+        time.sleep(0.5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
 def _netns_of(pid: int | str) -> str | None:
     try:
         return os.readlink(f"/proc/{pid}/ns/net")
@@ -314,4 +388,4 @@ def wait_until(pred: Callable[[], object], timeout: float, what: str) -> object:
     return wait_for(pred, timeout=timeout, interval=0.1, what=what)
 
 
-__all__ = ["FIXTURES", "PANEBOARD", "ModelApi", "Stage", "time", "wait_until"]
+__all__ = ["FIXTURES", "PANEBOARD", "ModelApi", "Page", "Stage", "time", "wait_until"]

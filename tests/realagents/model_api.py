@@ -19,10 +19,13 @@ DIR/held-N and waits for the test to create DIR/go-N (N = 1, 2, …) before it s
 answer, so the agent is visibly working for exactly as long as the test needs to look.
 Everything else (title, topic, quota side requests) is answered at once with short text.
 
-Anthropic only: DIR/commands.json, when a test writes it, is a list of shell commands
-asked in turn — the task is answered with the first, each tool result with the next
-one, and the result of the last with the text that ends the turn (two different
-prompts of the same rule, one after the other).
+DIR/commands.json, when a test writes it, is a list of shell commands asked in turn
+(different prompts of the same rule, one after the other): the task is answered with
+the first, each tool result with the next one, and the result of the last with the
+text that ends the turn. Anthropic counts the tool results in the conversation; the
+other APIs count the commands asked so far (`State.ask`), so an agent that sends no
+tool result back (Aider runs the block itself) is asked the next command by its next
+task message. Without the file every task asks `touch pb-ran`, as before.
 
 Why a gate instead of a delay: on a loaded two-core machine no delay is long enough
 to be sure and short enough to be cheap; the test's own condition is.
@@ -50,10 +53,24 @@ class State:
         self.root = root
         self.lock = threading.Lock()
         self.turns = 0
+        self.asked = 0  # commands asked so far (all APIs but Anthropic's)
 
     def log(self, path: str, body: Any) -> None:
         with self.lock, (self.root / "requests.jsonl").open("a") as f:
             f.write(json.dumps({"path": path, "body": body}) + "\n")
+
+    def ask(self, kind: str) -> str | None:
+        """The command to ask for this turn request (`kind` from `classify`), or None:
+        the turn ends. A task always asks one (the next; the last again once all were
+        asked); a tool result asks the next while any is left."""
+        path = self.root / "commands.json"
+        commands = [str(c) for c in json.loads(path.read_text())] if path.exists() else [COMMAND]
+        with self.lock:
+            if kind == "result" and self.asked >= len(commands):
+                return None
+            command = commands[min(self.asked, len(commands) - 1)]
+            self.asked += 1
+            return command
 
     def hold(self) -> None:
         """Block this request until the test opens gate N (N counts turn answers)."""
@@ -64,6 +81,11 @@ class State:
         deadline = time.monotonic() + GATE_TIMEOUT
         while not (self.root / f"go-{n}").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
+
+
+def _why(command: str) -> str:
+    """The description a tool call gives its command."""
+    return "Create pb-ran" if command == COMMAND else f"Run {command}"
 
 
 def _text_of(obj: Any) -> str:
@@ -242,7 +264,7 @@ class Handler(BaseHTTPRequestHandler):
         self._event({"type": "message_start", "message": msg}, "message_start")
         if tool is not None:
             block = {"type": "tool_use", "id": f"toolu_pb{asked + 1}", "name": tool["name"], "input": {}}
-            what = "Create pb-ran" if command == COMMAND else f"Run {command}"
+            what = _why(command)
             delta = {
                 "type": "input_json_delta",
                 "partial_json": json.dumps({"command": command, "description": what}),
@@ -271,9 +293,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def _responses(self, body: dict[str, Any]) -> None:
         kind = classify(body)
+        command = self.state.ask(kind) if kind != "side" else None
         tool = (
             pick_tool(body, ("shell", "exec_command", "local_shell", "shell_command"))
-            if kind == "task"
+            if command is not None
             else None
         )
         if kind != "side":
@@ -289,24 +312,25 @@ class Handler(BaseHTTPRequestHandler):
             "output": [],
         }
         self._event({"type": "response.created", "response": base}, "response.created")
-        if tool is not None:
+        if tool is not None and command is not None:
             name = tool["name"]
             if name == "exec_command":
                 # Escalation is what makes Codex ask (its sandbox would let a plain `touch` fail
                 # silently under read-only, without a prompt).
                 args = {
-                    "cmd": COMMAND,
+                    "cmd": command,
                     "sandbox_permissions": "require_escalated",
-                    "justification": "Create pb-ran?",
+                    "justification": _why(command) + "?",
                 }
             elif name == "shell_command":
-                args = {"command": COMMAND}
+                args = {"command": command}
             else:
-                args = {"command": ["bash", "-lc", COMMAND]}
+                args = {"command": ["bash", "-lc", command]}
+            n = self.state.asked
             item = {
                 "type": "function_call",
-                "id": "fc_pb1",
-                "call_id": "call_pb1",
+                "id": f"fc_pb{n}",
+                "call_id": f"call_pb{n}",
                 "name": name,
                 "arguments": json.dumps(args),
                 "status": "completed",
@@ -360,12 +384,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def _chat(self, body: dict[str, Any]) -> None:
         kind = classify(body)
-        tool = pick_tool(body, ("bash", "shell", "run_shell_command")) if kind == "task" else None
+        command = self.state.ask(kind) if kind != "side" else None
+        tool = pick_tool(body, ("bash", "shell", "run_shell_command")) if command is not None else None
         if kind != "side":
             self.state.hold()
-        if kind == "task" and tool is None:
+        if kind == "task" and command is not None and tool is None:
             # No tools offered (Aider): the "tool call" is a shell block it offers to run.
-            text = f"Run this:\n\n```bash\n{COMMAND}\n```\n"
+            text = f"Run this:\n\n```bash\n{command}\n```\n"
         else:
             text = SIDE if kind == "side" else FINAL
         cid = f"chatcmpl-pb{self.state.turns}"
@@ -387,14 +412,14 @@ class Handler(BaseHTTPRequestHandler):
             )
             return
         self._sse_start()
-        if tool is not None:
+        if tool is not None and command is not None:
             call = {
                 "index": 0,
-                "id": "call_pb1",
+                "id": f"call_pb{self.state.asked}",
                 "type": "function",
                 "function": {
                     "name": tool["name"],
-                    "arguments": json.dumps({"command": COMMAND, "description": "Create pb-ran"}),
+                    "arguments": json.dumps({"command": command, "description": _why(command)}),
                 },
             }
             self._event(
@@ -433,15 +458,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def _gemini(self, body: dict[str, Any], stream: bool) -> None:
         kind = classify(body)
-        tool = pick_tool(body, ("run_shell_command",)) if kind == "task" else None
+        command = self.state.ask(kind) if kind != "side" else None
+        tool = pick_tool(body, ("run_shell_command",)) if command is not None else None
         if kind != "side":
             self.state.hold()
-        if tool is not None:
+        if tool is not None and command is not None:
             parts: list[dict[str, Any]] = [
                 {
                     "functionCall": {
                         "name": tool["name"],
-                        "args": {"command": COMMAND, "description": "Create pb-ran"},
+                        "args": {"command": command, "description": _why(command)},
                     }
                 }
             ]

@@ -5,35 +5,15 @@ a fresh capture; the approved command runs. A stale fingerprint first types noth
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Stage
-from paneboard_agent.collector import Collector, Options, TmuxTarget
-from paneboard_agent.transport.local import LocalTransport
-from paneboard_protocol import wire
-from paneboard_protocol.rules import load_rules
+from harness import Page, Stage
 from test_claude import claude_env, claude_home
 
 pytestmark = [pytest.mark.realagent, pytest.mark.tmux, pytest.mark.timeout(180)]
-
-
-class _Sink:
-    def __init__(self) -> None:
-        self.updates: list[Any] = []
-
-    async def pane_changed(self, update: Any) -> None:
-        self.updates.append(update)
-
-    async def pane_gone(self, key: Any, t: float) -> None:
-        pass
-
-    async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
-        pass
 
 
 def _until(pred: Any, timeout: float, what: str) -> Any:
@@ -55,14 +35,8 @@ def test_real_claude_code_permission_answered_by_the_collector(
     stage.wait_class({"agent": "claude", "state": "idle"}, 90, "idle at start")
     stage.wait_screen(lambda s: "? for shortcuts" in s, 30, "the prompt")
 
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    sink, side = _Sink(), []
-    target = TmuxTarget(LocalTransport("here"), socket=stage.tmux.name, allow_input=True)
-    collector = Collector([target], sink, Options(rules=load_rules(None)))
-    collector.set_side(side.append)
-    running = asyncio.run_coroutine_threadsafe(collector.run(), loop)
+    page = Page(stage)
+    sink, side, answer = page.sink, page.side, page.answer
     try:
         stage.press_until(
             ["Please do PBTASK now"],
@@ -75,13 +49,12 @@ def test_real_claude_code_permission_answered_by_the_collector(
         stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
         stage.api.release(1)
         stage.wait_screen(lambda s: "Do you want to proceed?" in s, 60, "the permission prompt")
-        key = {"host": "here", "tmux": stage.tmux.name, "pane": stage.pane}
         _until(
             lambda: any(u.key.pane == stage.pane and u.state == "blocked" for u in sink.updates[-3:]),
             30,
             "the in-process collector sees it blocked",
         )
-        asyncio.run_coroutine_threadsafe(collector.command(dict(wire.watch(key))), loop).result(20)
+        page.watch()
         shot = _until(
             lambda: next((m for m in reversed(side) if m["type"] == "screen" and m["answers"]), None),
             30,
@@ -89,11 +62,6 @@ def test_real_claude_code_permission_answered_by_the_collector(
         )
         assert [a["id"] for a in shot["answers"]][:1] == ["yes"] and shot["answers"][-1]["id"] == "no"
         assert shot["input"] and "Do you want to proceed?" in (shot["prompt"] or "")
-
-        def answer(request: str, fp: str) -> str:
-            msg = dict(wire.answer(request, key, fp, time.time() + 60, answer="yes"))
-            asyncio.run_coroutine_threadsafe(collector.command(msg), loop).result(30)
-            return next(m["outcome"] for m in side if m["type"] == "answered" and m["id"] == request)
 
         assert answer("stale", "0" * 64) == "changed"
         time.sleep(1.0)  # Claude Code ignores keys for a moment after it shows a dialog
@@ -113,10 +81,7 @@ def test_real_claude_code_permission_answered_by_the_collector(
         stage.api.release(2)
         stage.wait_screen(lambda s: "All done: pb-ran exists." in s, 60, "the final answer")
     finally:
-        running.cancel()
-        time.sleep(0.5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+        page.close()
 
 
 def test_real_claude_code_first_tap_and_a_swapped_prompt_refused(
@@ -136,20 +101,8 @@ def test_real_claude_code_first_tap_and_a_swapped_prompt_refused(
     stage.wait_class({"agent": "claude", "state": "idle"}, 90, "idle at start")
     stage.wait_screen(lambda s: "? for shortcuts" in s, 30, "the prompt")
 
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    sink, side = _Sink(), []
-    target = TmuxTarget(LocalTransport("here"), socket=stage.tmux.name, allow_input=True)
-    collector = Collector([target], sink, Options(rules=load_rules(None)))
-    collector.set_side(side.append)
-    running = asyncio.run_coroutine_threadsafe(collector.run(), loop)
-    key = {"host": "here", "tmux": stage.tmux.name, "pane": stage.pane}
-
-    def answer(request: str, fp: str) -> str:
-        msg = dict(wire.answer(request, key, fp, time.time() + 60, answer="yes"))
-        asyncio.run_coroutine_threadsafe(collector.command(msg), loop).result(30)
-        return next(m["outcome"] for m in side if m["type"] == "answered" and m["id"] == request)
+    page = Page(stage)
+    side, answer = page.side, page.answer
 
     def prompt_screen(command: str) -> dict[str, Any]:
         """The first screen the page gets with `command`'s prompt and its answers."""
@@ -176,7 +129,7 @@ def test_real_claude_code_first_tap_and_a_swapped_prompt_refused(
             literal=True,
         )
         stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
-        asyncio.run_coroutine_threadsafe(collector.command(dict(wire.watch(key))), loop).result(20)
+        page.watch()
         stage.api.release(1)
         first = prompt_screen("touch pb-one")
         n_before = len(side)
@@ -204,7 +157,4 @@ def test_real_claude_code_first_tap_and_a_swapped_prompt_refused(
         stage.api.release(3)
         stage.wait_screen(lambda s: "All done: pb-ran exists." in s, 60, "the final answer")
     finally:
-        running.cancel()
-        time.sleep(0.5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+        page.close()
