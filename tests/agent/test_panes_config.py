@@ -169,6 +169,21 @@ def test_observe_emit_at_the_prompt_keeps_what_was_in_front() -> None:
     assert observe(_info("python"), emit, previous=claude) == claude
 
 
+def test_observe_emit_reports_for_the_shell_that_ran_it_whatever_was_seen_last() -> None:
+    """A look between the shell's fork and emit's exec saw the fork: a shell of another
+    pid in front. The report must still be filed under the shell emit returns to (its
+    parent), or it ends when that shell is back in front (a CI failure: the emitted
+    question was gone within a poll)."""
+    fork = Observation(None, 151, True)
+    emit = {100: ProcInfo(100, 151, "-bash"), 151: ProcInfo(151, 151, EMIT, ppid=100, pgid=151)}
+    assert observe(_info("python"), emit, previous=fork) == Observation(None, 100, True)
+    claude = Observation("claude", 120, True)  # suspended, or gone before the look
+    assert observe(_info("python"), emit, previous=claude) == Observation(None, 100, True)
+    # then the shell is back: the same observation, so the report stands
+    back = {100: ProcInfo(100, 100, "-bash")}
+    assert observe(_info("bash"), back, previous=Observation(None, 100, True)) == Observation(None, 100, True)
+
+
 def test_observe_trusts_ps_over_a_tmux_name_that_lags() -> None:
     """tmux named emit (`python`), and by the time `ps` ran emit had exited: the shell is
     back in front, not a program called `bash`; a leader gone before its arguments

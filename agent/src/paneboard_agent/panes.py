@@ -208,6 +208,16 @@ def group_members(procs: dict[int, ProcInfo], pgid: int) -> list[Member]:
     return [Member(p.pid, p.ppid, p.args) for p in procs.values() if p.pgid == pgid]
 
 
+def _shell_parent(procs: dict[int, ProcInfo] | None, pid: int | None, shells: frozenset[str]) -> int | None:
+    """The pid of the shell that started process `pid`, if its parent is a shell."""
+    me = procs.get(pid) if procs is not None and pid is not None else None
+    parent = procs.get(me.ppid) if procs is not None and me is not None else None
+    words = parent.args.split(maxsplit=1) if parent is not None else []
+    if words and os.path.basename(words[0]).lstrip("-") in shells:
+        return parent.pid if parent is not None else None
+    return None
+
+
 def observe(
     pane: PaneInfo,
     procs: dict[int, ProcInfo] | None,
@@ -275,6 +285,13 @@ def _observe_leader(
     if procs is not None and fg_pid is None:
         return Observation(name, None, False)  # tmux names something, but no tty group: unknown
     if is_reporter(fg_args):
+        # typed at a prompt, emit leads its own group and reports for the shell that ran
+        # it, the one it returns to: named by that shell's pid, not by whatever the last
+        # look saw (a look between the shell's fork and emit's exec saw the fork, a shell
+        # of another pid, and the report filed under it ended when the shell came back)
+        runner = _shell_parent(procs, fg_pid, shells)
+        if runner is not None:
+            return Observation(None, runner, True)
         return previous if previous is not None else Observation(None, pane.pane_pid, True)
     # tmux named the pane before `ps` ran: a short-lived leader (emit itself) may have
     # exited in between. `ps` is the later word: a shell leader is a shell in front,
