@@ -173,7 +173,9 @@ def test_emit_blocked_then_waiting_stays_blocked(
     agent.wait_line(lambda o: o["pane"] == pane and o["state"] == "blocked", what="blocked")
     time.sleep(3.5)  # three polls and more while it waits for the answer
     latest = agent.latest(pane)
-    assert latest["state"] == "blocked" and latest["msg"] == "Deploy to prod?", agent.raw
+    if latest is None or latest["state"] != "blocked":  # the whole story, uncut, for a failure
+        print("".join(agent.raw), "\nstderr:\n", agent.stderr)
+    assert latest is not None and latest["state"] == "blocked" and latest["msg"] == "Deploy to prod?"
     tmux_server.send(pane, "y")  # answered: the script ends; back at the prompt it is over
     if how == "script":
         wait_for(lambda: agent.latest(pane)["state"] is None, timeout=15, what="the record ended")

@@ -50,6 +50,17 @@ def test_parse_sessions_and_ps() -> None:
     assert 400 not in procs
 
 
+def test_a_process_on_its_way_out_is_gone() -> None:
+    """ps shows `[comm]` for a process whose command line is gone (exiting, zombie):
+    emit caught so is not a program called `[paneboard]`, and the shell is back."""
+    procs = parse_ps(
+        b"  100 90 100 150 -bash\n  150 100 150 150 [paneboard]\n  160 100 160 150 [x] <defunct>\n"
+    )
+    assert sorted(procs) == [100]
+    shell = Observation(None, 100, True)
+    assert observe(_info("python3"), procs, previous=shell) == shell
+
+
 def test_observe_shell_program_transport_and_unknown() -> None:
     shell = {100: ProcInfo(100, 100, "-bash")}
     assert observe(_info("bash"), shell) == Observation(None, 100, True)
@@ -194,6 +205,19 @@ def test_observe_trusts_ps_over_a_tmux_name_that_lags() -> None:
     vanished = {100: ProcInfo(100, 150, "-bash")}  # leader 150 gone before the second ps
     assert observe(_info("python"), vanished, previous=shell) == shell
     assert observe(_info("python"), vanished) == Observation("python", 150, True)
+
+
+def test_observe_a_fork_seen_last_and_gone_gives_the_shell_back() -> None:
+    """The last look fell between the shell's fork and emit's exec (a shell at pid 150);
+    this one read the shell still naming 150 in front, but 150 had exited before `ps`
+    got to it. Kept, the fork would own emit's report, which then ended at the next look
+    (seen in CI: blocked, then every field null within 3.5 s)."""
+    fork = Observation(None, 150, True)
+    vanished = {100: ProcInfo(100, 150, "-bash")}
+    assert observe(_info("python"), vanished, previous=fork) == Observation(None, 100, True)
+    # a program of the pane's own (not a shell) keeps what was seen: nothing says who is back
+    program = {100: ProcInfo(100, 150, "/usr/bin/claude")}
+    assert observe(_info("python"), program, previous=fork) == fork
 
 
 def _agent_of(name: str) -> str | None:

@@ -129,7 +129,13 @@ PS_FIELDS = "pid=,ppid=,pgid=,tpgid=,args="
 
 
 def parse_ps(text: bytes) -> dict[int, ProcInfo]:
-    """`ps -o PS_FIELDS ...` output by pid (tpgid -1: no controlling tty)."""
+    """`ps -o PS_FIELDS ...` output by pid (tpgid -1: no controlling tty).
+
+    A process whose arguments ps shows as `[name]` (or `[name] <defunct>`) had no command
+    line left to read: it is exiting, or a zombie. It is left out, as if gone (which it
+    is a moment later): taken for a program of its own, a `paneboard emit` caught on its
+    way out became a program called `[paneboard]` that owned the report it had just
+    written, and the report ended with it (a CI failure)."""
     out: dict[int, ProcInfo] = {}
     for line in text.decode("utf-8", "replace").splitlines():
         parts = line.split(None, 4)
@@ -140,8 +146,15 @@ def parse_ps(text: bytes) -> dict[int, ProcInfo]:
         except ValueError:
             continue
         pid = int(parts[0])
-        out[pid] = ProcInfo(pid, tpgid, parts[4] if len(parts) == 5 else "", ppid, pgid)
+        args = parts[4] if len(parts) == 5 else ""
+        if not _exiting(args):
+            out[pid] = ProcInfo(pid, tpgid, args, ppid, pgid)
     return out
+
+
+def _exiting(args: str) -> bool:
+    """ps's `[comm]` form: the kernel has no command line for the process any more."""
+    return args.startswith("[") and (args.endswith("]") or args.endswith("] <defunct>"))
 
 
 def ps_argv(pids: Iterable[int], ttys: Iterable[str] = ()) -> list[str]:
@@ -208,14 +221,16 @@ def group_members(procs: dict[int, ProcInfo], pgid: int) -> list[Member]:
     return [Member(p.pid, p.ppid, p.args) for p in procs.values() if p.pgid == pgid]
 
 
+def _is_shell(proc: ProcInfo | None, shells: frozenset[str]) -> bool:
+    words = proc.args.split(maxsplit=1) if proc is not None else []
+    return bool(words) and os.path.basename(words[0]).lstrip("-") in shells
+
+
 def _shell_parent(procs: dict[int, ProcInfo] | None, pid: int | None, shells: frozenset[str]) -> int | None:
     """The pid of the shell that started process `pid`, if its parent is a shell."""
     me = procs.get(pid) if procs is not None and pid is not None else None
     parent = procs.get(me.ppid) if procs is not None and me is not None else None
-    words = parent.args.split(maxsplit=1) if parent is not None else []
-    if words and os.path.basename(words[0]).lstrip("-") in shells:
-        return parent.pid if parent is not None else None
-    return None
+    return parent.pid if parent is not None and _is_shell(parent, shells) else None
 
 
 def observe(
@@ -300,6 +315,12 @@ def _observe_leader(
     if leader and os.path.basename(leader[0]).lstrip("-") in shells:
         return Observation(None, fg_pid, True)
     if procs is not None and fg_pid is not None and fg_pid not in procs and previous is not None:
+        if previous.name is None and previous.pid == fg_pid and _is_shell(procs.get(pane.pane_pid), shells):
+            # what the last look saw in front was the shell's fork (before its exec), and
+            # it is gone now: whatever it became (emit, a command) has ended and the pane's
+            # shell is back. Kept, the fork's pid would hold a report emit filed for the
+            # shell, and end it the moment the shell was seen (a CI failure).
+            return Observation(None, pane.pane_pid, True)
         return previous
     if fg_args and is_interpreter(name):
         # `node /x/claude/cli.js`: the classifier unwraps interpreters to their script (RI-1)
