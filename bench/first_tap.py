@@ -28,11 +28,9 @@ the one of a `capture-pane` taken at the moment of the tap — equal: that tap w
 been typed, else `changed`. (Not main's code running: the old function over the same
 captures, so both columns see the same prompts and the same blinks.)
 
-OpenCode declares no answers (docs/answers.md: its permission dialog's selection is
-drawn only in colour, so no key is known to approve "once" whatever is selected). Its
-tap still names an answer: the collector compares the fingerprint first (`changed` if
-it moved) and only then finds the answer not offered (`refused`), so `refused` there
-says the fingerprint held; the round then approves at the terminal (Enter).
+OpenCode's dialog shows its selection only in colour: its "Allow once" is offered while
+the capture's colours say it is selected (docs/answers.md), which is how each of its
+prompts appears.
 """
 
 from __future__ import annotations
@@ -94,10 +92,6 @@ class Agent:
     start: Callable[[Stage, Path, Path], None]  # open it in the stage's pane, wait till it takes a task
     answer: str  # the manifest's answer id for "approve this once"
     reask: bool = False  # True: it sends no tool result back; each round is a new task message
-    #: None: the manifest declares answers. Else it declares none (OpenCode): the tap names
-    #: `answer` anyway, so the collector checks the fingerprint (`changed` if it moved) and
-    #: then refuses it (`refused`: the fingerprint held), and these keys approve at the terminal.
-    terminal_keys: tuple[str, ...] | None = None
     back: Callable[[str], bool] = lambda s: True  # the screen that takes the next task (reask)
 
 
@@ -159,7 +153,7 @@ AGENT_RUNS = {
     "codex": Agent("codex", _start_codex, "yes"),
     "gemini": Agent("gemini", _start_gemini, "once"),
     "aider": Agent("aider", _start_aider, "yes", reask=True, back=lambda s: s.rstrip().endswith("diff>")),
-    "opencode": Agent("opencode", _start_opencode, "once", terminal_keys=("Enter",)),
+    "opencode": Agent("opencode", _start_opencode, "once"),
 }
 
 
@@ -203,8 +197,7 @@ def run(agent: Agent, rounds: int, lo: float, hi: float, seed: int) -> dict[str,
                     (
                         m
                         for m in page.screens(mark)
-                        if (m["answers"] or (agent.terminal_keys is not None and m["state"] == "blocked"))
-                        and any(asks.search(ln) for ln in m["lines"])
+                        if m["answers"] and any(asks.search(ln) for ln in m["lines"])
                     ),
                     None,
                 )
@@ -239,13 +232,6 @@ def run(agent: Agent, rounds: int, lo: float, hi: float, seed: int) -> dict[str,
             if outcome == "typed":
                 until(lambda name=name: (work / name).exists(), 60, f"{command} to run")
                 delay = time.time() - t0
-            elif outcome == "refused" and agent.terminal_keys is not None:
-                # the fingerprint held; no answer is declared: approved at the terminal
-                stage.press_until(
-                    list(agent.terminal_keys),
-                    lambda name=name: (work / name).exists(),
-                    "approved at the terminal",
-                )
             else:
                 # What moved between the page's look and the tap: both screens, plain.
                 record["held_lines"] = [plain(ln) for ln in held["lines"][-height:]]
@@ -254,16 +240,11 @@ def run(agent: Agent, rounds: int, lo: float, hi: float, seed: int) -> dict[str,
                 # a second tap, as a person would, on the screen the page holds now
                 for again in range(5):
                     time.sleep(1.0)
-                    latest = page.latest(answers=agent.terminal_keys is None)
+                    latest = page.latest(answers=True)
                     if latest is None:
                         continue
                     got = page.answer(f"again{n}.{again}", latest["fingerprint"], agent.answer)
                     if got == "typed":
-                        break
-                    if got == "refused" and agent.terminal_keys is not None:
-                        stage.press_until(
-                            list(agent.terminal_keys), lambda name=name: (work / name).exists(), "approved"
-                        )
                         break
                 until(lambda name=name: (work / name).exists(), 60, f"{command} to run")
             redraws = sum(1 for m in page.screens() if m is not first and m.get("t", 0) >= first["t"])

@@ -75,6 +75,9 @@ CASES = {
         ("no", "No", ("n", "Enter")),
         ("never", "Don't ask again", ("d", "Enter")),
     ],
+    # plain text cannot say which choice is selected: only "Reject" (Escape) is offered
+    ("real/opencode/blocked.txt", "opencode", None): [("reject", "Reject", ("Escape",))],
+    ("screens/opencode__permission_blocked.txt", "opencode", None): [("reject", "Reject", ("Escape",))],
 }
 
 
@@ -87,8 +90,8 @@ def test_answers_on_real_screens(case: tuple[str, str, str | None]) -> None:
     assert [(a.id, label, a.keys) for a, label in got.answers] == CASES[case]
 
 
-def test_every_blocked_screen_rule_of_the_four_declares_answers() -> None:
-    for agent in ("claude", "codex", "gemini", "aider"):
+def test_every_blocked_screen_rule_of_the_five_declares_answers() -> None:
+    for agent in ("claude", "codex", "gemini", "aider", "opencode"):
         m = RULES.for_agent(agent)
         assert m is not None, agent
         for r in m.rules:
@@ -97,15 +100,19 @@ def test_every_blocked_screen_rule_of_the_four_declares_answers() -> None:
 
 
 def test_every_corpus_screen_read_as_blocked_offers_answers() -> None:
-    """Whatever screen of the four a manifest reads as blocked (on the screen, not the
+    """Whatever screen of the five a manifest reads as blocked (on the screen, not the
     title alone) offers at least one answer: no blocked prompt is left unanswerable."""
     dirs = [FIX / "screens"]
     n = 0
     for d in dirs:
         for f in sorted(d.glob("*.txt")) if d.is_dir() else []:
-            agent = {"claude": "claude", "codex": "codex", "gemini": "gemini", "aider": "aider"}.get(
-                f.name.split("__")[0]
-            )
+            agent = {
+                "claude": "claude",
+                "codex": "codex",
+                "gemini": "gemini",
+                "aider": "aider",
+                "opencode": "opencode",
+            }.get(f.name.split("__")[0])
             m = RULES.for_agent(agent) if agent else None
             if m is None:
                 continue

@@ -221,7 +221,9 @@ class PaneScreens:
         text = "\n".join(plain(ln) for ln in cap.visible)
         if u is None:
             return None, offer(None, None, None, None, text)
-        return u, offer(self.w.opt.rules, u.agent, u.state, u.kind, text, u.title, u.msg, u.since)
+        return u, offer(
+            self.w.opt.rules, u.agent, u.state, u.kind, text, u.title, u.msg, u.since, cap.visible
+        )
 
     def _screen_msg(self, pane_id: str, cap: Captured) -> dict[str, Any]:
         u, got = self._offer(pane_id, cap)

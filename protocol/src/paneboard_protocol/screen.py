@@ -15,8 +15,10 @@ Shared by the collector (which captures and answers) and the tests; pure, no I/O
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from paneboard_protocol.highlight import highlighted
 from paneboard_protocol.prompt import prompt_fingerprint, screen_fingerprint
 from paneboard_protocol.rules import Answer, Manifest, RuleSet
 from paneboard_protocol.wire import AnswerChoice
@@ -87,6 +89,7 @@ def offer(
     title: str | None = None,
     msg: str | None = None,
     since: float | None = None,
+    styled: Sequence[str] | None = None,
 ) -> Offer:
     """The answers a pane in `state`/`kind` takes on this (plain) screen.
 
@@ -95,7 +98,9 @@ def offer(
     manifest of `agent` read on this screen: a blocked rule with declared answers
     offers those whose `line` is on the screen; otherwise a `question` takes free text
     and anything else takes nothing. `since`: when the pane's state began (a prompt
-    asked again later is a new prompt)."""
+    asked again later is a new prompt). `styled`: the same rows with their colours
+    (`capture-pane -e`), which say what a menu drawn in colour has selected; without
+    them an answer that needs a selection is not offered."""
     whole = screen_fingerprint(screen.split("\n"), since)
     if state != "blocked":
         return Offer(fingerprint=whole)
@@ -108,7 +113,10 @@ def offer(
                 got: tuple[tuple[Answer, str], ...] = ()
                 if rule.answers:
                     lines = screen.split("\n")[-manifest.rows :]
-                    got = tuple((a, label) for a in rule.answers if (label := a.offer(lines)) is not None)
+                    marked = _marked(styled, manifest.rows) if any(a.selected for a in rule.answers) else []
+                    got = tuple(
+                        (a, label) for a in rule.answers if (label := a.offer(lines, marked)) is not None
+                    )
                 fp = prompt_fingerprint(
                     manifest, rule, screen, [(a.id, label) for a, label in got], title or "", since
                 )
@@ -118,3 +126,8 @@ def offer(
                 takes_text = match.kind == "question" or (match.kind is None and kind == "question")
                 return Offer((), takes_text, prompt, fp)
     return Offer((), kind == "question", msg, whole)
+
+
+def _marked(styled: Sequence[str] | None, rows: int) -> list[str]:
+    """The highlighted texts of the bottom `rows` rows."""
+    return [t for ln in (styled or [])[-rows:] for t in highlighted(ln)]

@@ -19,6 +19,14 @@ screen matches its `line`, and its label is then the regex's first group when it
 one (what the screen says), else the declared label. The keys never leave the
 collector: the server and the page see ids and labels only.
 
+Why an answer may name a `selected` regex: a menu that shows its selection only in
+colour (OpenCode's permission dialog) draws the same text whatever is selected, and
+Enter takes the selected choice. Such an answer is offered only while a highlighted
+text of the screen (`paneboard_protocol.highlight`, read from the capture's colours)
+matches `selected`; moved elsewhere, the answer is not offered, so the prompt's
+fingerprint changes and an answer made before the move is refused, not typed on the
+other choice.
+
 Keys are tmux key names from a short list (single characters, arrows, Enter, Escape,
 ...) so a manifest cannot make the collector run anything but `send-keys` of keys.
 Pure: no I/O.
@@ -27,7 +35,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +48,7 @@ KEY_NAMES = frozenset(
 )
 _CTRL = re.compile(r"^C-[a-z]$")
 _ID = re.compile(r"^[a-z0-9_-]{1,32}$")
-_ANSWER_KEYS = frozenset({"id", "label", "keys", "line"})
+_ANSWER_KEYS = frozenset({"id", "label", "keys", "line", "selected"})
 MAX_ANSWERS = 16
 MAX_KEYS = 8
 LABEL_MAX = 128
@@ -61,9 +69,15 @@ class Answer:
     label: str
     keys: tuple[str, ...]
     line: re.Pattern[str] | None = None
+    selected: re.Pattern[str] | None = None
 
-    def offer(self, lines: list[str]) -> str | None:
-        """The label to show on a screen with these lines, or None: not offered here."""
+    def offer(self, lines: list[str], marked: Sequence[str] = ()) -> str | None:
+        """The label to show on a screen with these lines, or None: not offered here.
+
+        `marked`: the screen's highlighted texts (none known: an answer that needs a
+        selection is not offered)."""
+        if self.selected is not None and not any(self.selected.search(t) for t in marked):
+            return None
         if self.line is None:
             return self.label
         for ln in lines:
@@ -75,7 +89,7 @@ class Answer:
 
 
 def parse_answers(value: Any) -> tuple[Answer, ...]:
-    """A rule's `answers = [{id, label, keys, line?}, ...]`, checked strictly."""
+    """A rule's `answers = [{id, label, keys, line?, selected?}, ...]`, checked strictly."""
     if not isinstance(value, list) or not value:
         raise ManifestError("answers must be a non-empty list of tables { id, label, keys }")
     if len(value) > MAX_ANSWERS:
@@ -87,7 +101,7 @@ def parse_answers(value: Any) -> tuple[Answer, ...]:
             raise ManifestError(f"{where}: a table {{ id, label, keys }}")
         for key in raw:
             if key not in _ANSWER_KEYS:
-                raise ManifestError(f"{where}: unknown key {key!r} (id, label, keys, line)")
+                raise ManifestError(f"{where}: unknown key {key!r} (id, label, keys, line, selected)")
         aid, label, keys = raw.get("id"), raw.get("label"), raw.get("keys")
         if not isinstance(aid, str) or not _ID.match(aid):
             raise ManifestError(f"{where}: id must match [a-z0-9_-]{{1,32}}")
@@ -103,11 +117,11 @@ def parse_answers(value: Any) -> tuple[Answer, ...]:
                     f"{where}: key {k!r} is not allowed (one printable character, "
                     f"C-a..C-z, or one of {', '.join(sorted(KEY_NAMES))})"
                 )
-        line = raw.get("line")
-        pattern = None
-        if line is not None:
-            if not isinstance(line, str):
-                raise ManifestError(f"{where}: line must be a regex string")
-            pattern = _compile([line], f"{where}.line")[0]
-        out.append(Answer(aid, label.strip(), tuple(keys), pattern))
+        patterns = []
+        for field in ("line", "selected"):
+            value = raw.get(field)
+            if value is not None and not isinstance(value, str):
+                raise ManifestError(f"{where}: {field} must be a regex string")
+            patterns.append(None if value is None else _compile([value], f"{where}.{field}")[0])
+        out.append(Answer(aid, label.strip(), tuple(keys), patterns[0], patterns[1]))
     return tuple(out)
