@@ -18,6 +18,7 @@ from paneboard_agent.collector import Collector, TmuxTarget
 from paneboard_agent.transport.local import LocalTransport
 from paneboard_protocol import wire
 from paneboard_protocol.rules import load_rules
+from paneboard_protocol.server_messages import decode
 from support.hang import within
 from support.tmux import TmuxServer
 from test_collector_inprocess import Recorder
@@ -80,7 +81,7 @@ def _run(tmux: TmuxServer, mode: str, scenario: Any, command: str | None = None,
                 return found[-1] if found else None
 
             await _until(lambda: latest() is not None and latest().state == "blocked", what="blocked")
-            await collector.command(dict(wire.watch(key)))
+            await collector.command(decode(wire.watch(key)))
             await within(scenario(collector, side, key, pane, latest), 90, "the scenario")
         finally:
             task.cancel()
@@ -105,28 +106,28 @@ def test_watched_screen_carries_answers_and_an_answer_is_typed(tmux_server: Tmux
         assert any("Do you want to proceed?" in ln for ln in shot["lines"])
         # a stale fingerprint: refused, nothing typed
         stale = "0" * 64
-        await collector.command(dict(wire.answer("r1", key, stale, time.time() + 60, answer="yes")))
+        await collector.command(decode(wire.answer("r1", key, stale, time.time() + 60, answer="yes")))
         assert side.outcome("r1") == "changed"
         # an answer the prompt does not take
         fp = shot["fingerprint"]
-        await collector.command(dict(wire.answer("r2", key, fp, time.time() + 60, answer="rm-rf")))
+        await collector.command(decode(wire.answer("r2", key, fp, time.time() + 60, answer="rm-rf")))
         assert side.outcome("r2") == "refused"
         # free text where the prompt takes none
-        await collector.command(dict(wire.answer("r3", key, fp, time.time() + 60, text="yes")))
+        await collector.command(decode(wire.answer("r3", key, fp, time.time() + 60, text="yes")))
         assert side.outcome("r3") == "refused"
         # expired
-        await collector.command(dict(wire.answer("r4", key, fp, time.time() - 1, answer="yes")))
+        await collector.command(decode(wire.answer("r4", key, fp, time.time() - 1, answer="yes")))
         assert side.outcome("r4") == "expired"
         assert "Do you want to proceed?" in _screen(tmux_server, pane)  # nothing was typed
         # the real one
-        await collector.command(dict(wire.answer("r5", key, fp, time.time() + 60, answer="yes")))
+        await collector.command(decode(wire.answer("r5", key, fp, time.time() + 60, answer="yes")))
         assert side.outcome("r5") == "typed"
         await _until(lambda: "ANSWERED yes" in _screen(tmux_server, pane), what="the program continues")
         # a replay of the same answer: the prompt has moved on, nothing is typed again
-        await collector.command(dict(wire.answer("r6", key, fp, time.time() + 60, answer="yes")))
+        await collector.command(decode(wire.answer("r6", key, fp, time.time() + 60, answer="yes")))
         assert side.outcome("r6") in ("changed", "not-blocked", "used")
         await _until(lambda: latest().state != "blocked", what="no longer blocked")
-        await collector.command(dict(wire.answer("r7", key, fp, time.time() + 60, answer="yes")))
+        await collector.command(decode(wire.answer("r7", key, fp, time.time() + 60, answer="yes")))
         assert side.outcome("r7") == "not-blocked"
         # the page sees the new screen
         await _until(lambda: any("ANSWERED yes" in "".join(s["lines"]) for s in side.screens(pane)))
@@ -139,7 +140,7 @@ def test_without_allow_input_nothing_is_typed(tmux_server: TmuxServer) -> None:
         shot = await _until(lambda: next((s for s in side.screens(pane) if s["answers"]), None))
         assert shot["input"] is False
         await collector.command(
-            dict(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, answer="yes"))
+            decode(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, answer="yes"))
         )
         assert side.outcome("r1") == "disabled"
         await asyncio.sleep(0.5)
@@ -153,7 +154,7 @@ def test_no_screens_refuses_to_capture(tmux_server: TmuxServer) -> None:
     async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
         shot = await _until(lambda: next(iter(side.screens(pane)), None))
         assert shot["lines"] == [] and "switched off" in shot["error"]
-        await collector.command(dict(wire.answer("r1", key, "0" * 64, time.time() + 60, answer="yes")))
+        await collector.command(decode(wire.answer("r1", key, "0" * 64, time.time() + 60, answer="yes")))
         assert side.outcome("r1") == "disabled"
 
     _run(tmux_server, "permission", scenario, screens=False, allow_input=True)
@@ -166,10 +167,12 @@ def test_free_text_is_typed_literally(tmux_server: TmuxServer) -> None:
         shot = await _until(lambda: next((s for s in side.screens(pane) if s["text"]), None), what="text")
         assert shot["answers"] == [] and shot["input"]
         bad = "two\nlines"
-        await collector.command(dict(wire.answer("r0", key, shot["fingerprint"], time.time() + 60, text=bad)))
+        await collector.command(
+            decode(wire.answer("r0", key, shot["fingerprint"], time.time() + 60, text=bad))
+        )
         assert side.outcome("r0") == "refused"
         await collector.command(
-            dict(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
+            decode(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
         )
         assert side.outcome("r1") == "typed"
         await _until(lambda: "GOT " in _screen(tmux_server, pane), what="the program read the line")
@@ -193,7 +196,7 @@ def test_paneboard_ask_takes_an_answer_from_the_board(tmux_server: TmuxServer, t
         shot = await _until(lambda: next((s for s in side.screens(pane) if s["text"]), None), what="text")
         assert shot["input"] and any("Deploy to prod?" in ln for ln in shot["lines"])
         await collector.command(
-            dict(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
+            decode(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
         )
         assert side.outcome("r1") == "typed"
         await _until(lambda: out.exists() and out.read_text() == text, what="the script's answer")
@@ -210,7 +213,7 @@ def test_free_text_ending_in_a_semicolon_is_typed_byte_for_byte(tmux_server: Tmu
     async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
         shot = await _until(lambda: next((s for s in side.screens(pane) if s["text"]), None), what="text")
         await collector.command(
-            dict(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
+            decode(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
         )
         assert side.outcome("r1") == "typed"
         await _until(lambda: "GOT " in _screen(tmux_server, pane), what="the program read the line")
@@ -246,13 +249,13 @@ def test_watch_of_an_excluded_or_unknown_pane_captures_nothing(tmux_server: Tmux
             assert not any(u.key.pane == secret for u in sink.updates)
             for target_pane in (secret, "%999"):
                 key = {"host": "here", "tmux": tmux_server.name, "pane": target_pane}
-                await collector.command(dict(wire.watch(key)))
+                await collector.command(decode(wire.watch(key)))
                 shot = await _until(
                     lambda p=target_pane: next(iter(side.screens(p)), None), what="the refusal"
                 )
                 assert shot["lines"] == [] and "does not watch that pane" in shot["error"]
                 await collector.command(
-                    dict(wire.answer("r-" + target_pane, key, "0" * 64, time.time() + 60, answer="yes"))
+                    decode(wire.answer("r-" + target_pane, key, "0" * 64, time.time() + 60, answer="yes"))
                 )
                 assert side.outcome("r-" + target_pane) == "not-blocked"
             await asyncio.sleep(0.5)
@@ -260,11 +263,11 @@ def test_watch_of_an_excluded_or_unknown_pane_captures_nothing(tmux_server: Tmux
             assert "ANSWERED" not in _screen(tmux_server, secret)
             # the tracked pane is still watched as before
             key = {"host": "here", "tmux": tmux_server.name, "pane": pane}
-            await collector.command(dict(wire.watch(key)))
+            await collector.command(decode(wire.watch(key)))
             await _until(lambda: any(s["answers"] for s in side.screens(pane)), what="a screen with answers")
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    asyncio.run(go())
+    asyncio.run(within(go(), 120, "the scenario"))

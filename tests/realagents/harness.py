@@ -328,16 +328,18 @@ class Page:
 
     def watch(self) -> None:
         from paneboard_protocol import wire
+        from paneboard_protocol.server_messages import decode
 
         asyncio.run_coroutine_threadsafe(
-            self.collector.command(dict(wire.watch(self.key))), self.loop
+            self.collector.command(decode(wire.watch(self.key))), self.loop
         ).result(20)
 
     def answer(self, request: str, fingerprint: str, answer: str = "yes") -> str:
         """Tap `answer` on the prompt whose fingerprint the page holds; the outcome."""
         from paneboard_protocol import wire
+        from paneboard_protocol.server_messages import decode
 
-        msg = dict(wire.answer(request, self.key, fingerprint, time.time() + 60, answer=answer))
+        msg = decode(wire.answer(request, self.key, fingerprint, time.time() + 60, answer=answer))
         asyncio.run_coroutine_threadsafe(self.collector.command(msg), self.loop).result(30)
         return str(next(m["outcome"] for m in self.side if m["type"] == "answered" and m["id"] == request))
 

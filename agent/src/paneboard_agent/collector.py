@@ -14,6 +14,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from paneboard_protocol import server_messages as sm
+from paneboard_protocol import wire
+
 from paneboard_agent.pump import Pump
 from paneboard_agent.screens import ScreensPump
 from paneboard_agent.sink import PaneKey, PaneUpdate, Sink
@@ -51,28 +54,23 @@ class Collector:
         for w in self.watchers:
             w.screens.send = send
 
-    async def command(self, msg: dict[str, Any]) -> None:
-        """A server command (`watch`, `unwatch`, `answer`, docs/wire.md) for one pane."""
-        k = msg.get("key")
-        if not isinstance(k, dict):
-            return
+    async def command(self, cmd: sm.PaneCommand) -> None:
+        """A server command (`watch`, `unwatch`, `answer`, docs/wire.md) for one pane,
+        read whole and checked by `server_messages.read_server`."""
+        k = cmd.key
         for w in self.watchers:
-            if w.host == k.get("host") and w.target.label == k.get("tmux"):
-                pane = str(k.get("pane", ""))
-                if msg.get("type") == "watch":
-                    sb = msg.get("scrollback")
-                    w.screens.watch(pane, sb if isinstance(sb, int) and not isinstance(sb, bool) else 0)
-                elif msg.get("type") == "unwatch":
-                    w.screens.unwatch(pane)
-                elif msg.get("type") == "answer":
-                    await w.screens.answer(msg)
+            if w.host == k.host and w.target.label == k.tmux:
+                if isinstance(cmd, sm.Watch):
+                    w.screens.watch(k.pane, cmd.scrollback)
+                elif isinstance(cmd, sm.Unwatch):
+                    w.screens.unwatch(k.pane)
+                else:
+                    await w.screens.answer(cmd)
                 return
-        if msg.get("type") == "answer":  # no such tmux server here: nothing to type into
-            from paneboard_protocol import wire
-
+        if isinstance(cmd, sm.Answer):  # no such tmux server here: nothing to type into
             send = self.watchers[0].screens.send if self.watchers else None
             if send is not None:
-                send(dict(wire.answered(str(msg.get("id", ""))[:64], "not-blocked")))
+                send(dict(wire.answered(cmd.id, "not-blocked")))
 
     def mark_seen(self, key: PaneKey, t: float) -> None:
         """Forwarded by a sink (the uplink's `on_seen`): the user looked at `key`."""

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from paneboard_protocol import server_messages as sm
 from paneboard_protocol import wire
 from paneboard_protocol.screen import Offer, clean_line, offer, plain
 
@@ -244,25 +245,23 @@ class PaneScreens:
         )
 
     # --- answering ---------------------------------------------------------------
-    async def answer(self, msg: dict[str, Any]) -> None:
+    async def answer(self, cmd: sm.Answer) -> None:
         """Check everything on a fresh screen, type only then; always reply `answered`."""
-        request = str(msg.get("id", ""))[: wire.REQUEST_ID_MAX]
-        pane_id = str((msg.get("key") or {}).get("pane", ""))
+        pane_id = cmd.key.pane
         lock = self._locks.setdefault(pane_id, asyncio.Lock())
         async with lock:
-            outcome, prompt = await self._answer(pane_id, msg)
+            outcome, prompt = await self._answer(pane_id, cmd)
         log.info("%s: answer to %s: %s", self.w.host, pane_id, outcome)
-        self._emit(dict(wire.answered(request, outcome, prompt[:4096] if prompt else None)))
+        self._emit(dict(wire.answered(cmd.id, outcome, prompt[:4096] if prompt else None)))
         if pane_id in self.watched:
             self._capture_soon(pane_id, self.w.opt.settle)
 
-    async def _answer(self, pane_id: str, msg: dict[str, Any]) -> tuple[str, str | None]:
+    async def _answer(self, pane_id: str, cmd: sm.Answer) -> tuple[str, str | None]:
         if not self.input:
             return "disabled", None
         if not self.tracked(pane_id):
             return "not-blocked", None
-        expires = msg.get("expires")
-        if not isinstance(expires, int | float) or time.time() > expires:
+        if time.time() > cmd.expires:
             return "expired", None
         pane = self.w.panes.get(pane_id)
         u = pane.tracker.last_update if pane is not None else None
@@ -274,19 +273,18 @@ class PaneScreens:
         u, got = self._offer(pane_id, cap)
         if u is None or u.state != "blocked":
             return "not-blocked", got.prompt
-        if got.fingerprint != msg.get("fingerprint"):
+        if got.fingerprint != cmd.fingerprint:
             return "changed", got.prompt
         if got.fingerprint in self.used.get(pane_id, ()):
             return "used", got.prompt
-        answer_id, text = msg.get("answer"), msg.get("text")
-        if isinstance(answer_id, str) and text is None:
-            keys = got.keys(answer_id)
+        if cmd.answer is not None:
+            keys = got.keys(cmd.answer)
             if keys is None:
                 return "refused", got.prompt
             runs = [["send-keys", "-t", pane_id, *keys]]
-        elif isinstance(text, str) and answer_id is None and got.text and _typable(text):
+        elif cmd.text is not None and got.text and _typable(cmd.text):
             runs = [
-                ["send-keys", "-t", pane_id, "-l", "--", literal_arg(text)],
+                ["send-keys", "-t", pane_id, "-l", "--", literal_arg(cmd.text)],
                 ["send-keys", "-t", pane_id, "Enter"],
             ]
         else:

@@ -34,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import websockets
+from paneboard_protocol import server_messages as sm
 from paneboard_protocol import wire
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
@@ -112,7 +113,7 @@ class UplinkSink:
         ops_per_message: int = 500,
         backoff: tuple[float, float] = (0.25, 15.0),
         on_seen: Callable[[PaneKey, float], Any] | None = None,
-        on_command: Callable[[dict[str, Any]], Any] | None = None,
+        on_command: Callable[[sm.PaneCommand], Any] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.url = ingest_url(url)
@@ -155,7 +156,7 @@ class UplinkSink:
         # another collector owns. Bounded by the pane and host counts.
         self.quarantine: dict[str, str] = {}
         self.refused_hosts: set[str] = set()
-        self._refused: dict[str, Any] | None = None
+        self._refused: sm.Refused | None = None
 
     # --- Sink ---------------------------------------------------------------------------
     def attach(self, source: SnapshotSource) -> None:
@@ -326,16 +327,15 @@ class UplinkSink:
             )
         )
         raw = await asyncio.wait_for(ws.recv(), 10)
-        welcome = wire.parse_server(raw)
-        if welcome is None or welcome.get("type") != "welcome":
-            got = welcome.get("type") if welcome is not None else _type_of(raw)
-            raise UplinkError(f"expected welcome, got {got!r}")
-        acked = welcome.get("acked")
-        if isinstance(acked, int):
+        welcome = sm.read_server(raw)
+        if not isinstance(welcome, sm.Welcome):
+            raise UplinkError(f"expected welcome, got {_type_of(raw)!r}")
+        acked = welcome.acked
+        if acked is not None:
             self._ack(acked)
         resend = (
-            (not welcome.get("snapshot"))
-            and isinstance(acked, int)
+            not welcome.snapshot
+            and acked is not None
             and (not self.inflight or next(iter(self.inflight)) == acked + 1)
         )
         if self._need_snapshot or not resend:
@@ -369,37 +369,38 @@ class UplinkSink:
 
     async def _reader(self, ws: Any) -> None:
         async for raw in ws:
-            msg = wire.parse_server(raw)
-            if msg is None:
+            try:
+                msg = sm.decode(raw)
+            except sm.Malformed as exc:
+                log.warning("server sent a malformed message (%s): ignored", exc)
                 continue
-            kind = msg.get("type")
-            if kind == "ack" and isinstance(msg.get("seq"), int):
-                self._ack(msg["seq"])
+            if isinstance(msg, sm.Ack):
+                self._ack(msg.seq)
                 self.last_error = None
                 self._wake.set()
-            elif kind == "resync":
-                log.debug("server asked for a snapshot: %s", msg.get("reason"))
+            elif isinstance(msg, sm.Resync):
+                log.debug("server asked for a snapshot: %s", msg.reason)
                 self._need_snapshot = True
                 self._wake.set()
-            elif kind == "seen":
+            elif isinstance(msg, sm.Seen):
                 self._seen(msg)
-            elif kind == "refused":
+            elif isinstance(msg, sm.Refused):
                 # Quarantined now, while the message it names is still in flight: a pane
                 # the database refused comes before the ack of the rest, with no close.
                 self._drop_refused(msg)
                 self._refused = msg  # a close that follows starts over from a snapshot
-            elif kind in ("watch", "unwatch", "answer") and self.on_command is not None:
+            elif isinstance(msg, sm.Watch | sm.Unwatch | sm.Answer) and self.on_command is not None:
                 self._background(self.on_command(msg))
 
-    def _drop_refused(self, info: dict[str, Any]) -> None:
+    def _drop_refused(self, info: sm.Refused) -> None:
         """Quarantine what the server refused (`seq`, and `at` such as `panes.3.msg`)."""
-        host = info.get("host")
-        if isinstance(host, str):
+        host = info.host
+        if host is not None:
             self.refused_hosts.add(host)
-        msg = self.inflight.get(info["seq"]) if isinstance(info.get("seq"), int) else None
+        msg = self.inflight.get(info.seq) if info.seq is not None else None
         items: list[Any] = []
         if msg is not None:
-            at = re.match(r"(panes|ops)\.(\d+)", str(info.get("at") or ""))
+            at = re.match(r"(panes|ops)\.(\d+)", info.at or "")
             whole = msg.get("panes") if msg.get("type") == "snapshot" else msg.get("ops")
             whole = whole if isinstance(whole, list) else []
             if at is not None and int(at.group(2)) < len(whole):
@@ -411,10 +412,8 @@ class UplinkSink:
             if isinstance(update, dict) and isinstance(update.get("key"), dict):
                 k = update["key"]
                 self.quarantine[f"{k.get('host')}/{k.get('tmux')}/{k.get('pane')}"] = _fingerprint(update)
-        what = (
-            f"host {host!r}" if host is not None else f"{len(items)} pane update(s) of seq {info.get('seq')}"
-        )
-        log.warning("server refused %s: %s; not sending it again", what, info.get("reason"))
+        what = f"host {host!r}" if host is not None else f"{len(items)} pane update(s) of seq {info.seq}"
+        log.warning("server refused %s: %s; not sending it again", what, info.reason)
 
     def _held_back(self, update: dict[str, Any]) -> bool:
         k = update.get("key") or {}
@@ -424,11 +423,7 @@ class UplinkSink:
         return fp is not None and fp == _fingerprint(update)
 
     def _ack(self, seq: int) -> None:
-        if (
-            self._refused is not None
-            and isinstance(self._refused.get("seq"), int)
-            and seq >= self._refused["seq"]
-        ):
+        if self._refused is not None and self._refused.seq is not None and seq >= self._refused.seq:
             self._refused = None  # acknowledged: stored without the refused pane, no close follows
         self.acked = max(self.acked, seq)
         while self.inflight and next(iter(self.inflight)) <= seq:
@@ -447,13 +442,8 @@ class UplinkSink:
                 )
             )
 
-    def _seen(self, msg: dict[str, Any]) -> None:
-        try:
-            k = msg["key"]
-            key = PaneKey(str(k["host"]), str(k["tmux"]), str(k["pane"]))
-            t = float(msg.get("t") or self.clock())
-        except (KeyError, TypeError, ValueError):
-            return
+    def _seen(self, msg: sm.Seen) -> None:
+        key, t = PaneKey(msg.key.host, msg.key.tmux, msg.key.pane), msg.t
         target = self.on_seen or getattr(self.source, "mark_seen", None)
         if target is None:
             return
