@@ -1,9 +1,9 @@
 """The FastAPI application: ingest, read API, live stream, login, dashboard files.
 
-`create_app(cfg, url)` builds it; the lifespan opens the database, refuses an
-unmigrated schema, loads the pane mirror and starts the writer, the staleness timer,
-retention and (on PostgreSQL) the cross-process fan-out. `serve.run_server` runs it
-under uvicorn.
+`create_app(cfg, url)` builds it; its lifespan runs `lifespan.running` (the database,
+the writer, retention, notifications, screens and, on PostgreSQL, the cross-process
+fan-out) and installs the `Services` that routes reach through `Svc`.
+`serving/run.py` runs it under uvicorn.
 """
 
 from __future__ import annotations
@@ -29,26 +29,23 @@ from . import __version__
 from .api import errors
 from .api.errors import READ, WRITE, ErrorBody, responses
 from .api.metrics import metrics_text
-from .api.notify import make_router, offer_answers, start_notify, stop_notify
+from .api.notify import make_router
 from .api.pages import bad_token_page
-from .api.screens import make_screens_router, start_screens
+from .api.screens import make_router as make_screens_router
 from .api.stats import make_router as make_stats_router
 from .auth import accounts
 from .auth.access import CSRF_COOKIE, SESSION_COOKIE, origin_ok, require_viewer, require_writer
 from .auth.accounts import Principal
-from .auth.revocation import Revocation, collector_holders
-from .auth.throttle import LoginThrottle
 from .config import Config
-from .ingest.uplink import IngestRegistry, handle
-from .panes.core import Core, Seen
+from .ingest.uplink import handle
+from .lifespan import running
+from .panes.core import Seen
+from .services import Services, Svc, install
 from .serving.conn_limits import SLOT
 from .serving.middleware import Guard
 from .store import schema as s
-from .store.database import create_engine, is_sqlite
-from .store.migrate import check_schema
 from .stream.hub import END, sse_frame
 from .stream.response import QuietEventSource
-from .stream.snapshots import SnapshotCache
 
 log = logging.getLogger("paneboard.server")
 _HOSTNAME = socket.gethostname()
@@ -93,49 +90,9 @@ class Unhealthy(ErrorBody):
 def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = create_engine(url)
-        await check_schema(engine)
-        core = Core(engine, cfg, clock)
-        await core.load()
-        registry = IngestRegistry(core)
-        app.state.core = core
-        app.state.registry = registry
-        core.start()
-        revocation = Revocation(engine, cfg.limits.revocation_check)
-        revocation.extra.append(lambda: collector_holders(registry))
-        app.state.revocation = revocation
-        app.state.snapshots = SnapshotCache(core)
-        await start_notify(app, core, engine, cfg.notify, clock)
-        tasks: list[asyncio.Task[Any]] = []
-        from .store.retention import retention_loop
-
-        tasks.append(asyncio.create_task(retention_loop(core), name="paneboard-retention"))
-        tasks.append(asyncio.create_task(revocation.run(), name="paneboard-revocation"))
-        tasks.append(start_screens(app, core, registry))
-        offer_answers(app, core)
-        if not is_sqlite(url):
-            from .answers.replicas import Replicas
-            from .store.fanout import Fanout
-
-            fan = Fanout(core, registry)
-            app.state.fanout = fan
-            rep = Replicas(core, app.state.screens, app.state.answers)
-            app.state.replicas = rep
-            fan.extra = rep.listeners()
-            registry.on_attach.append(rep.on_attach)
-            tasks.append(asyncio.create_task(rep.run(fan.ready), name="paneboard-replicas"))
-            tasks.append(asyncio.create_task(fan.run(), name="paneboard-fanout"))
-            await fan.ready.wait()
-        try:
+        async with running(cfg, url, clock) as svc:
+            install(app, svc)
             yield
-        finally:
-            registry.close_all()
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await stop_notify(app)
-            await core.stop()
-            await engine.dispose()
 
     app = FastAPI(
         title="paneboard",
@@ -143,41 +100,31 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         lifespan=lifespan,
         description="Which coding agent in which tmux pane is working, done, or waiting on you.",
     )
-    app.state.cfg = cfg
-    lim = cfg.limits
-    app.state.login_throttle = LoginThrottle(
-        lim.login_account_failures, lim.login_address_failures, lim.login_max_backoff
-    )
-    app.state.login_slots = asyncio.Semaphore(lim.login_concurrency)
-
     errors.install(app)
-
-    def core_of(request: Request) -> Core:
-        return request.app.state.core
 
     # --- ingest ---------------------------------------------------------------------
     @app.websocket("/api/ingest")
-    async def ingest(ws: WebSocket) -> None:
-        await handle(ws, ws.app.state.core, ws.app.state.registry)
+    async def ingest(ws: WebSocket, svc: Svc) -> None:
+        await handle(ws, svc.core, svc.registry)
 
     # --- read API -------------------------------------------------------------------
     @app.get("/api/panes", summary="Every live pane", responses=responses(*READ))
-    async def panes(request: Request, _: Viewer) -> list[dict[str, Any]]:
-        return core_of(request).live_panes()
+    async def panes(svc: Svc, _: Viewer) -> list[dict[str, Any]]:
+        return svc.core.live_panes()
 
     @app.get(
         "/api/hosts", summary="Every host: reachability and the link's health", responses=responses(*READ)
     )
-    async def hosts(request: Request, _: Viewer) -> list[dict[str, Any]]:
-        core = core_of(request)
+    async def hosts(svc: Svc, _: Viewer) -> list[dict[str, Any]]:
+        core = svc.core
         return [
             h.api(core.collector_names.get(h.collector_id))
             for h in sorted(core.hosts.values(), key=lambda h: (h.name, h.id))
         ]
 
     @app.get("/api/panes/{pane_id}", summary="One pane", responses=responses(*READ, 404))
-    async def pane(request: Request, pane_id: int, _: Viewer) -> dict[str, Any]:
-        core = core_of(request)
+    async def pane(svc: Svc, pane_id: int, _: Viewer) -> dict[str, Any]:
+        core = svc.core
         p = core.panes.get(pane_id)
         if p is None or p.gone_at is not None:
             raise HTTPException(404, "no such pane")
@@ -189,13 +136,13 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         responses=responses(*READ, 404),
     )
     async def events(
-        request: Request,
+        svc: Svc,
         pane_id: int,
         _: Viewer,
         limit: Annotated[int, Query(ge=1, le=1000)] = 200,
         before: Annotated[int | None, Query(ge=1, le=errors.ID_MAX)] = None,
     ) -> dict[str, Any]:
-        core = core_of(request)
+        core = svc.core
         if pane_id not in core.panes:
             raise HTTPException(404, "no such pane")
         q = s.pane_page(s.history, pane_id, limit, before)
@@ -213,8 +160,8 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         summary="The user has looked: done becomes idle",
         responses=responses(*WRITE, 404, 503),
     )
-    async def seen(request: Request, pane_id: int, _: Writer) -> dict[str, Any]:
-        core = core_of(request)
+    async def seen(svc: Svc, pane_id: int, _: Writer) -> dict[str, Any]:
+        core = svc.core
         p = core.panes.get(pane_id)
         if p is None or p.gone_at is not None:
             raise HTTPException(404, "no such pane")
@@ -230,7 +177,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             await asyncio.wait_for(fut, 10)
         except Exception as exc:
             raise HTTPException(503, "could not store the change") from exc
-        await forward_seen(request.app, pane_id)
+        await forward_seen(svc, pane_id)
         return {"pane": core.api(core.panes[pane_id]), "changed": bool(op.result.get("changed"))}
 
     @app.get(
@@ -247,9 +194,9 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         },
     )
     async def stream(
-        request: Request, who: Viewer, last_event_id: Annotated[int | None, Query(ge=0)] = None
+        request: Request, svc: Svc, who: Viewer, last_event_id: Annotated[int | None, Query(ge=0)] = None
     ) -> QuietEventSource:
-        core = core_of(request)
+        core = svc.core
         slot = request.scope.get(SLOT)  # conn_limits.py: the connection's count moves to `who`
         if slot is not None and not slot.authenticated(f"{who.kind}:{who.id}"):
             raise HTTPException(
@@ -265,7 +212,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             except ValueError:
                 resume = None
         sub = core.hub.subscribe()
-        revocation: Revocation = request.app.state.revocation
+        revocation = svc.revocation
 
         def end(_why: str) -> None:
             core.hub.unsubscribe(sub)
@@ -287,7 +234,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
                 start,
             )
         else:
-            first = b"".join(request.app.state.snapshots.frames())
+            first = b"".join(svc.snapshots.frames())
 
         async def gen() -> AsyncIterator[bytes]:
             try:
@@ -317,8 +264,8 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         summary="Liveness: the database answers",
         responses={200: {"model": Health}, 503: {"model": Unhealthy, "description": "Not healthy"}},
     )
-    async def healthz(request: Request) -> JSONResponse:
-        core = core_of(request)
+    async def healthz(svc: Svc) -> JSONResponse:
+        core = svc.core
         started = core.batch_started
         limit = cfg.limits.writer_stall
         if started is not None and (ran := time.monotonic() - started) > limit:
@@ -341,7 +288,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
                 "version": __version__,
                 "db": "sqlite" if not core.is_pg else "postgresql",
                 "panes": sum(1 for p in core.panes.values() if p.gone_at is None),
-                "collectors": len(request.app.state.registry.connections),
+                "collectors": len(svc.registry.connections),
             }
         )
 
@@ -357,10 +304,8 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             **errors.json_responses(*READ),
         },
     )
-    async def metrics(request: Request, _: Viewer) -> Response:
-        return Response(
-            metrics_text(core_of(request), request.app.state.registry), media_type="text/plain; version=0.0.4"
-        )
+    async def metrics(svc: Svc, _: Viewer) -> Response:
+        return Response(metrics_text(svc.core, svc.registry), media_type="text/plain; version=0.0.4")
 
     # --- viewers --------------------------------------------------------------------
     def set_session(resp: Response, sid: str, csrf: str) -> None:
@@ -391,18 +336,18 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
             ),
         },
     )
-    async def login(request: Request, body: Login) -> JSONResponse:
+    async def login(request: Request, svc: Svc, body: Login) -> JSONResponse:
         if not origin_ok(request):
             raise HTTPException(403, "cross-origin request refused")
-        core = core_of(request)
-        throttle: LoginThrottle = request.app.state.login_throttle
+        core = svc.core
+        throttle = svc.login_throttle
         address = request.client.host if request.client else "?"
         wait = throttle.retry_after(body.name, address, time.monotonic())
         if wait:
             raise HTTPException(
                 429, f"too many wrong passwords: try again in {wait} s", headers={"Retry-After": str(wait)}
             )
-        async with request.app.state.login_slots:
+        async with svc.login_slots:
             vid = await accounts.check_login(core.engine, body.name, body.password)
         if vid is None:
             delay = throttle.failed(body.name, address, time.monotonic())
@@ -424,9 +369,9 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         return resp
 
     @app.post("/api/logout", summary="End this browser session", responses=responses(*WRITE))
-    async def logout(request: Request, _: Writer) -> JSONResponse:
+    async def logout(request: Request, svc: Svc, _: Writer) -> JSONResponse:
         sid = request.cookies.get(SESSION_COOKIE, "")
-        await accounts.close_session(core_of(request).engine, sid)
+        await accounts.close_session(svc.core.engine, sid)
         resp = JSONResponse({"ok": True})
         resp.delete_cookie(SESSION_COOKIE, path="/")
         resp.delete_cookie(CSRF_COOKIE, path="/")
@@ -454,8 +399,8 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         return HTMLResponse((d / "login.html").read_text(encoding="utf-8"))
 
     @app.get("/", include_in_schema=False)
-    async def index(request: Request, token: str | None = None) -> Response:
-        core = core_of(request)
+    async def index(request: Request, svc: Svc, token: str | None = None) -> Response:
+        core = svc.core
         if token is not None:
             p = await accounts.lookup_token(core.engine, token, "viewer")
             if p is None:
@@ -493,9 +438,9 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
     return app
 
 
-async def forward_seen(app: Any, pane_id: int) -> None:
+async def forward_seen(svc: Services, pane_id: int) -> None:
     """Tell the pane's collector its user has looked, wherever that collector is connected."""
-    core: Core = app.state.core
+    core = svc.core
     target = core.collector_of(pane_id)
     if target is None:
         return
@@ -505,9 +450,8 @@ async def forward_seen(app: Any, pane_id: int) -> None:
     if send is not None:
         send(msg)
         return
-    fan = getattr(app.state, "fanout", None)
-    if fan is not None:
-        await fan.notify_seen(pane_id)
+    if svc.fanout is not None:
+        await svc.fanout.notify_seen(pane_id)
 
 
 # The one page served when the dashboard's files (web/, with login.html) are missing.
