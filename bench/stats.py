@@ -118,6 +118,7 @@ async def measure(path: Path, now: float, repeat: int) -> dict[str, Any]:
     from paneboard_server.config import Config
     from paneboard_server.ledger.intervals import Event, derive
     from paneboard_server.ledger.stats import COLUMNS, Query, compute, overlapping
+    from paneboard_server.services import services_of
     from paneboard_server.store import schema as s
     from sqlalchemy import select
 
@@ -125,7 +126,7 @@ async def measure(path: Path, now: float, repeat: int) -> dict[str, Any]:
     app = create_app(Config(), url, clock=lambda: now)
     out: dict[str, Any] = {}
     async with app.router.lifespan_context(app):
-        core = app.state.core
+        core = services_of(app).core
         token = await accounts.create_token(core.engine, "bench", "viewer")
         transport = httpx.ASGITransport(app=app)
         headers = {"Authorization": f"Bearer {token}"}

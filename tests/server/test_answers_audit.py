@@ -13,6 +13,7 @@ from paneboard_server.auth.accounts import Principal
 from paneboard_server.config import Config
 from paneboard_server.ingest.wire import PaneIn
 from paneboard_server.panes.core import Ingest
+from paneboard_server.services import services_of
 from paneboard_server.store import schema as s
 from paneboard_server.store.database import resolve_url
 from paneboard_server.store.retention import prune_once
@@ -27,13 +28,13 @@ def test_attempts_are_audited_and_pruned_by_age(db_url: str) -> None:
         await make_tokens(db_url)
         app = create_app(cfg, resolve_url(db_url))
         async with app.router.lifespan_context(app):
-            core = app.state.core
+            core = services_of(app).core
             done = asyncio.get_running_loop().create_future()
             up = PaneIn.model_validate(pane_update("h", "%1", "blocked").wire_json())
             core.submit(Ingest(1, "s", 1, panes=[up], on_commit=lambda: done.set_result(None)))
             await done
             [pid] = core.panes
-            desk = app.state.answers
+            desk = services_of(app).answers
             ids = {}
             for name in ("nina", "olga"):
                 await accounts.add_viewer(core.engine, name, "correct horse")

@@ -11,6 +11,7 @@ from ledger_helpers import T0, Clock, gone, report, reports, seen, update, waits
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
 from paneboard_server.ledger import store as ledger_store
+from paneboard_server.services import services_of
 from paneboard_server.store import schema as s
 from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
@@ -21,7 +22,7 @@ def run(db_url: str, clock: Clock, body: Any) -> None:
     async def go() -> None:
         app = create_app(Config(), resolve_url(db_url), clock=clock)
         async with app.router.lifespan_context(app):
-            await body(app.state.core)
+            await body(services_of(app).core)
 
     asyncio.run(go())
 

@@ -13,6 +13,7 @@ from paneboard_server.app import create_app
 from paneboard_server.config import Config
 from paneboard_server.ingest.wire import PaneIn
 from paneboard_server.panes.core import Ingest
+from paneboard_server.services import services_of
 from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
 
@@ -29,7 +30,7 @@ async def live(db: str, cfg: Config | None = None) -> AsyncIterator[tuple[Any, h
 
 
 async def ingest_one(app: Any, state: str, pane: str = "%1") -> int:
-    core = app.state.core
+    core = services_of(app).core
     loop = asyncio.get_running_loop()
     done = loop.create_future()
     u = PaneIn.model_validate(
@@ -87,7 +88,7 @@ def test_login_cookie_csrf_and_seen(db_url: str) -> None:
             ).status_code == 403
             evil = {"X-CSRF-Token": csrf, "Origin": "http://evil.example"}
             assert (await c.post(f"/api/panes/{pid}/seen", headers=evil)).status_code == 403
-            assert app.state.core.panes[pid].state == "done"
+            assert services_of(app).core.panes[pid].state == "done"
             good = {"X-CSRF-Token": csrf, "Origin": "http://testserver"}
             r = await c.post(f"/api/panes/{pid}/seen", headers=good)
             assert r.status_code == 200 and r.json()["pane"]["state"] == "idle" and r.json()["changed"]

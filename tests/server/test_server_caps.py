@@ -15,6 +15,7 @@ from paneboard_server.app import create_app
 from paneboard_server.config import Config
 from paneboard_server.ingest.wire import MAX_INT, Key, PaneIn, WireError, parse
 from paneboard_server.panes.core import Ingest, Refused
+from paneboard_server.services import services_of
 from paneboard_server.store import schema as s
 from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens, pane_update
@@ -87,7 +88,7 @@ def test_live_pane_cap_and_gone_panes_leave_memory_not_the_database(db_url: str)
         await make_tokens(db_url)
         app = create_app(cfg, resolve_url(db_url))
         async with app.router.lifespan_context(app):
-            core = app.state.core
+            core = services_of(app).core
             assert await _run(core, Ingest(1, "s", 1, snapshot_hosts={}, panes=_ups("a", 20))) is None
             # a delta bringing 11 more (31 live) is refused and changes nothing
             got = await _run(core, Ingest(1, "s", 2, panes=_ups("b", 11)))
@@ -117,7 +118,7 @@ def test_live_pane_cap_and_gone_panes_leave_memory_not_the_database(db_url: str)
             # A restart loads no more than the cap of gone panes either.
         app2 = create_app(cfg, resolve_url(db_url))
         async with app2.router.lifespan_context(app2):
-            core2 = app2.state.core
+            core2 = services_of(app2).core
             assert sum(1 for p in core2.panes.values() if p.gone_at is not None) == 10
             gone = Key(host="h", tmux="default", pane="%a0")
             assert await _run(core2, Ingest(1, "s", 10, gone=[(gone, time.time())])) is None
@@ -145,7 +146,7 @@ def test_gone_panes_are_capped_on_disk_per_collector(db_url: str) -> None:
         await make_tokens(db_url)
         app = create_app(cfg, resolve_url(db_url))
         async with app.router.lifespan_context(app):
-            core = app.state.core
+            core = services_of(app).core
             rounds: list[set[int]] = []
             for r in range(8):  # 18 new panes a round: 7 x 18 = 126 go
                 assert (

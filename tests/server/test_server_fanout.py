@@ -120,20 +120,21 @@ def test_notifications_before_the_writer_takes_a_refresh_join_it(db_url: str) ->
     it, the next notification queues a new one, so no id waits for a later change."""
     from paneboard_server.app import create_app
     from paneboard_server.config import Config
+    from paneboard_server.services import services_of
     from paneboard_server.store.database import resolve_url
 
     async def go() -> None:
         await make_tokens(db_url)
         app = create_app(Config(), resolve_url(db_url))
         async with app.router.lifespan_context(app):
-            fan = app.state.fanout
+            fan = services_of(app).fanout
             await asyncio.wait_for(fan.ready.wait(), 10)
             # Without yielding, the writer cannot take the first before the others arrive.
             fan._on_change(None, 0, "paneboard_change", "peer:1,2")
             first = fan._open
             fan._on_change(None, 0, "paneboard_change", "peer:2,3")
             fan._on_change(None, 0, "paneboard_change", "peer:4")
-            fan._on_change(None, 0, "paneboard_change", f"{app.state.core.instance}:9")  # our own
+            fan._on_change(None, 0, "paneboard_change", f"{services_of(app).core.instance}:9")  # our own
             assert fan._open is first and sorted(first.pane_ids) == [1, 2, 3, 4] and fan.merged == 2
             done = asyncio.get_running_loop().create_future()
             first.on_commit = lambda: done.set_result(None)

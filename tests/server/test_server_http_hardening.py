@@ -135,7 +135,9 @@ def test_one_login_page_and_no_web_section(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="web"):
         load_config(cfg)
     from paneboard_server import app as app_module
+    from paneboard_server.api import pages
 
-    assert not hasattr(app_module, "_LOGIN_HTML") and not hasattr(app_module, "_LOGIN_JS")
-    d = app_module.web_dir()
+    for module in (app_module, pages):
+        assert not hasattr(module, "_LOGIN_HTML") and not hasattr(module, "_LOGIN_JS")
+    d = pages.web_dir()
     assert d is not None and 'src="/js/login.js"' in (d / "login.html").read_text()

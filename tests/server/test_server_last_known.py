@@ -9,6 +9,7 @@ import asyncio
 from paneboard_protocol.contract import MAX_AGE
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
+from paneboard_server.services import services_of
 from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens, wait_until
 from test_server_staleness import T0, Clock, evidence_for, ingest
@@ -22,7 +23,7 @@ def test_stale_report_behind_ssh_leaves_its_last_known_state(db_url: str) -> Non
         await make_tokens(db_url)
         app = create_app(Config(), resolve_url(db_url), clock=clock)
         async with app.router.lifespan_context(app):
-            core = app.state.core
+            core = services_of(app).core
             ev, cls = evidence_for("blocked", observable=False, ts=int(T0))
             unobs = await ingest(core, "%1", ev, cls)
             ev, cls = evidence_for("blocked", observable=True, ts=int(T0))
@@ -46,7 +47,7 @@ def test_stale_report_behind_ssh_leaves_its_last_known_state(db_url: str) -> Non
         clock.t = stale_at + 120
         app = create_app(Config(), resolve_url(db_url), clock=clock)
         async with app.router.lifespan_context(app):
-            core = app.state.core
+            core = services_of(app).core
             assert core.api(core.panes[unobs])["last_known"] == got  # rebuilt from history
             ev, cls = evidence_for("idle", observable=True, ts=None)
             await ingest(core, "%1", ev, cls)  # ssh has ended: the pane can be seen again

@@ -253,6 +253,7 @@ def test_a_failed_batch_is_bisected_and_only_the_refused_pane_is_dropped(db_url:
     from paneboard_server.config import Config
     from paneboard_server.ingest.wire import PaneIn
     from paneboard_server.panes.core import Ingest
+    from paneboard_server.services import services_of
     from paneboard_server.store.database import resolve_url
     from pbserver import pane_update
 
@@ -262,7 +263,7 @@ def test_a_failed_batch_is_bisected_and_only_the_refused_pane_is_dropped(db_url:
         await make_tokens(db_url)
         app = create_app(Config(), resolve_url(db_url))
         async with app.router.lifespan_context(app):
-            core = app.state.core
+            core = services_of(app).core
             loop = asyncio.get_running_loop()
             heard: list[tuple[int, str, str]] = []
             acks = [loop.create_future() for _ in range(n)]

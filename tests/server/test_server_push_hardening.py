@@ -17,6 +17,7 @@ from paneboard_server.app import create_app
 from paneboard_server.auth import accounts
 from paneboard_server.config import Config
 from paneboard_server.notify import targets
+from paneboard_server.services import services_of
 from paneboard_server.store.database import create_engine, resolve_url
 from pbserver import make_tokens
 from support.pushendpoint import PushService
@@ -252,7 +253,7 @@ def test_do_not_disturb_for_everyone_is_for_operators_a_plain_user_quiets_only_t
                 q_ana["dnd"] is not None and q_ana["dnd_mine"] is not None and q_ana["dnd_everyone"] is None
             )
             assert q_bob["dnd"] is None and not q_bob["operator"]
-            svc = app.state.notify
+            svc = services_of(app).notify
             counts = await svc.handle(_blocked())
             assert counts["push"] == 1 and counts["quiet"] == 1  # bob told, ana quiet
             assert (await olga.get("/api/notify/quiet")).json()["operator"] is True

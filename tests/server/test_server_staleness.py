@@ -14,6 +14,7 @@ from paneboard_server.app import create_app
 from paneboard_server.config import Config
 from paneboard_server.ingest.wire import PaneIn
 from paneboard_server.panes.core import Ingest
+from paneboard_server.services import services_of
 from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens, wait_until
 
@@ -65,7 +66,7 @@ def test_stale_blocked_contract_loses_authority_and_identity(db_url: str) -> Non
         await make_tokens(db_url)  # the collector the panes belong to
         app = create_app(Config(), resolve_url(db_url), clock=clock)
         async with app.router.lifespan_context(app):
-            core = app.state.core
+            core = services_of(app).core
             ev_unobs, cls = evidence_for("blocked", observable=False, ts=int(T0))
             assert (cls.agent, cls.state) == ("my-agent", "blocked")
             unobs = await ingest(core, "%1", ev_unobs, cls)
@@ -115,7 +116,7 @@ def test_stale_blocked_contract_loses_authority_and_identity(db_url: str) -> Non
         # A restart reloads panes and their deadlines from the table.
         app = create_app(Config(), resolve_url(db_url), clock=clock)
         async with app.router.lifespan_context(app):
-            core = app.state.core
+            core = services_of(app).core
             assert core.panes[unobs].triple() == (None, None, None)
             assert core.panes[nots].state == "blocked"
 

@@ -13,6 +13,7 @@ from paneboard_server.config import Config
 from paneboard_server.ingest.wire import Delta, Snapshot, WireError, parse
 from paneboard_server.panes.core import Ingest
 from paneboard_server.panes.staleness import Deadlines
+from paneboard_server.services import services_of
 from paneboard_server.store.database import resolve_url
 from paneboard_server.stream.hub import Hub
 from pbserver import make_tokens, pane_update
@@ -129,7 +130,7 @@ def test_retention_prunes_by_age_and_count_and_purges_gone_panes(db_url: str) ->
         await make_tokens(db_url)
         app = create_app(cfg, resolve_url(db_url))
         async with app.router.lifespan_context(app):
-            core = app.state.core
+            core = services_of(app).core
             done = asyncio.get_running_loop().create_future()
             ups = [PaneIn.model_validate(pane_update("h", f"%{i}", "working").wire_json()) for i in range(3)]
             core.submit(Ingest(1, "s", 1, panes=ups, on_commit=lambda: done.set_result(None)))
@@ -192,7 +193,7 @@ def test_the_writer_runs_the_commit_hook_of_every_kind_of_operation(db_url: str)
         await make_tokens(db_url)
         app = create_app(Config(), resolve_url(db_url))
         async with app.router.lifespan_context(app):
-            core = app.state.core
+            core = services_of(app).core
             loop = asyncio.get_running_loop()
             up = PaneIn.model_validate(pane_update("h", "%1", "done").wire_json())
             ops = [
@@ -226,7 +227,7 @@ def test_a_refused_ingest_runs_no_commit_hook_but_tells_its_sender(db_url: str) 
         await make_tokens(db_url)
         app = create_app(Config(), resolve_url(db_url))
         async with app.router.lifespan_context(app):
-            core = app.state.core
+            core = services_of(app).core
             loop = asyncio.get_running_loop()
             first = loop.create_future()
             up = PaneIn.model_validate(pane_update("h", "%1", "working").wire_json())

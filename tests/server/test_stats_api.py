@@ -12,6 +12,7 @@ import httpx
 from ledger_helpers import Clock, report
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
+from paneboard_server.services import services_of
 from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
 
@@ -50,7 +51,7 @@ def served(db_url: str, body: Any) -> None:
     async def go() -> None:
         app = create_app(Config(), resolve_url(db_url), clock=clock)
         async with app.router.lifespan_context(app):
-            await play(app.state.core, clock)
+            await play(services_of(app).core, clock)
             transport = httpx.ASGITransport(app=app)
             headers = {"Authorization": f"Bearer {tokens['viewer']}"}
             async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=headers) as c:

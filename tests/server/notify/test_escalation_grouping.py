@@ -16,6 +16,7 @@ from paneboard_server.app import create_app
 from paneboard_server.config import Config
 from paneboard_server.notify import store
 from paneboard_server.notify.routing import ConfigError, parse_channels
+from paneboard_server.services import services_of
 from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
 from support.receiver import JsonReceiver
@@ -50,7 +51,7 @@ def served(db_url: str, clock: Clock, cfg: dict[str, Any], body: Any) -> None:
     async def go() -> None:
         app = create_app(Config(notify=cfg), resolve_url(db_url), clock=clock)
         async with app.router.lifespan_context(app):
-            await body(app.state.core, app.state.notify, app)
+            await body(services_of(app).core, services_of(app).notify, app)
 
     asyncio.run(go())
 

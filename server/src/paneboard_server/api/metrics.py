@@ -1,4 +1,4 @@
-"""`GET /metrics`: Prometheus text, gathered from the live state on each scrape."""
+"""`GET /metrics`: Prometheus text, gathered from the live state on each scrape (any viewer)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,15 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from fastapi import APIRouter, Response
+from fastapi.responses import PlainTextResponse
 from paneboard_protocol.pane import STATES
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from ..auth.access import Viewer
+from ..services import Svc
+from .errors import READ, json_responses
 
 
 class _Live:
@@ -83,3 +89,24 @@ def metrics_text(core: Any, registry: Any) -> bytes:
     reg = CollectorRegistry(auto_describe=False)
     reg.register(_Live(core, registry))
     return generate_latest(reg)
+
+
+def make_router() -> APIRouter:
+    r = APIRouter()
+
+    @r.get(
+        "/metrics",
+        summary="Prometheus metrics",
+        response_class=PlainTextResponse,
+        responses={
+            200: {
+                "description": "The Prometheus text format, version 0.0.4",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            },
+            **json_responses(*READ),
+        },
+    )
+    async def metrics(svc: Svc, _: Viewer) -> Response:
+        return Response(metrics_text(svc.core, svc.registry), media_type="text/plain; version=0.0.4")
+
+    return r

@@ -12,17 +12,17 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..auth.access import require_viewer, require_writer
 from ..auth.accounts import Principal
 from ..notify import store
-from ..notify.events import StateChange
 from ..notify.quiet import QuietHours, parse_hhmm
 from ..notify.service import NotifyService
 from ..notify.targets import check_endpoint
 from ..notify.webpush import Subscription
+from ..services import Svc
 from .errors import ID_MAX, READ, WRITE, responses
 
 MAX_MINUTES = 60 * 24 * 365
@@ -103,11 +103,9 @@ class QuietHoursBody(_Body):
     tz: str | None = Field(default=None, max_length=64)
 
 
-def service(request: Request) -> NotifyService:
-    svc = getattr(request.app.state, "notify", None)
-    if svc is None:
-        raise HTTPException(503, "notifications are not running")
-    return svc
+def service(running: Svc) -> NotifyService:
+    """The notifier of the running server (503 while it is not running: `services`)."""
+    return running.notify
 
 
 def _viewer_key(p: Principal) -> str:
@@ -123,7 +121,7 @@ def _account(p: Principal) -> int:
 
 Reader = Annotated[Principal, Depends(require_viewer)]
 Writer = Annotated[Principal, Depends(require_writer)]  # logged in, CSRF header checked
-Svc = Annotated[NotifyService, Depends(service)]
+Notifier = Annotated[NotifyService, Depends(service)]
 
 
 def make_router() -> APIRouter:
@@ -137,7 +135,7 @@ def make_router() -> APIRouter:
     )
 
     @r.get("/api/push/vapid-public-key", responses=responses(*READ))
-    async def vapid_public_key(_: Reader, svc: Svc) -> dict[str, str]:
+    async def vapid_public_key(_: Reader, svc: Notifier) -> dict[str, str]:
         assert svc.keys is not None
         return {"key": svc.keys.public_key}
 
@@ -156,7 +154,7 @@ def make_router() -> APIRouter:
             ),
         },
     )
-    async def push_subscribe(body: SubscriptionBody, who: Writer, svc: Svc) -> Response:
+    async def push_subscribe(body: SubscriptionBody, who: Writer, svc: Notifier) -> Response:
         viewer_id = _account(who)
         try:
             sub = Subscription.from_json(body.model_dump())
@@ -173,7 +171,7 @@ def make_router() -> APIRouter:
         return Response(status_code=204)
 
     @r.get("/api/push/devices", responses=responses(*READ))
-    async def push_devices(who: Reader, svc: Svc) -> dict[str, Any]:
+    async def push_devices(who: Reader, svc: Notifier) -> dict[str, Any]:
         """This account's push devices, each with its last delivery and last failure
         (the settings panel); a viewer token has none."""
         if who.kind != "viewer" or who.readonly:
@@ -181,12 +179,12 @@ def make_router() -> APIRouter:
         return {"devices": await store.devices(svc.engine, who.id)}
 
     @r.delete("/api/push/subscribe", status_code=204, responses=mine)
-    async def push_unsubscribe(body: EndpointBody, who: Writer, svc: Svc) -> Response:
+    async def push_unsubscribe(body: EndpointBody, who: Writer, svc: Notifier) -> Response:
         await store.remove_subscription(svc.engine, body.endpoint, _account(who))
         return Response(status_code=204)
 
     @r.post("/api/watch", status_code=204, responses=responses(400, 413, *READ))
-    async def watch(body: WatchBody, who: Reader, svc: Svc) -> Response:
+    async def watch(body: WatchBody, who: Reader, svc: Notifier) -> Response:
         svc.tab_report(_viewer_key(who), body.tab, body.watching)
         return Response(status_code=204)
 
@@ -195,7 +193,7 @@ def make_router() -> APIRouter:
         status_code=204,
         responses=responses(400, 413, *READ, e429="More reports than this viewer's token bucket allows"),
     )
-    async def shown(body: ShownBody, who: Reader, svc: Svc) -> Response:
+    async def shown(body: ShownBody, who: Reader, svc: Notifier) -> Response:
         # A wall screen (read-only) shows notifications too; this only adds a log line,
         # and a token bucket per viewer bounds how many.
         if not svc.page_log_allowed(_viewer_key(who)):
@@ -206,7 +204,7 @@ def make_router() -> APIRouter:
     @r.get("/api/notify/log", responses=responses(*READ))
     async def notify_log(
         who: Reader,
-        svc: Svc,
+        svc: Notifier,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
         before: Annotated[int | None, Query(ge=-ID_MAX, le=ID_MAX)] = None,
     ) -> dict[str, Any]:
@@ -218,7 +216,7 @@ def make_router() -> APIRouter:
         return {"entries": rows}
 
     @r.get("/api/notify/quiet", responses=responses(*READ))
-    async def quiet(who: Reader, svc: Svc) -> dict[str, Any]:
+    async def quiet(who: Reader, svc: Notifier) -> dict[str, Any]:
         now = time.time()
         dnd, mutes = await store.quiet_state(svc.engine, now)
         hours = own = None
@@ -243,14 +241,14 @@ def make_router() -> APIRouter:
         }
 
     @r.post("/api/notify/mutes", responses=mine)
-    async def add_mute(body: MuteBody, who: Writer, svc: Svc) -> dict[str, int]:
+    async def add_mute(body: MuteBody, who: Writer, svc: Notifier) -> dict[str, int]:
         _account(who)
         until = time.time() + body.minutes * 60 if body.minutes else None
         return {"id": await store.add_mute(svc.engine, body.scope, body.value, until)}
 
     @r.delete("/api/notify/mutes/{rule_id}", status_code=204, responses={**mine, **responses(404)})
     async def lift_mute(
-        rule_id: Annotated[int, Path(ge=-ID_MAX, le=ID_MAX)], who: Writer, svc: Svc
+        rule_id: Annotated[int, Path(ge=-ID_MAX, le=ID_MAX)], who: Writer, svc: Notifier
     ) -> Response:
         _account(who)
         if not await store.remove_mute(svc.engine, rule_id):
@@ -266,7 +264,7 @@ def make_router() -> APIRouter:
             "`scope: everyone` without the operator role",
         ),
     )
-    async def dnd(body: DndBody, who: Writer, svc: Svc) -> Response:
+    async def dnd(body: DndBody, who: Writer, svc: Notifier) -> Response:
         """Do-not-disturb: for this account (`scope: "me"`), or for every route and every
         viewer (`"everyone"`), which only an operator may switch: one plain user must not
         silence everyone's alerts."""
@@ -281,7 +279,7 @@ def make_router() -> APIRouter:
         return Response(status_code=204)
 
     @r.put("/api/notify/quiet-hours", status_code=204, responses=mine)
-    async def quiet_hours(body: QuietHoursBody, who: Writer, svc: Svc) -> Response:
+    async def quiet_hours(body: QuietHoursBody, who: Writer, svc: Notifier) -> Response:
         viewer_id = _account(who)
         if body.start is None and body.end is None:
             await store.set_quiet_hours(svc.engine, viewer_id, None)
@@ -294,57 +292,8 @@ def make_router() -> APIRouter:
         return Response(status_code=204)
 
     @r.post("/api/notify/test", responses=mine)
-    async def test(who: Writer, svc: Svc) -> dict[str, Any]:
+    async def test(who: Writer, svc: Notifier) -> dict[str, Any]:
         """Every channel and this account's devices; `devices`: which got it."""
         return await svc.test(_account(who))
 
     return r
-
-
-# -- wiring into the app (called from app.py) ------------------------------------------
-
-
-def _on_changes(svc: NotifyService, changes: list[Any]) -> None:
-    """Core's change listener: each committed pane change, with its previous state."""
-    for c in changes:
-        if c.gone or c.reason == "refresh":
-            continue  # a pane leaving, or a re-send of what we had: nothing new to tell
-        p = c.pane
-        svc.pane_changed(
-            StateChange(
-                pane_id=str(p["id"]),
-                host=str(p.get("host") or ""),
-                session=str(p.get("session") or ""),
-                window=str(p.get("window") or ""),
-                agent=p.get("agent"),
-                state=p.get("state"),
-                prev_state=c.prev_state,
-                kind=p.get("kind"),
-                msg=p.get("msg"),
-                t=float(p.get("since") or 0.0),
-            )
-        )
-
-
-async def start_notify(app: Any, core: Any, engine: Any, notify_config: Any, clock: Any) -> NotifyService:
-    svc = NotifyService(engine, notify_config, clock=clock)
-    await svc.start()
-    app.state.notify = svc
-    core.listeners.append(lambda changes: _on_changes(svc, changes))
-    svc.waiting = lambda: sum(1 for p in core.panes.values() if p.state == "blocked" and p.gone_at is None)
-    return svc
-
-
-def offer_answers(app: Any, core: Any) -> None:
-    """Once screens run: blocked panes' pushes to operators offer their answers."""
-    from ..answers.offer import Offers
-
-    svc = getattr(app.state, "notify", None)
-    if svc is not None:
-        svc.offers = Offers(core, app.state.screens)
-
-
-async def stop_notify(app: Any) -> None:
-    svc = getattr(app.state, "notify", None)
-    if svc is not None:
-        await svc.stop()

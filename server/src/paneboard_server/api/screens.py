@@ -12,17 +12,18 @@ Without screen rights the audit shows no prompt, label or text (screen contents)
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from paneboard_protocol import wire as pwire
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..answers.desk import AnswerDesk, audit
-from ..answers.screens import ScreenHub, screen_json
+from ..answers.desk import audit
+from ..answers.screens import screen_json
 from ..auth.access import require_viewer, writer_refusal
 from ..auth.accounts import Principal
+from ..panes.model import Pane
+from ..services import Services, Svc
 from .errors import ID_MAX, READ, WRITE, responses
 
 Viewer = Annotated[Principal, Depends(require_viewer)]
@@ -68,23 +69,14 @@ class AnswerIn(BaseModel):
         return self
 
 
-def start_screens(app: FastAPI, core: Any, registry: Any) -> asyncio.Task[None]:
-    hub = ScreenHub(core)
-    app.state.screens = hub
-    app.state.answers = AnswerDesk(core, hub, app.state.cfg.server.answer_ttl)
-    registry.on_side = hub.on_side
-    registry.on_attach.append(hub.on_attach)
-    return asyncio.create_task(hub.run(), name="paneboard-screens")
-
-
-def _live_pane(request: Request, pane_id: int) -> Any:
-    p = request.app.state.core.panes.get(pane_id)
+def _live_pane(svc: Services, pane_id: int) -> Pane:
+    p = svc.core.panes.get(pane_id)
     if p is None or p.gone_at is not None:
         raise HTTPException(404, "no such pane")
     return p
 
 
-def make_screens_router() -> APIRouter:
+def make_router() -> APIRouter:
     r = APIRouter()
 
     @r.get(
@@ -93,7 +85,7 @@ def make_screens_router() -> APIRouter:
         responses=responses(*READ, 403, 404, e403="This viewer token does not show screens"),
     )
     async def screen(
-        request: Request,
+        svc: Svc,
         pane_id: int,
         who: Viewer,
         after: Annotated[str | None, Query(max_length=64)] = None,
@@ -103,8 +95,8 @@ def make_screens_router() -> APIRouter:
     ) -> dict[str, Any]:
         if not who.screens:
             raise HTTPException(403, "this viewer token does not show screens (create one with --screens)")
-        _live_pane(request, pane_id)
-        hub: ScreenHub = request.app.state.screens
+        _live_pane(svc, pane_id)
+        hub = svc.screens
         online = hub.look(pane_id, scrollback)
         first = pane_id not in hub.latest
         shown = await hub.wait(pane_id, after, max(wait, FIRST_WAIT if first and online else 0), since)
@@ -122,9 +114,9 @@ def make_screens_router() -> APIRouter:
             "operator role (every refusal is audited)",
         ),
     )
-    async def answer(request: Request, pane_id: int, body: AnswerIn, who: Viewer) -> dict[str, Any]:
-        _live_pane(request, pane_id)
-        desk: AnswerDesk = request.app.state.answers
+    async def answer(request: Request, svc: Svc, pane_id: int, body: AnswerIn, who: Viewer) -> dict[str, Any]:
+        _live_pane(svc, pane_id)
+        desk = svc.answers
         # Refused credentials (a viewer token, a cross-origin POST, no or a wrong CSRF
         # token) are attempts too: audited with who and why, then refused.
         refused = writer_refusal(request, who)
@@ -142,15 +134,15 @@ def make_screens_router() -> APIRouter:
         responses=responses(*READ, 404),
     )
     async def answers(
-        request: Request,
+        svc: Svc,
         pane_id: int,
         who: Viewer,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
         before: Annotated[int | None, Query(ge=1, le=ID_MAX)] = None,
     ) -> dict[str, Any]:
-        if pane_id not in request.app.state.core.panes:
+        if pane_id not in svc.core.panes:
             raise HTTPException(404, "no such pane")
-        rows = await audit(request.app.state.core, pane_id, limit, before)
+        rows = await audit(svc.core, pane_id, limit, before)
         if not who.screens:  # the prompt, the answers' labels, the text typed: screen contents
             for row in rows:
                 row["prompt"] = row["label"] = row["text"] = None

@@ -17,7 +17,7 @@ import io
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Response
 from paneboard_protocol.pane import KIND_MAX, NAME_MAX
 from sqlalchemy import select
 
@@ -25,6 +25,7 @@ from ..auth.access import require_viewer
 from ..auth.accounts import Principal
 from ..ledger.stats import Query as StatsQuery
 from ..ledger.stats import compute, fetch, options, overlapping
+from ..services import Services, Svc
 from ..store import schema as s
 from .errors import READ, responses
 
@@ -35,7 +36,7 @@ BLOCKS_MAX = 10_000
 
 
 def _query(
-    request: Request,
+    svc: Services,
     start: float | None,
     end: float | None,
     state: str,
@@ -45,7 +46,7 @@ def _query(
     tz: int = 0,
     by: str = "agent",
 ) -> StatsQuery:
-    now = request.app.state.core.clock()
+    now = svc.core.clock()
     end = now if end is None else end
     start = end - DEFAULT_SPAN if start is None else start
     # Every request the schema allows is answered (the OpenAPI contract): no 422 for a
@@ -70,7 +71,7 @@ def make_router() -> APIRouter:
 
     @r.get("/api/stats")
     async def stats(
-        request: Request,
+        svc: Svc,
         _: Reader,
         start: Start = None,
         end: End = None,
@@ -81,8 +82,8 @@ def make_router() -> APIRouter:
         tz: Annotated[int, Query(ge=-16 * 60, le=16 * 60)] = 0,
         by: Annotated[Literal["agent", "host"], Query()] = "agent",
     ) -> dict[str, Any]:
-        q = _query(request, start, end, state, host, agent, kind, tz, by)
-        core = request.app.state.core
+        q = _query(svc, start, end, state, host, agent, kind, tz, by)
+        core = svc.core
         now = core.clock()
         rows, groups = await fetch(core.engine, q, now) if q.end > q.start else ([], [])
         out = compute(rows, q, now, groups)
@@ -103,7 +104,7 @@ def make_router() -> APIRouter:
         },
     )
     async def blocks(
-        request: Request,
+        svc: Svc,
         _: Reader,
         start: Start = None,
         end: End = None,
@@ -114,8 +115,8 @@ def make_router() -> APIRouter:
         limit: Annotated[int, Query(ge=1, le=BLOCKS_MAX)] = 1000,
         format: Annotated[Literal["json", "csv"], Query()] = "json",
     ) -> dict[str, Any] | Response:
-        q = _query(request, start, end, state, host, agent, kind)
-        core = request.app.state.core
+        q = _query(svc, start, end, state, host, agent, kind)
+        core = svc.core
         now = core.clock()
         both = overlapping(q, select(s.waits)).subquery()
         stmt = select(both).order_by(both.c.start_t.desc(), both.c.id.desc()).limit(limit)

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyCookie, HTTPBearer
 
+from ..services import services_of
 from .accounts import Principal, lookup_token, session_principal
 from .credentials import same
 
@@ -39,7 +40,7 @@ DescribedCookie = Annotated[Any, Depends(_SESSION)]
 
 
 async def current_principal(request: Request) -> Principal | None:
-    engine = request.app.state.core.engine
+    engine = services_of(request.app).core.engine
     auth = request.headers.get("authorization", "")
     if auth[:7].lower() == "bearer ":
         return await lookup_token(engine, auth[7:].strip(), "viewer")
@@ -65,7 +66,7 @@ def origin_ok(request: Request) -> bool:
     if origin is None:  # not a browser, or a same-origin GET-like navigation
         return True
     host = request.headers.get("host", "")
-    allowed = {f"http://{host}", f"https://{host}", *request.app.state.cfg.server.allowed_origins}
+    allowed = {f"http://{host}", f"https://{host}", *services_of(request.app).cfg.server.allowed_origins}
     return origin in allowed
 
 
@@ -89,3 +90,8 @@ async def require_writer(request: Request, _t: Described = None, _s: DescribedCo
     if refused is not None:
         raise HTTPException(403, refused[1])
     return p
+
+
+# What a route's parameter says it needs: `_: Viewer` to read, `_: Writer` to change.
+Viewer = Annotated[Principal, Depends(require_viewer)]
+Writer = Annotated[Principal, Depends(require_writer)]

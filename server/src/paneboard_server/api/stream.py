@@ -1,0 +1,113 @@
+"""`GET /api/stream`: the live stream (Server-Sent Events, docs/wire.md).
+
+A new stream starts with a snapshot (the cached first frames, `snapshots.py`) or, with
+`Last-Event-ID`, with only what changed since; then one `change` frame per committed
+batch from the hub. A client too slow for its bounded queue gets `reset`; revoked
+credentials end the stream with `revoked`. Each credential may hold at most
+`limits.max_streams_per_credential` streams (counted by `conn_limits.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request
+
+from ..auth.access import Viewer
+from ..services import Services, Svc
+from ..serving.conn_limits import SLOT
+from ..stream.hub import END, sse_frame
+from ..stream.response import QuietEventSource
+from .errors import READ, responses
+
+
+def make_router() -> APIRouter:
+    r = APIRouter()
+
+    @r.get(
+        "/api/stream",
+        summary="Server-Sent Events: a snapshot, then changes",
+        response_class=QuietEventSource,
+        responses={
+            200: {
+                "description": "An endless `text/event-stream`: `snapshot`, then `change` events "
+                "(docs/wire.md); `reset` or `revoked` ends it",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+            **responses(*READ, e429="More live streams than `limits.max_streams_per_credential`"),
+        },
+    )
+    async def stream(
+        request: Request, svc: Svc, who: Viewer, last_event_id: Annotated[int | None, Query(ge=0)] = None
+    ) -> QuietEventSource:
+        lim = svc.cfg.limits
+        slot = request.scope.get(SLOT)  # conn_limits.py: the connection's count moves to `who`
+        if slot is not None and not slot.authenticated(f"{who.kind}:{who.id}"):
+            raise HTTPException(
+                429,
+                f"{lim.max_streams_per_credential} live streams are open with these credentials",
+                headers={"Retry-After": "5"},
+            )
+        header = request.headers.get("last-event-id")
+        resume = last_event_id
+        if header is not None:
+            try:
+                resume = int(header)
+            except ValueError:
+                resume = None
+        core = svc.core
+        revocation = svc.revocation
+        sub = core.hub.subscribe()
+
+        def end(_why: str) -> None:
+            core.hub.unsubscribe(sub)
+            sub.end()
+
+        holder = revocation.hold(who, end, "live stream")
+        first = _first_frames(svc, resume)
+
+        async def gen() -> AsyncIterator[bytes]:
+            try:
+                yield first
+                while True:
+                    if sub.dropped and sub.queue.empty():
+                        yield sse_frame("reset", {"reason": "client too slow: reconnect and resume"})
+                        return
+                    item = await sub.queue.get()
+                    if item is END:
+                        yield sse_frame("revoked", {"reason": "credentials revoked: log in again"})
+                        return
+                    yield item[1]
+            finally:
+                core.hub.unsubscribe(sub)
+                revocation.release(holder)
+
+        return QuietEventSource(
+            gen(),
+            ping=lim.sse_ping,
+            send_timeout=lim.sse_send_timeout,
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    return r
+
+
+def _first_frames(svc: Services, resume: int | None) -> bytes:
+    """What a stream starts with: the changes since `resume`, or else a full snapshot."""
+    core = svc.core
+    start = core.rev
+    # Panes evicted from memory since `resume` cannot be listed as gone: full snapshot.
+    if resume is not None and 0 < resume <= start and resume >= core.evicted_rev:
+        changed = [p for p in core.panes.values() if p.rev > resume]
+        return sse_frame(
+            "change",
+            {
+                "rev": start,
+                "resumed": True,
+                "panes": [core.api(p) for p in sorted(changed, key=lambda p: p.rev) if p.gone_at is None],
+                "gone": [p.id for p in changed if p.gone_at is not None],
+            },
+            start,
+        )
+    return b"".join(svc.snapshots.frames())
