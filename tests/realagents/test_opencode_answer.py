@@ -10,23 +10,14 @@ the screen the page then holds is typed, and the command runs.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Page, Stage
+from harness import Page, Stage, wait_until
 from test_opencode import opencode_env
 
 pytestmark = [pytest.mark.realagent, pytest.mark.tmux, pytest.mark.timeout(240)]
-
-
-def _until(pred: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (v := pred()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-    return v
 
 
 def test_real_opencode_permission_answered_only_on_the_selection_it_shows(
@@ -43,9 +34,9 @@ def test_real_opencode_permission_answered_only_on_the_selection_it_shows(
     page = Page(stage)
     side = page.side
 
-    def offered(since: int, ids: list[str]) -> dict[str, Any]:
+    def offered(since: int, ids: list[str]) -> Any:
         """The first screen after message `since` offering exactly these answers."""
-        return _until(
+        return wait_until(
             lambda: next(
                 (
                     m
@@ -86,7 +77,7 @@ def test_real_opencode_permission_answered_only_on_the_selection_it_shows(
         stage.tmux.cmd("send-keys", "-t", stage.pane, "Left")
         back = offered(mark, ["once", "reject"])
         assert page.answer("once", back["fingerprint"], "once") == "typed"
-        _until(lambda: stage.api.held(2), 30, "the approved command's result sent to the model")
+        wait_until(lambda: stage.api.held(2), 30, "the approved command's result sent to the model")
         assert (work / "pb-ran").exists(), "the approved command ran"
         stage.api.release(2)
         stage.wait_screen(lambda s: "All done: pb-ran exists." in s, 60, "the final answer")
