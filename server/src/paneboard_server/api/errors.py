@@ -26,6 +26,8 @@ from starlette.routing import compile_path
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
+from .notice import notice_page
+
 # SQLite and PostgreSQL integers are 64-bit: a larger id or cursor is refused by the
 # schema (422) instead of failing in the driver (500).
 ID_MAX = 2**63 - 1
@@ -93,19 +95,12 @@ def _sentence(errors: list[dict[str, Any]]) -> str:
     return f"{where}: {first['msg']}{more}"
 
 
-_NOT_FOUND_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light dark">
-<title>paneboard — page not found</title>
-<link rel="icon" href="/icons/icon-192.png">
-<link rel="stylesheet" href="/style.css"></head>
-<body><main class="login" id="not-found">
-<h1>paneboard</h1>
-<p><strong>This page does not exist.</strong></p>
-<p><a class="button" href="/">Go to the board</a></p>
-</main></body></html>
-"""
+_NOT_FOUND_PAGE = notice_page(
+    "page not found",
+    "not-found",
+    "<p><strong>This page does not exist.</strong></p>\n"
+    '<p><a class="button" href="/">Go to the board</a></p>',
+)
 
 
 def wants_html(request: Request) -> bool:

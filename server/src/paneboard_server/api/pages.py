@@ -25,22 +25,16 @@ from ..auth import accounts
 from ..auth.access import SESSION_COOKIE
 from ..auth.cookies import set_session
 from ..services import Svc
+from .notice import notice_page
 
-_BAD_TOKEN = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="color-scheme" content="light dark">
-<title>paneboard — link not valid</title>
-<link rel="icon" href="/icons/icon-192.png">
-<link rel="stylesheet" href="/style.css"></head>
-<body><main class="login" id="bad-token">
-<h1>paneboard</h1>
-<p><strong>This viewer link is not valid.</strong> Its token is unknown or has been revoked.</p>
-<p>Ask whoever runs paneboard for a new link (they make one with
-<code>paneboard token create NAME --viewer</code>), or sign in with an account.</p>
-<p><a class="button" href="/login">Sign in</a></p>
-</main></body></html>
-"""
+_BAD_TOKEN = notice_page(
+    "link not valid",
+    "bad-token",
+    "<p><strong>This viewer link is not valid.</strong> Its token is unknown or has been revoked.</p>\n"
+    "<p>Ask whoever runs paneboard for a new link (they make one with\n"
+    "<code>paneboard token create NAME --viewer</code>), or sign in with an account.</p>\n"
+    '<p><a class="button" href="/login">Sign in</a></p>',
+)
 
 
 def bad_token_page() -> HTMLResponse:
