@@ -161,6 +161,33 @@ async def make_tokens(db: str, *, viewer_password: str | None = None) -> dict[st
         await engine.dispose()
 
 
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def collector_token(db: str, name: str) -> str:
+    """One more collector token (`make_tokens` makes the first)."""
+    from paneboard_server.auth import accounts
+    from paneboard_server.store.database import create_engine, resolve_url
+
+    engine = create_engine(resolve_url(db))
+    try:
+        return await accounts.create_token(engine, name, "collector")
+    finally:
+        await engine.dispose()
+
+
+async def connect_collector(url: str, token: str, stream: str) -> Any:
+    """A raw ingest WebSocket past its hello: what a collector's first message meets."""
+    import websockets
+
+    ws = await websockets.connect(url.replace("http", "ws") + "/api/ingest", additional_headers=bearer(token))
+    await ws.send(json.dumps({"type": "hello", "protocol": 1, "stream": stream}))
+    welcome = json.loads(await ws.recv())
+    assert welcome["type"] == "welcome", welcome
+    return ws
+
+
 def pane_update(
     host: str,
     pane: str,

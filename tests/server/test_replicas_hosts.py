@@ -22,33 +22,10 @@ import asyncpg
 import httpx
 import pytest
 import websockets
-from pbserver import make_tokens, pane_update, wait_until
+from pbserver import bearer, collector_token, connect_collector, make_tokens, pane_update, wait_until
 from sqlalchemy.engine import make_url
 
 pytestmark = pytest.mark.postgres
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-async def collector_token(db: str, name: str) -> str:
-    from paneboard_server.auth import accounts
-    from paneboard_server.store.database import create_engine, resolve_url
-
-    engine = create_engine(resolve_url(db))
-    try:
-        return await accounts.create_token(engine, name, "collector")
-    finally:
-        await engine.dispose()
-
-
-async def connect(url: str, token: str, stream: str) -> Any:
-    ws = await websockets.connect(url.replace("http", "ws") + "/api/ingest", additional_headers=bearer(token))
-    await ws.send(json.dumps({"type": "hello", "protocol": 1, "stream": stream}))
-    welcome = json.loads(await ws.recv())
-    assert welcome["type"] == "welcome", welcome
-    return ws
 
 
 def snapshot(seq: int, host: str, pane: str = "%1") -> str:
@@ -109,8 +86,8 @@ def test_two_collectors_claiming_one_new_host_on_two_processes_one_wins(
     async def round_(n: int, forced: bool) -> None:
         host = f"new{n}"
         first, second = (a, b) if n % 2 == 0 else (b, a)
-        w1 = await connect(first.url, tokens["collector"], f"r{n}")
-        w2 = await connect(second.url, two, f"r{n}")
+        w1 = await connect_collector(first.url, tokens["collector"], f"r{n}")
+        w2 = await connect_collector(second.url, two, f"r{n}")
         admin = await asyncpg.connect(pg_dsn(db_url))
         try:
             if forced:
@@ -167,13 +144,13 @@ def test_the_loser_of_a_race_is_refused_alone_within_its_writer_batch(
         return await metric(srv.url, viewer, "paneboard_writer_queue")
 
     async def go() -> None:
-        c1 = await connect(a.url, tokens["collector"], "one")
+        c1 = await connect_collector(a.url, tokens["collector"], "one")
         await c1.send(snapshot(1, "base1"))
         assert await outcome(c1) == ("ack", 1)
-        c3 = await connect(b.url, three, "three")
+        c3 = await connect_collector(b.url, three, "three")
         await c3.send(snapshot(1, "base3"))
         assert await outcome(c3) == ("ack", 1)
-        c2 = await connect(b.url, two, "two")
+        c2 = await connect_collector(b.url, two, "two")
         admin = await asyncpg.connect(pg_dsn(db_url))
         lock1 = await asyncpg.connect(pg_dsn(db_url))
         lock3 = await asyncpg.connect(pg_dsn(db_url))
@@ -227,7 +204,7 @@ def test_a_collector_moving_to_another_process_keeps_a_host_that_process_never_s
 
     async def go() -> None:
         for srv, stream in ((a, "s1"), (b, "s2")):
-            ws = await connect(srv.url, tokens["collector"], stream)
+            ws = await connect_collector(srv.url, tokens["collector"], stream)
             await ws.send(json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "hosts": hosts, "panes": []}))
             assert await outcome(ws) == ("ack", 1), srv.url
             await ws.close()
@@ -252,7 +229,7 @@ def test_a_collector_moving_to_a_process_that_already_wrote_positions_is_acked(
     b = server_factory(db_url)
 
     async def report(srv: Any, token: str, stream: str, host: str) -> tuple[str, Any]:
-        ws = await connect(srv.url, token, stream)
+        ws = await connect_collector(srv.url, token, stream)
         try:
             await ws.send(snapshot(1, host))
             return await outcome(ws)
@@ -291,7 +268,7 @@ def test_writers_claiming_new_hosts_in_opposite_orders_deadlock_and_one_is_run_a
         return await metric(srv.url, viewer, "paneboard_writer_queue")
 
     async def go() -> None:
-        ws = {n: await connect((a if n in ("c1", "c2", "sa") else b).url, tok[n], n) for n in names}
+        ws = {n: await connect_collector((a if n in ("c1", "c2", "sa") else b).url, tok[n], n) for n in names}
         for n, host in (("sa", "base-a"), ("sb", "base-b")):
             await ws[n].send(snapshot(1, host))
             assert await outcome(ws[n]) == ("ack", 1)

@@ -14,11 +14,7 @@ import pytest
 import websockets
 from paneboard_agent.sink import PaneKey
 from paneboard_agent.uplink import UplinkSink
-from pbserver import SSE, make_tokens, pane_update, wait_until
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
+from pbserver import SSE, bearer, make_tokens, pane_update, wait_until
 
 
 async def panes(url: str, token: str) -> list[dict[str, Any]]:

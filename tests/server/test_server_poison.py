@@ -15,30 +15,7 @@ import httpx
 import websockets
 from paneboard_agent.uplink import UplinkSink
 from paneboard_protocol.text import sanitize_text
-from pbserver import make_tokens, pane_update, wait_until
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-async def second_collector(db: str, name: str = "evil") -> str:
-    from paneboard_server.auth import accounts
-    from paneboard_server.store.database import create_engine, resolve_url
-
-    engine = create_engine(resolve_url(db))
-    try:
-        return await accounts.create_token(engine, name, "collector")
-    finally:
-        await engine.dispose()
-
-
-async def connect(url: str, token: str, stream: str) -> Any:
-    ws = await websockets.connect(url.replace("http", "ws") + "/api/ingest", additional_headers=bearer(token))
-    await ws.send(json.dumps({"type": "hello", "protocol": 1, "stream": stream}))
-    welcome = json.loads(await ws.recv())
-    assert welcome["type"] == "welcome", welcome
-    return ws
+from pbserver import bearer, collector_token, connect_collector, make_tokens, pane_update, wait_until
 
 
 def pane(host: str, pane_id: str, state: str = "working", **extra: Any) -> dict[str, Any]:
@@ -92,12 +69,12 @@ POISON = [
 
 def test_poison_messages_are_refused_to_their_sender_alone(db_url: str, server_factory: Any) -> None:
     tokens = asyncio.run(make_tokens(db_url))
-    evil = asyncio.run(second_collector(db_url))
+    evil = asyncio.run(collector_token(db_url, "evil"))
     srv = server_factory(db_url)
 
     async def honest(stop: asyncio.Event) -> tuple[int, int]:
         """Deltas as fast as acks come back, 32 in flight; every one must be acked."""
-        ws = await connect(srv.url, tokens["collector"], "honest")
+        ws = await connect_collector(srv.url, tokens["collector"], "honest")
         await ws.send(json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [pane("good", "%0")]}))
         seq, acked = 1, 0
         while not stop.is_set() or acked < seq:
@@ -115,7 +92,7 @@ def test_poison_messages_are_refused_to_their_sender_alone(db_url: str, server_f
         out = []
         for round_ in range(6):
             for what, msg, _, _, _ in POISON:
-                ws = await connect(srv.url, evil, f"evil{round_}{len(out)}")
+                ws = await connect_collector(srv.url, evil, f"evil{round_}{len(out)}")
                 # a text frame carries NUL and NaN as JSON allows (\u0000, NaN)
                 await ws.send(json.dumps(msg))
                 refused, code, why = await refusal(ws)
@@ -165,7 +142,7 @@ def test_text_is_cleaned_on_ingest_by_the_collectors_own_function(db_url: str, s
             )
             async with stream as r:
                 lines = r.aiter_lines()
-                ws = await connect(srv.url, tokens["collector"], "s")
+                ws = await connect_collector(srv.url, tokens["collector"], "s")
                 rec = {"id": "r", "state": "blocked", "msg": HOSTILE, HOSTILE: HOSTILE}
                 p = pane("h", "%1", "blocked", msg=HOSTILE, title=HOSTILE, session=HOSTILE, records=[rec])
                 await ws.send(json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [p]}))
@@ -220,11 +197,11 @@ def test_uplink_drops_a_refused_update_instead_of_resending_it(
 
 def test_a_collector_owns_the_hosts_it_announced_first(db_url: str, server_factory: Any) -> None:
     tokens = asyncio.run(make_tokens(db_url))
-    evil = asyncio.run(second_collector(db_url))
+    evil = asyncio.run(collector_token(db_url, "evil"))
     srv = server_factory(db_url)
 
     async def go() -> None:
-        ws = await connect(srv.url, tokens["collector"], "s")
+        ws = await connect_collector(srv.url, tokens["collector"], "s")
         await ws.send(json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [pane("vm", "%1")]}))
         assert json.loads(await ws.recv()) == {"type": "ack", "seq": 1}
         # The other collector's snapshot for `vm`, a delta for it, and a hello announcing it.
@@ -232,7 +209,7 @@ def test_a_collector_owns_the_hosts_it_announced_first(db_url: str, server_facto
             {"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [pane("vm", "%2"), pane("own", "%1")]},
             {"type": "delta", "seq": 1, "ops": [{"op": "host", "host": "vm", "reachable": False, "t": 1}]},
         ):
-            other = await connect(srv.url, evil, f"e{msg['type']}")
+            other = await connect_collector(srv.url, evil, f"e{msg['type']}")
             if msg["type"] == "delta":
                 await other.send(json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9}))
                 assert json.loads(await other.recv())["type"] == "ack"
@@ -293,7 +270,7 @@ def test_healthz_reports_a_writer_that_cannot_commit(db_url: str, server_factory
         async with engine.begin() as conn:  # every report writes history: now it cannot
             await conn.execute(text("DROP TABLE history" + ("" if "sqlite" in db_url else " CASCADE")))
         await engine.dispose()
-        ws = await connect(srv.url, tokens["collector"], "s")
+        ws = await connect_collector(srv.url, tokens["collector"], "s")
         await ws.send(json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [pane("h", "%1")]}))
         _, code, _ = await refusal(ws)
         assert code == 1011
@@ -317,7 +294,7 @@ def test_healthz_reports_a_writer_stuck_on_a_lock(db_url: str, server_factory: A
     srv = server_factory(db_url, config="[limits]\nwriter_stall = 1\n")
 
     async def go() -> None:
-        ws = await connect(srv.url, tokens["collector"], "s")
+        ws = await connect_collector(srv.url, tokens["collector"], "s")
         if db_url.startswith("sqlite"):
             lite = sqlite3.connect(make_url(db_url).database or "", isolation_level=None)
             lite.execute("BEGIN IMMEDIATE")  # the write lock; readers go on (WAL)
@@ -364,7 +341,7 @@ def test_disconnecting_collectors_leave_no_pending_task(db_url: str, server_fact
 
     async def go() -> None:
         for i in range(20):
-            ws = await connect(srv.url, tokens["collector"], f"s{i}")
+            ws = await connect_collector(srv.url, tokens["collector"], f"s{i}")
             await ws.send(json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [pane("h", "%1")]}))
             assert json.loads(await ws.recv())["type"] == "ack"
             await ws.close()
