@@ -39,6 +39,7 @@ import argparse
 import base64
 import json
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -379,6 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     if why:
         print(f"fleet benchmark: {why}", file=sys.stderr)
         return 2
+    # SIGTERM, and SIGINT even when started in the background (where it is ignored),
+    # unwind through the `finally`s: namespaces and processes are removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print(machine_line("start"), flush=True)
     specs = specs_for(parse_classes(args.classes), args.hosts, args.panes, args.jumped)
     print(

@@ -1,13 +1,17 @@
 """A fleet of watched hosts on this machine: one network namespace per host.
 
 Each host (`HostSpec`) is a network namespace (tests/support/netns.py) joined by a
-veth pair with a /30 to this namespace, or, for a host behind a jump host, to the jump
-host's namespace only (so the collector can reach it through `ProxyJump` and nothing
-else). In its namespace each host runs its own OpenSSH `sshd` (its own host key, on the
-namespace's loopback), the link stand-in `linkrelay.py` on the veth address in front of
-that sshd (delay and loss per link, since this kernel has no netem; see its docstring
-for what it does not model), and a private tmux server whose panes run `AGENT`, a
-scripted agent that writes one OSC 7501 report every `interval` seconds with
+veth pair with a /30 to the collectors' namespace ("board"), or, for a host behind a
+jump host, to the jump host's namespace only (so the collector reaches it through
+`ProxyJump` and nothing else). Each host also has a pid namespace of its own, with its
+own /proc, whose pid 1 is a small shell that reaps orphans: `ps` on a host (the
+collector runs one per poll) sees that host's processes only, as on a real machine,
+instead of scanning every process of every host on this one. In its namespaces each
+host runs its own OpenSSH `sshd` (its own host key, on the namespace's loopback), the
+link stand-in `linkrelay.py` on the veth address in front of that sshd (delay and loss
+per link, since this kernel has no netem; see its docstring for what it does not
+model), and a private tmux server whose panes run `AGENT`, a scripted agent that
+writes one OSC 7501 report every `interval` seconds with
 `msg = "<host>/<n> <seq> <time>"` and appends `<seq> <time>` to its pane's log: what
 was written, and when, to compare with what reached the server.
 
@@ -46,15 +50,19 @@ SSH_PORT = 22
 #: before the write; a random first pause spreads a host's panes over the interval.
 AGENT = r"""
 log=$1 every=$2 label=$3 seq=0
-sleep "$(awk -v r=$RANDOM -v e="$every" 'BEGIN { print r / 32768 * e }')"
+mkfifo "$log.wait" && exec 3<>"$log.wait" && rm -f "$log.wait"   # `read -t` on it: a sleep without a fork
+read -r -u 3 -t "$(awk -v r=$RANDOM -v e="$every" 'BEGIN { print r / 32768 * e }')"
 while :; do
   seq=$((seq + 1)); t=$EPOCHREALTIME
   msg=$(printf '%s %d %s' "$label" "$seq" "$t" | base64 -w0)
   printf '\033]7501;state=working:app=fleet:msg=%s\033\\' "$msg"
   printf '%d %s\n' "$seq" "$t" >> "$log"
-  sleep "$every"
+  read -r -u 3 -t "$every"
 done
 """
+
+#: a host's pid 1: reaps what its daemons leave behind (bash waits for any child)
+INIT = "trap 'exit 0' TERM; while :; do sleep 86400 & wait; done"
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,7 @@ class Host:
     host_key: Path
     tmux: NsTmux
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    init: int = 0  # the host's pid 1 (its pid here); sshd and tmux run in its namespaces
     link_delay: float = 0.0
     link_loss: float = 0.0
 
@@ -102,23 +111,24 @@ class Host:
 
 
 class NsTmux(TmuxServer):
-    """A tmux server started inside a host's namespace (its panes' programs live there);
+    """A tmux server started inside a host's namespaces (its panes' programs live there);
     commands reach it by its socket file, which namespaces do not separate."""
 
     def __init__(self, ns: str, name: str) -> None:
         super().__init__(name)
         self.ns = ns
 
-    def start_panes(self, commands: list[str]) -> None:
-        """One session `main`, one window per command, made in a single tmux call."""
-        args = ["ip", "netns", "exec", self.ns, *self.base(), "new-session", "-d", "-s", "main"]
+    def start_panes(self, enter: list[str], commands: list[str]) -> None:
+        """One session `main`, one window per command, made in a single tmux call run
+        through `enter` (into the host's namespaces)."""
+        args = [*enter, *self.base(), "new-session", "-d", "-s", "main"]
         args += ["-x", "120", "-y", "40", commands[0]]
         for c in commands[1:]:
             args += [";", "new-window", "-d", "-t", "main:", c]
         res = subprocess.run(args, capture_output=True, text=True, env=self.env, timeout=30)
         if res.returncode != 0:
             raise RuntimeError(f"tmux in {self.ns}: {res.stderr.strip()}")
-        self.pid = int(self.cmd("display-message", "-p", "#{pid}").strip())
+        # no self.pid: tmux would give it as its own pid namespace numbers it
 
 
 class Fleet:
@@ -216,10 +226,16 @@ class Fleet:
             link_loss=spec.link.loss,
         )
 
-    def _spawn(self, host: Host, what: str, argv: list[str]) -> subprocess.Popen[bytes]:
+    def enter(self, host: Host) -> list[str]:
+        """The prefix that runs a command on the host: its network, pid and mount
+        namespaces (its own /proc, so `ps` there lists the host's processes only, as on
+        a machine of its own, and costs what it would there)."""
+        return ["nsenter", "-t", str(host.init), "-p", "-m", "-n", "--"]
+
+    def _spawn(self, host: Host, what: str, argv: list[str], pid_ns: bool = True) -> subprocess.Popen[bytes]:
         log = (host.dir / f"{what}.log").open("ab")
         p = subprocess.Popen(
-            ["ip", "netns", "exec", host.ns, *argv],
+            [*(self.enter(host) if pid_ns else ["ip", "netns", "exec", host.ns]), *argv],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -229,8 +245,14 @@ class Fleet:
         return p
 
     def _boot(self, host: Host) -> None:
-        """sshd, the link relay and tmux with its scripted agents: the host, up."""
+        """pid 1, sshd, the link relay and tmux with its scripted agents: the host, up."""
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        init = self._spawn(
+            host, "init", ["unshare", "--pid", "--fork", "--mount-proc", "bash", "-c", INIT], pid_ns=False
+        )
+        host.init = wait_for(
+            lambda: _child(init.pid), timeout=20, what=f"pid 1 of {host.name}", interval=0.02
+        )
         self._spawn(host, "sshd", [SSHD, "-D", "-e", "-f", str(host.dir / "sshd_config")])
         control = host.dir / "link.json"
         control.write_text(json.dumps({"delay": host.link_delay, "loss": host.link_loss}))
@@ -251,12 +273,13 @@ class Fleet:
                 "--control",
                 str(control),
             ],
+            pid_ns=False,  # `ip netns exec` execs it: its pid is the Popen's, for SIGHUP
         )
         commands = [
             f"exec bash {self.agent_script} {host.dir / f'pane-{n}.log'} {self.interval} {host.name}/{n}"
             for n in range(host.spec.panes)
         ]
-        host.tmux.start_panes(commands)
+        host.tmux.start_panes(self.enter(host), commands)
         for what, where, addr in (("sshd", host.ns, "127.0.0.1"), ("relay", host.peer_ns, host.addr)):
             wait_for(
                 lambda what=what, where=where, addr=addr: (
@@ -428,3 +451,12 @@ def parse_msg(msg: str | None) -> tuple[str, int, float] | None:
         return parts[0], int(parts[1]), float(parts[2])
     except ValueError:
         return None
+
+
+def _child(pid: int) -> int | None:
+    """The first child of process `pid` (unshare's: the host's pid 1), once it exists."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return None
+    return int(kids[0]) if kids else None
