@@ -234,6 +234,11 @@ class Fault:
     back: float | None = None  # seconds after end
     lost: int = 0
     want: int = 0
+    # each lost report (at most 10): (pane, seq, seconds written before the fault
+    # started, delay of the same pane's next report that did arrive): a next report late
+    # by more than the interval came in with the lost one (two reports of a pane in one
+    # look: the collector sends the pane's state, the latest)
+    missing: list[tuple[str, int, float, float | None]] = field(default_factory=list)
 
 
 def faults(stack: FleetStack, watch: StreamWatch, hosts: list[str], steady_from: float) -> list[Fault]:
@@ -286,6 +291,11 @@ def faults(stack: FleetStack, watch: StreamWatch, hosts: list[str], steady_from:
                 fleet, f.host, back_at, hi
             )
         f.want, f.lost = len(want), len(want - seen)
+        got = {s.key: s for s in watch.all()}
+        for label, seq, t in sorted(want - seen)[:10]:
+            later = sorted(k for k in got if k[0] == label and k[2] > t)
+            nxt = got[later[0]] if later else None
+            f.missing.append((label, seq, t - f.start, nxt.received - nxt.written if nxt else None))
     return [drop, boot, lossy]
 
 
@@ -360,6 +370,11 @@ def print_faults(fs: list[Fault]) -> None:
         un = f"{f.unreachable:.1f} s" if f.unreachable is not None else "never"
         back = f"{f.back:.1f} s after the fault ended" if f.back is not None else "-"
         print(f"  {f.kind:<16} {f.host:<8} unreachable after {un:<8} back {back:<30} lost {f.lost}/{f.want}")
+        for label, seq, at, nxt in f.missing:
+            after = f"{nxt:.2f} s" if nxt is not None else "never"
+            print(
+                f"    lost {label} #{seq}, written {at:+.1f} s after the fault began; next's delay {after}"
+            )
     print(flush=True)
 
 
