@@ -50,7 +50,7 @@ SSH_PORT = 22
 #: before the write; a random first pause spreads a host's panes over the interval.
 AGENT = r"""
 log=$1 every=$2 label=$3 seq=0
-mkfifo "$log.wait" && exec 3<>"$log.wait" && rm -f "$log.wait"   # `read -t` on it: a sleep without a fork
+rm -f "$log.wait"; mkfifo "$log.wait"; exec 3<>"$log.wait"; rm -f "$log.wait"  # read -t: a sleep, no fork
 read -r -u 3 -t "$(awk -v r=$RANDOM -v e="$every" 'BEGIN { print r / 32768 * e }')"
 while :; do
   seq=$((seq + 1)); t=$EPOCHREALTIME
