@@ -8,6 +8,7 @@ and need no locks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, make_dataclass, replace
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from paneboard_protocol import pane as pane_def
@@ -75,31 +76,31 @@ _ROW = pane_def.ROW_FIELDS
 _API = pane_def.API_FIELDS
 
 
-def _compile(src: str) -> Any:
-    """A function compiled from the definition's field names.
-
-    `row`/`api` run for every pane of every change (stream and flush): one dict display
-    is about twice as fast as a loop of getattr, so they are built once, here.
-    """
-    scope: dict[str, Any] = {}
-    exec(src, scope)
-    return scope["read"]
+_row_values = attrgetter(*_ROW)
+_api_values = attrgetter(*_API)
 
 
-def _fields(keys: tuple[str, ...]) -> str:
-    assert all(k.isidentifier() for k in keys), keys
-    return "".join(f"{k!r}: self.{k}, " for k in keys)
+def _row(p: Any) -> dict[str, Any]:
+    """The row fields by name, read in one C call (`attrgetter`): this runs for every
+    pane of every change. (It was a function compiled with `exec` from the names, twice
+    as fast at 0.4 us against 0.9; not worth code generated at run time.)"""
+    return dict(zip(_ROW, _row_values(p), strict=True))
 
 
-_row = _compile(f"def read(self):\n    return {{{_fields(_ROW)}}}\n")
-_api = _compile(
-    "def read(self, host, collector):\n"
-    "    reachable = host.reachable if host is not None else False\n"
-    "    return {'id': self.id, 'host': host.name if host is not None else None, 'collector': collector,"
-    f" 'tmux': self.tmux, 'pane': self.pane, {_fields(_API)}"
-    "'reachable': reachable, 'stale': not reachable,"
-    " 'unreachable_since': host.unreachable_since if host is not None and not reachable else None}\n"
-)
+def _api(p: Any, host: Host | None, collector: str | None) -> dict[str, Any]:
+    reachable = host.reachable if host is not None else False
+    out: dict[str, Any] = {
+        "id": p.id,
+        "host": host.name if host is not None else None,
+        "collector": collector,
+        "tmux": p.tmux,
+        "pane": p.pane,
+    }
+    out.update(zip(_API, _api_values(p), strict=True))
+    out["reachable"] = reachable
+    out["stale"] = not reachable
+    out["unreachable_since"] = host.unreachable_since if host is not None and not reachable else None
+    return out
 
 
 def _pane_field(f: pane_def.Field) -> tuple[str, Any, Any]:
