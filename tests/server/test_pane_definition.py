@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
+import sys
+import types
+import typing
 from pathlib import Path
 
 from paneboard_agent.sink import PaneKey, PaneUpdate
@@ -35,6 +39,77 @@ def test_update_carries_exactly_the_update_fields_in_order() -> None:
     assert set(u.wire_json()) == {"key", *d.UPDATE_FIELDS}
     assert set(PaneIn.model_fields) == {"key", *d.UPDATE_FIELDS}
     PaneIn.model_validate(u.wire_json())  # what the collector sends, the server accepts
+
+
+_TYPES = {"str": str, "int": int, "float": float, "bool": bool, "json": dict, "list": (tuple, list)}
+
+
+def _base_types(hint: object) -> set[object]:
+    """`str | None` -> {str, None}; `tuple[dict, ...]` -> {tuple}."""
+    args = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    return {None if a is type(None) else (typing.get_origin(a) or a) for a in args}
+
+
+def _held_to_the_definition(cls: type, identity: list[str], which: list[d.Field], server: bool) -> None:
+    """A written-out pane class carries exactly these fields of the definition, in its
+    order, each with the definition's type (None allowed where the definition allows it) and
+    default (a server pane holds None where the wire would default)."""
+    fields = dataclasses.fields(cls)
+    assert [f.name for f in fields] == [*identity, *(f.name for f in which)]
+    hints = typing.get_type_hints(cls)
+    for spec in which:
+        got = _base_types(hints[spec.name])
+        want = _TYPES[spec.type]
+        assert (got - {None}) <= set(want if isinstance(want, tuple) else (want,)) and got - {None}, spec.name
+        # a stored value may be NULL where the column is nullable; a wire value only
+        # where, besides, its default is None (pane.Field)
+        may_be_none = spec.nullable and (server or spec.default is None)
+        assert (None in got) == may_be_none, f"{spec.name}: None allowed is {may_be_none}"
+        f = next(x for x in fields if x.name == spec.name)
+        if f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:
+            assert spec.required and not server, f"{spec.name} has no default"
+            continue
+        expected = (None if spec.nullable else spec.default) if server else spec.default
+        if spec.type == "list":
+            expected = list(spec.default) if server else tuple(spec.default)
+        if spec.type == "json" and isinstance(spec.default, dict):
+            expected = {}
+        assert value == expected and type(value) is type(expected), (spec.name, value, expected)
+
+
+def test_the_written_out_classes_are_the_definition() -> None:
+    _held_to_the_definition(PaneUpdate, ["key"], [f for f in d.FIELDS if f.update], server=False)
+    _held_to_the_definition(
+        Pane, ["id", "host_id", "tmux", "pane"], [f for f in d.FIELDS if f.row or f.api], server=True
+    )
+
+
+def test_a_misspelt_or_mistyped_field_fails_the_type_check(tmp_path: Path) -> None:
+    src = tmp_path / "uses_panes.py"
+    src.write_text(
+        "from paneboard_agent.sink import PaneKey, PaneUpdate\n"
+        "from paneboard_server.ingest.wire import PaneIn\n"
+        "from paneboard_server.panes.model import Pane\n"
+        "def f(p: Pane, u: PaneUpdate, w: PaneIn) -> object:\n"
+        "    a = p.stat_e\n"
+        "    b = u.msg + 1\n"
+        "    c = w.prgress\n"
+        "    return PaneUpdate(PaneKey('h', 't', '%1'), sesion='s')\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "--no-error-summary", str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert '"Pane" has no attribute "stat_e"' in run.stdout, run.stdout + run.stderr
+    assert 'Unsupported operand types for + ("str" and "int")' in run.stdout, run.stdout
+    assert 'Unexpected keyword argument "sesion"' in run.stdout, run.stdout
+    assert '"PaneIn" has no attribute "prgress"' in run.stdout, run.stdout
 
 
 def test_wire_limits_come_from_the_definition() -> None:

@@ -1,10 +1,11 @@
 """A pane's state, defined once: every field, where it travels, and its limits.
 
-The collector's `PaneUpdate`, the server's in-memory `Pane`, its panes/history tables,
-its wire validation, `GET /api/panes`, the live stream and the history rows are all
-derived from `FIELDS` (or held to it by a test where derivation is not sensible: the
-Alembic migrations and the page's JS). Adding a pane field means adding one `Field`
-here and one storage migration; nothing else.
+The server's panes/history tables, its wire validation, `GET /api/panes`, the live
+stream and the history rows are derived from `FIELDS`; what is written out is held to
+it by a test (`tests/server/test_pane_definition.py`): the pane's two typed classes —
+`PaneUpdate` here (with its `PaneKey`), what the collector sends, and the server's
+mutable `Pane` — the Alembic migrations and the page's JS. Adding a pane field is its
+`Field` here, its line in the class(es) that carry it, and one storage migration.
 
 Pure data: no I/O, no third-party imports, so the agent, the server and the tests
 can all read it.
@@ -12,7 +13,7 @@ can all read it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 #: The state names a pane can be in (None: nothing known). Order is the page's order.
@@ -140,3 +141,68 @@ def default(f: Field) -> Any:
     if isinstance(f.default, (list, tuple)) and f.type == "list":
         return type(f.default)(f.default)
     return f.default
+
+
+@dataclass(frozen=True, slots=True)
+class PaneKey:
+    """A pane's identity: tmux pane ids (`%3`) are unique per tmux server, not per host."""
+
+    host: str
+    tmux: str  # the tmux server: socket name (-L) or path (-S), "default" otherwise
+    pane: str  # tmux pane id, e.g. "%3"
+
+    def __str__(self) -> str:
+        return f"{self.host}/{self.tmux}/{self.pane}"
+
+
+@dataclass(frozen=True, slots=True)
+class PaneUpdate:
+    """One pane's classification as the collector currently sees it.
+
+    Its fields are the `update` fields of `FIELDS`, in the
+    definition's order (the required ones positional), written out with their types so
+    a type checker knows each one; `tests/server/test_pane_definition.py` holds the two
+    together (names, order, types, defaults). The first fields are the `--stdout`
+    contract (docs/collector.md); `evidence` is the classifier's JSON-serialisable
+    evidence snapshot, from which the server re-derives the classification as its clock
+    moves (TA-12/TA-13 staleness) with the same shared code.
+    """
+
+    key: PaneKey
+    session: str
+    window: str
+    agent: str | None
+    state: str | None
+    kind: str | None
+    msg: str | None
+    source: str | None
+    observable: bool
+    t: float
+    title: str | None = None
+    progress: int | None = None
+    since: float | None = None
+    process: str | None = None
+    records: tuple[dict[str, Any], ...] = ()
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def stdout_json(self) -> dict[str, Any]:
+        """The object `paneboard agent --stdout` prints, exactly the keys docs/collector.md lists."""
+        return {
+            "host": self.key.host,
+            "session": self.session,
+            "window": self.window,
+            "pane": self.key.pane,
+            "agent": self.agent,
+            "state": self.state,
+            "kind": self.kind,
+            "msg": self.msg,
+            "source": self.source,
+            "observable": self.observable,
+            "t": self.t,
+        }
+
+    def wire_json(self) -> dict[str, Any]:
+        """Everything, for the server uplink."""
+        out = asdict(self)
+        out["records"] = list(self.records)
+        return out

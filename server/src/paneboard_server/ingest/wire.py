@@ -192,13 +192,11 @@ def _pane_in_field(f: pane_def.Field) -> tuple[Any, Any]:
 
 if TYPE_CHECKING:
 
-    class PaneIn:
-        """What a type checker sees of the model made below: its key typed, every field
-        of the definition as Any (naming them here would be a second field list)."""
-
-        key: Key
-
-        def __getattr__(self, name: str) -> Any: ...
+    class PaneIn(_Msg, pane_def.PaneUpdate):
+        """What a type checker sees of the model made below: the fields of the
+        collector's `PaneUpdate` with their types (it validates exactly those; a test
+        holds the two to `pane.FIELDS`), so a misspelt or mistyped field fails `mypy`
+        here too. At run time it is a pydantic model, made below."""
 
 else:
     #: `PaneUpdate.wire_json()` as the collector sends it, derived from `pane.FIELDS`.

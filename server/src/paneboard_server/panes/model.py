@@ -7,9 +7,9 @@ and need no locks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, make_dataclass, replace
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from paneboard_protocol import pane as pane_def
 
@@ -47,16 +47,43 @@ class Host:
         }
 
 
-class _PaneMethods:
-    """What a `Pane` does; its fields come from `paneboard_protocol.pane.FIELDS`."""
+@dataclass(slots=True)
+class Pane:
+    """The server's in-memory pane: its identity, then every field of
+    `paneboard_protocol.pane.FIELDS` that is stored (`row`) or shown (`api`), in the
+    definition's order, with its type. Written out so a type checker knows each field
+    (a misspelt one fails `mypy`); `tests/server/test_pane_definition.py` holds it to the
+    definition (names, order, types, defaults). A pane the server has only heard of holds
+    None where the wire would default; records are a list, changed in place."""
 
-    __slots__ = ()
+    id: int
+    host_id: int
+    tmux: str
+    pane: str
+    session: str | None = None
+    window: str | None = None
+    agent: str | None = None
+    state: str | None = None
+    kind: str | None = None
+    msg: str | None = None
+    source: str | None = None
+    observable: bool = True
+    title: str | None = None
+    progress: int | None = None
+    since: float | None = None
+    process: str | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)
+    evidence: dict[str, Any] | None = field(default_factory=dict)
+    last_seen: float | None = None
+    rev: int = 0
+    gone_at: float | None = None
+    last_known: dict[str, Any] | None = None
 
     def copy(self) -> Pane:
-        return replace(self)  # type: ignore[type-var,return-value]  # a Pane dataclass, made below
+        return replace(self)
 
     def triple(self) -> tuple[str | None, str | None, str | None]:
-        return (self.agent, self.state, self.kind)  # type: ignore[attr-defined]  # fields, made below
+        return (self.agent, self.state, self.kind)
 
     def row(self) -> dict[str, Any]:
         """The panes-table columns this object owns (what an update writes)."""
@@ -80,14 +107,14 @@ _row_values = attrgetter(*_ROW)
 _api_values = attrgetter(*_API)
 
 
-def _row(p: Any) -> dict[str, Any]:
+def _row(p: Pane) -> dict[str, Any]:
     """The row fields by name, read in one C call (`attrgetter`): this runs for every
     pane of every change. (It was a function compiled with `exec` from the names, twice
     as fast at 0.4 us against 0.9; not worth code generated at run time.)"""
     return dict(zip(_ROW, _row_values(p), strict=True))
 
 
-def _api(p: Any, host: Host | None, collector: str | None) -> dict[str, Any]:
+def _api(p: Pane, host: Host | None, collector: str | None) -> dict[str, Any]:
     reachable = host.reachable if host is not None else False
     out: dict[str, Any] = {
         "id": p.id,
@@ -101,39 +128,3 @@ def _api(p: Any, host: Host | None, collector: str | None) -> dict[str, Any]:
     out["stale"] = not reachable
     out["unreachable_since"] = host.unreachable_since if host is not None and not reachable else None
     return out
-
-
-def _pane_field(f: pane_def.Field) -> tuple[str, Any, Any]:
-    if f.type == "list":  # the server keeps records as a mutable list
-        return (f.name, Any, field(default_factory=list))
-    if f.type == "json" and isinstance(f.default, dict):
-        return (f.name, Any, field(default_factory=dict))
-    # a pane the server has only heard of holds None where the wire would default
-    return (f.name, Any, field(default=None if f.nullable else f.default))
-
-
-if TYPE_CHECKING:
-
-    class Pane(_PaneMethods):
-        """What a type checker sees of the dataclass made below: its identity typed, every
-        field of the definition as Any (naming them here would be a second field list)."""
-
-        id: int
-        host_id: int
-        tmux: str
-        pane: str
-
-        def __init__(self, id: int, host_id: int, tmux: str, pane: str, **fields: Any) -> None: ...
-        def __getattr__(self, name: str) -> Any: ...
-        def __setattr__(self, name: str, value: Any) -> None: ...
-
-
-#: The server's in-memory pane: its identity plus every stored or shown field.
-Pane = make_dataclass(  # type: ignore[assignment,misc]  # the real class of the declaration above
-    "Pane",
-    [("id", int), ("host_id", int), ("tmux", str), ("pane", str)]
-    + [_pane_field(f) for f in pane_def.FIELDS if f.row or f.api],
-    bases=(_PaneMethods,),
-    slots=True,
-)
-Pane.__module__ = __name__
