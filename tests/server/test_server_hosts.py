@@ -9,8 +9,8 @@ import json
 from typing import Any
 
 import httpx
-from pbserver import make_tokens, pane_update
-from test_server_ingest import bearer, raw
+from pbserver import bearer, make_tokens, pane_update
+from test_server_ingest import raw
 
 
 async def hosts(url: str, token: str) -> dict[str, dict[str, Any]]:

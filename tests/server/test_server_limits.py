@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import websockets
 from paneboard_protocol import pane as pane_def
-from pbserver import make_tokens
-from test_server_poison import bearer, connect, pane, second_collector
+from pbserver import bearer, collector_token, connect_collector, make_tokens
+from test_server_poison import pane
 
 # Where each wire value a collector sends is stored: (validating model, field) -> columns.
 # Record ids, states and kinds are not bounded by the wire field by field (records are
@@ -165,7 +165,7 @@ async def _poison_rounds(url: str, token: str, stop: asyncio.Event) -> list[tupl
     n = 0
     while not stop.is_set():
         n += 1
-        ws = await connect(url, token, f"poison{n}")
+        ws = await connect_collector(url, token, f"poison{n}")
         await ws.send(json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [pane("evil", "%0")]}))
         seq = 1
         for i in range(1000):
@@ -193,11 +193,11 @@ def test_a_collector_sending_unstorable_panes_does_not_hold_up_anothers_acks(
     batch that PostgreSQL then retried one operation at a time (~12 ms each), and the
     honest acks waited seconds behind it."""
     tokens = asyncio.run(make_tokens(db_url))
-    evil = asyncio.run(second_collector(db_url))
+    evil = asyncio.run(collector_token(db_url, "evil"))
     srv = server_factory(db_url)
 
     async def honest(stop: asyncio.Event) -> tuple[int, int]:
-        ws = await connect(srv.url, tokens["collector"], "honest")
+        ws = await connect_collector(srv.url, tokens["collector"], "honest")
         await ws.send(json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [pane("good", "%0")]}))
         assert json.loads(await asyncio.wait_for(ws.recv(), 20)) == {"type": "ack", "seq": 1}
         acked = 1
