@@ -323,7 +323,8 @@ class TmuxWatcher:
         panes holding reports (`list-panes -f`, tmux 3.2+) and runs `ps` only for them:
         many panes reporting at once cost one short listing and one `ps` on the watched
         host, and the collector's share of a poll no longer grows with every pane the
-        server has (it was a listing of all of them, up to 20 times a second).
+        server has (it was a listing of all of them, up to 20 times a second). Over SSH
+        the listing and its `ps` are one command, one round trip (`_look`).
         """
         self._polls += 1
         # Only the reports held before this poll starts are served by its look: one that
