@@ -1,8 +1,9 @@
 """A watched host's link health: round trip, last contact, reconnects.
 
 The board shows, per host, how far away it is (the round trip), when the collector last
-heard from it, and how often the link was lost. The round trip is what a full poll's
-pane listing took: a read command through the control client over the link, answered
+heard from it, and how often the link was lost. The round trip is what a read command
+through the control client took beside a full poll (locally the poll's pane listing;
+over SSH a `display-message`, the listing riding in the poll's one-command look), answered
 by tmux from memory, so it is the link's round trip plus tmux's own microseconds (an
 SSH keepalive's reply would be purer, but asyncssh does not tell when one comes back).
 

@@ -97,10 +97,14 @@ async def list_panes(
 async def processes(t: Transport, pids: Collection[int], ttys: Collection[str] = ()) -> dict[int, Any] | None:
     """`ps` of these pids, every process on these terminals (the panes' foreground groups)
     and the foreground leaders they name; None: no usable `ps`. One run for all panes."""
-    procs = await _ps_run(t, set(pids), ttys)
+    return await with_leaders(t, await _ps_run(t, set(pids), ttys))
+
+
+async def with_leaders(t: Transport, procs: dict[int, Any] | None) -> dict[int, Any] | None:
+    """`procs` with every foreground leader they name: a leader seen for the first time
+    (not on the terminals asked about) costs one more `ps` for its arguments."""
     if procs is None:
         return None
-    # a foreground leader seen for the first time: one more `ps` for its arguments
     missing = {p.tpgid for p in procs.values() if p.tpgid > 0 and p.tpgid not in procs}
     if missing:
         more = await _ps_run(t, missing)
@@ -108,11 +112,17 @@ async def processes(t: Transport, pids: Collection[int], ttys: Collection[str] =
     return procs
 
 
+def ps_answer(returncode: int | None, stdout: bytes, stderr: bytes) -> dict[int, Any] | None:
+    """What a `ps` run says: its processes, or None when there is no usable `ps` (exit 1
+    with no output but an error is an unknown option, not "no such process")."""
+    if returncode not in (0, 1) or (returncode == 1 and not stdout and stderr):
+        return None
+    return parse_ps(stdout)
+
+
 async def _ps_run(t: Transport, pids: set[int], ttys: Collection[str] = ()) -> dict[int, Any] | None:
     res = await t.run(ps_argv(pids, ttys), timeout=10)
-    if res.returncode not in (0, 1) or (res.returncode == 1 and not res.stdout and res.stderr):
-        return None
-    return parse_ps(res.stdout)
+    return ps_answer(res.returncode, res.stdout, res.stderr)
 
 
 async def detach_stale(t: Transport, base: Sequence[str], ours: Collection[int]) -> None:

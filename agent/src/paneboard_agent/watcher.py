@@ -25,10 +25,11 @@ from typing import Any
 
 from paneboard_protocol.identity import process_identity
 
-from paneboard_agent import late_state, queries
+from paneboard_agent import late_state, look, queries
 from paneboard_agent.capture import PaneCapture
 from paneboard_agent.clients import ControlClients
 from paneboard_agent.control import (
+    CommandError,
     ControlClient,
     Lost,
     Notice,
@@ -322,7 +323,8 @@ class TmuxWatcher:
         panes holding reports (`list-panes -f`, tmux 3.2+) and runs `ps` only for them:
         many panes reporting at once cost one short listing and one `ps` on the watched
         host, and the collector's share of a poll no longer grows with every pane the
-        server has (it was a listing of all of them, up to 20 times a second).
+        server has (it was a listing of all of them, up to 20 times a second). Over SSH
+        the listing and its `ps` are one command, one round trip (`_look`).
         """
         self._polls += 1
         # Only the reports held before this poll starts are served by its look: one that
@@ -345,15 +347,11 @@ class TmuxWatcher:
             await self._sync_sessions()
         rtt = None
         if full:
-            t0 = time.monotonic()
-            infos = await self._list_panes()
-            rtt = time.monotonic() - t0  # through the link to tmux and back (health.py)
-            procs = await self._ps(infos) if infos else {}
+            infos, procs, rtt = await self._look(None)
             self._apply(infos, procs, time.time(), {i.pane_id for i in infos})
         elif waiting:
             ids = {p.tracker.key.pane for p in waiting}
-            infos = await self._list_panes(ids)
-            procs = await self._ps(infos) if infos else {}
+            infos, procs, _ = await self._look(ids)
             self._apply(infos, procs, time.time(), ids, partial=True)
         self._release_held(waiting)
         self.health.answered(time.time(), rtt)
@@ -400,9 +398,66 @@ class TmuxWatcher:
                 log.warning("%s: tmux server %s is gone; waiting for it", self.host, self.target.label)
         self._server_up = running
 
-    async def _list_panes(self, only: set[str] | None = None) -> list[PaneInfo]:
-        infos = await queries.list_panes(self.t, self.base, self.clients.any(), only)
+    async def _look(
+        self, only: set[str] | None
+    ) -> tuple[list[PaneInfo], dict[int, Any] | None, float | None]:
+        """The panes (every one, or those `only` names) and then their processes: `ps` is
+        the later word (see panes._observe_leader). With the round trip a full poll's
+        look took through the link (health.py), None for a light one.
+
+        Over SSH one command does both (look.py): one round trip, not two in a row. It
+        asks `ps` about the panes already known; only a pane new or respawned since then
+        costs a second `ps`. Locally, or before any pane is known, the control client
+        lists and `ps` follows."""
+        sel = self._selection(only) if self.t.round_trips else None
+        if sel is None:
+            t0 = time.monotonic()
+            infos = await self._list_panes(only)
+            rtt = time.monotonic() - t0 if only is None else None  # through the link and back
+            return infos, (await self._ps(infos) if infos else {}), rtt
+        control = self.clients.any()
+        ping = asyncio.create_task(_round_trip(control)) if only is None and control is not None else None
+        try:
+            t0 = time.monotonic()
+            got = await look.look(self.t, self.base, only, *sel)
+            took = time.monotonic() - t0
+            rtt = await ping if ping is not None else (took if only is None else None)
+        finally:
+            if ping is not None and not ping.done():
+                ping.cancel()
+        if got is None:  # the reply was cut before `ps`: ask the two questions apart
+            infos = await self._list_panes(only)
+            return infos, (await self._ps(infos) if infos else {}), rtt
+        infos = self._selected(got.infos)
+        if not infos:
+            return [], {}, rtt
+        if got.procs is not None and not got.covers(infos):
+            return infos, await self._ps(infos), rtt  # a new or respawned pane: `ps` again, after
+        return infos, await queries.with_leaders(self.t, got.procs), rtt
+
+    def _selection(self, only: set[str] | None) -> tuple[set[int], set[str]] | None:
+        """What a look's `ps` is asked about: the known panes' pids and ttys (fixed for a
+        pane's life) and the foreground leaders last seen (their arguments), as `_ps`
+        asks after a listing; None when no pane is known yet."""
+        pids: set[int] = set()
+        ttys: set[str] = set()
+        for pane_id, pane in self.panes.items():
+            info = pane.tracker.info
+            if info is None or (only is not None and pane_id not in only):
+                continue
+            pids.add(info.pane_pid)
+            if not info.dead:
+                ttys.add(info.tty)
+            obs = pane.tracker.obs
+            if obs is not None and obs.pid:
+                pids.add(obs.pid)
+        return (pids, ttys) if pids else None
+
+    def _selected(self, infos: list[PaneInfo]) -> list[PaneInfo]:
         return [p for p in infos if session_selected(p.session, self.target.include, self.target.exclude)]
+
+    async def _list_panes(self, only: set[str] | None = None) -> list[PaneInfo]:
+        return self._selected(await queries.list_panes(self.t, self.base, self.clients.any(), only))
 
     async def _ps(self, infos: list[PaneInfo]) -> dict[int, Any] | None:
         pids = {p.pane_pid for p in infos}
@@ -491,3 +546,15 @@ class TmuxWatcher:
 
     def snapshot(self) -> list[PaneUpdate]:
         return [p.tracker.last_update for p in self.panes.values() if p.tracker.last_update is not None]
+
+
+async def _round_trip(control: ControlClient) -> float | None:
+    """Seconds a read command took through the control client: the link's round trip
+    plus tmux answering from memory (health.py), or None when it failed. Sent beside a
+    full poll's look, which also starts processes on the host and so is no measure."""
+    t0 = time.monotonic()
+    try:
+        await control.command("display-message -p ''")
+    except (TransportError, CommandError):
+        return None
+    return time.monotonic() - t0

@@ -66,6 +66,11 @@ class Transport(abc.ABC):
     #: the host's name as the sink reports it ("local" or the SSH host)
     host: str
 
+    #: a one-shot command costs a network round trip (SSH): a poll then asks for tmux's
+    #: listing and `ps` in one command (look.py) instead of a control-client listing and
+    #: a `ps` after it. Locally a command costs a fork, and the control client is cheaper.
+    round_trips: bool = False
+
     @abc.abstractmethod
     async def connect(self) -> None:
         """Make sure the host is reachable (raises TransportError/FatalTransportError)."""

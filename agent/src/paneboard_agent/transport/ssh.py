@@ -227,6 +227,8 @@ def describe_ssh_error(
 
 
 class SSHTransport(Transport):
+    round_trips = True  # every run goes over the link and back
+
     def __init__(self, target: SSHTarget) -> None:
         self.target = target
         self.host = target.host
