@@ -101,10 +101,10 @@ def test_migrations_create_exactly_the_schema(db_url: str) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.runtime.migration import MigrationContext
     from paneboard_server.store.database import create_engine
-    from paneboard_server.store.migrate import HEAD, script_head
+    from paneboard_server.store.migrate import head_revision, script_head
     from paneboard_server.store.schema import metadata
 
-    assert script_head() == HEAD
+    assert script_head() == head_revision()
 
     async def go() -> list:
         engine = create_engine(resolve_url(db_url))

@@ -8,6 +8,8 @@ force-include); in an editable install they are read from the source tree's
 
 from __future__ import annotations
 
+import functools
+import re
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,9 +23,7 @@ from .database import DatabaseError, create_sqlite_file, describe, probe_sqlite,
 if TYPE_CHECKING:
     from alembic.config import Config
 
-# The newest revision in migrations/versions. Kept here so the start-up check does not
-# import Alembic (most of a CLI command's start-up time); a test keeps it in step.
-HEAD = "push_0003"
+_REVISION = re.compile(r'^(down_)?revision\s*=\s*["\']([^"\']+)["\']', re.M)
 
 
 def migrations_dir() -> Path:
@@ -45,8 +45,23 @@ def alembic_config(url: str) -> Config:
     return cfg
 
 
+@functools.cache
 def head_revision() -> str:
-    return HEAD
+    """The newest revision in migrations/versions: the one no other revises.
+
+    Read from the scripts' own `revision` / `down_revision` lines, so the start-up
+    check does not import Alembic (most of a CLI command's start-up time) and a new
+    migration is one file, not a file and a constant to keep in step (the constant this
+    replaced). `script_head` (Alembic's own reading) is held to it by a test."""
+    revisions: set[str] = set()
+    revised: set[str] = set()
+    for path in (migrations_dir() / "versions").glob("*.py"):
+        for down, rev in _REVISION.findall(path.read_text(encoding="utf-8")):
+            (revised if down else revisions).add(rev)
+    heads = revisions - revised
+    if len(heads) != 1:
+        raise DatabaseError(f"the migrations have {len(heads)} heads ({', '.join(sorted(heads))}), not one")
+    return heads.pop()
 
 
 def script_head() -> str | None:
