@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from support.wait import wait_for
 
 from .conftest import login
 from .test_board_browser import new_pane, wait_card_state
@@ -289,6 +290,32 @@ def test_whole_prompt_on_a_tap_on_a_phone_escaped(browser, long_prompts):
         # The prompt is text, never markup.
         assert p.locator("#stats img").count() == 0 and p.evaluate("window.__xss") is None
         assert "<img src=x" in label.text_content()
+    finally:
+        phone.close()
+
+
+def test_an_opened_row_stays_open_when_the_phone_resizes(browser, long_prompts):
+    """A phone fires "resize" when its address bar slides away on a scroll: the page
+    redrew everything and the row just opened closed under the reader (seen as a
+    flaky test: the opened prompt vanished between two looks). A height change no
+    longer redraws; a width change redraws and keeps the row open."""
+    phone = browser.new_context(
+        viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
+    )
+    try:
+        p = phone.new_page()
+        open_stats(p, long_prompts, f"?host={LONG_HOST}")
+        row = p.locator("#p-prompts .rank details").first
+        row.locator("summary").tap()
+        row.locator(".rank-full").wait_for(state="visible")
+        p.evaluate("document.querySelector('#p-prompts .rank details').dataset.mark = 'opened'")
+        p.set_viewport_size({"width": 390, "height": 700})  # the address bar went away
+        p.wait_for_timeout(600)  # past the page's 150 ms redraw delay
+        assert p.evaluate("document.querySelector('#p-prompts .rank details').dataset.mark") == "opened"
+        p.set_viewport_size({"width": 430, "height": 700})  # turned, or another phone: redrawn
+        mark = "document.querySelector('#p-prompts .rank details').dataset.mark"
+        wait_for(lambda: p.evaluate(mark) is None, timeout=10, what="the redraw after the width changed")
+        assert row.evaluate("e => e.open") and row.locator(".rank-full").is_visible()
     finally:
         phone.close()
 

@@ -180,6 +180,8 @@ export function fitTexts(root) {
  * through textContent (prompts come from untrusted panes). */
 export function rankList(box, items, label, fmt) {
   const max = Math.max(1, ...items.map((it) => it.value));
+  // A redraw (new data, another width) keeps open the rows the reader opened.
+  const opened = new Set([...box.querySelectorAll("details[open] .rank-full")].map((e) => e.textContent));
   const ol = document.createElement("ol");
   ol.className = "rank";
   ol.setAttribute("aria-label", label);
@@ -203,6 +205,7 @@ export function rankList(box, items, label, fmt) {
     full.className = "rank-full";
     full.textContent = clean(it.full ?? it.label, 5000);
     det.append(sum, full);
+    det.open = opened.has(full.textContent);
     if (it.detail) {
       const d = document.createElement("div");
       d.className = "rank-detail muted";

@@ -196,9 +196,17 @@ loadSent();
 for (const [k, id] of Object.entries(SELECTS)) {
   $(id).addEventListener("change", () => (k === "tta" ? (writeUrl(), draw()) : load()));
 }
+// The plots are drawn at their container's width: redraw when the width changes, and
+// only then. A phone fires "resize" when its address bar slides away on a scroll, which
+// redrew the page under the reader and closed the row they had just opened.
 let resizeTimer = null;
+let drawnWidth = window.innerWidth;
 window.addEventListener("resize", () => {
+  if (window.innerWidth === drawnWidth) return;
   clearTimeout(resizeTimer);
-  resizeTimer = setTimeout(draw, 150);
+  resizeTimer = setTimeout(() => {
+    drawnWidth = window.innerWidth;
+    draw();
+  }, 150);
 });
 load();
