@@ -52,6 +52,13 @@ def open_stats(page, pb, query: str = "") -> None:
     page.wait_for_selector("html[data-ready='1']")
 
 
+def phone_context(browser, width: int = 390, height: int = 844):
+    """A phone: touch, a small viewport, twice the pixels."""
+    return browser.new_context(
+        viewport={"width": width, "height": height}, device_scale_factor=2, is_mobile=True, has_touch=True
+    )
+
+
 def texts(page, selector: str) -> list[str]:
     return page.eval_on_selector_all(selector, "els => els.map(e => e.textContent)")
 
@@ -116,9 +123,7 @@ def test_stats_page_fits_a_phone(browser, seeded, tmp_path):
     if os.environ.get("PANEBOARD_SCREENSHOTS"):
         tmp_path = Path(os.environ["PANEBOARD_SCREENSHOTS"])
         tmp_path.mkdir(parents=True, exist_ok=True)
-    phone = browser.new_context(
-        viewport={"width": 360, "height": 740}, device_scale_factor=2, is_mobile=True, has_touch=True
-    )
+    phone = phone_context(browser, 360, 740)
     try:
         p = phone.new_page()
         open_stats(p, seeded, "?range=7&tta=kind")
@@ -271,9 +276,7 @@ def test_totals_add_up_and_say_how_the_waits_ended(page, long_prompts):
 def test_whole_prompt_on_a_tap_on_a_phone_escaped(browser, long_prompts):
     """Issue 24 item 7: on a phone a prompt was cut to ~25 characters, the rest only in
     a hover tooltip a phone cannot show."""
-    phone = browser.new_context(
-        viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
-    )
+    phone = phone_context(browser)
     try:
         p = phone.new_page()
         open_stats(p, long_prompts, f"?host={LONG_HOST}")
@@ -299,9 +302,7 @@ def test_an_opened_row_stays_open_when_the_phone_resizes(browser, long_prompts):
     redrew everything and the row just opened closed under the reader (seen as a
     flaky test: the opened prompt vanished between two looks). A height change no
     longer redraws; a width change redraws and keeps the row open."""
-    phone = browser.new_context(
-        viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
-    )
+    phone = phone_context(browser)
     try:
         p = phone.new_page()
         open_stats(p, long_prompts, f"?host={LONG_HOST}")
@@ -363,9 +364,7 @@ def test_desktop_uses_the_width_with_readable_text_and_a_way_back(browser, seede
 
 
 def test_phone_select_not_cut_and_board_link(browser, seeded, tmp_path):
-    phone = browser.new_context(
-        viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
-    )
+    phone = phone_context(browser)
     try:
         p = phone.new_page()
         open_stats(p, seeded)

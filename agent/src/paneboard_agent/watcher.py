@@ -436,22 +436,26 @@ class TmuxWatcher:
         return infos, await queries.with_leaders(self.t, got.procs), rtt
 
     def _selection(self, only: set[str] | None) -> tuple[set[int], set[str]] | None:
-        """What a look's `ps` is asked about: the known panes' pids and ttys (fixed for a
-        pane's life) and the foreground leaders last seen (their arguments), as `_ps`
-        asks after a listing; None when no pane is known yet."""
-        pids: set[int] = set()
-        ttys: set[str] = set()
-        for pane_id, pane in self.panes.items():
-            info = pane.tracker.info
-            if info is None or (only is not None and pane_id not in only):
-                continue
-            pids.add(info.pane_pid)
-            if not info.dead:
-                ttys.add(info.tty)
-            obs = pane.tracker.obs
+        """What a look's `ps` is asked about: the known panes (their pid and tty are fixed
+        for a pane's life), as `_ps` asks after a listing; None when no pane is known yet."""
+        known = [
+            p.tracker.info
+            for pane_id, p in self.panes.items()
+            if p.tracker.info is not None and (only is None or pane_id in only)
+        ]
+        return self._ps_targets(known) if known else None
+
+    def _ps_targets(self, infos: list[PaneInfo]) -> tuple[set[int], set[str]]:
+        """The pids and ttys `ps` is asked about for these panes: each pane's process and
+        terminal, and the foreground leader seen last time (its arguments)."""
+        pids = {p.pane_pid for p in infos}
+        ttys = {p.tty for p in infos if not p.dead}
+        for info in infos:
+            pane = self.panes.get(info.pane_id)
+            obs = pane.tracker.obs if pane is not None else None
             if obs is not None and obs.pid:
                 pids.add(obs.pid)
-        return (pids, ttys) if pids else None
+        return pids, ttys
 
     def _selected(self, infos: list[PaneInfo]) -> list[PaneInfo]:
         return [p for p in infos if session_selected(p.session, self.target.include, self.target.exclude)]
@@ -460,14 +464,7 @@ class TmuxWatcher:
         return self._selected(await queries.list_panes(self.t, self.base, self.clients.any(), only))
 
     async def _ps(self, infos: list[PaneInfo]) -> dict[int, Any] | None:
-        pids = {p.pane_pid for p in infos}
-        ttys = {p.tty for p in infos if not p.dead}
-        for info in infos:
-            pane = self.panes.get(info.pane_id)
-            obs = pane.tracker.obs if pane is not None else None
-            if obs is not None and obs.pid:
-                pids.add(obs.pid)  # the foreground leaders seen last time: their arguments
-        return await queries.processes(self.t, pids, ttys)
+        return await queries.processes(self.t, *self._ps_targets(infos))
 
     def _apply(
         self,
