@@ -372,9 +372,7 @@ def print_faults(fs: list[Fault]) -> None:
         print(f"  {f.kind:<16} {f.host:<8} unreachable after {un:<8} back {back:<30} lost {f.lost}/{f.want}")
         for label, seq, at, nxt in f.missing:
             after = f"{nxt:.2f} s" if nxt is not None else "never"
-            print(
-                f"    lost {label} #{seq}, written {at:+.1f} s after the fault began; next's delay {after}"
-            )
+            print(f"    lost {label} #{seq}, written {at:+.1f} s after the fault began; next's delay {after}")
     print(flush=True)
 
 

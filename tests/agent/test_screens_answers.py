@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from paneboard_agent.collector import Collector, TmuxTarget
 from paneboard_agent.transport.local import LocalTransport
@@ -47,8 +48,8 @@ class Side:
     def __init__(self) -> None:
         self.msgs: list[dict[str, Any]] = []
 
-    def __call__(self, msg: dict[str, Any]) -> None:
-        self.msgs.append(msg)
+    def __call__(self, msg: wire.Screen | wire.Answered) -> None:
+        self.msgs.append(msgspec.to_builtins(msg))  # as the server receives it
 
     def screens(self, pane: str) -> list[dict[str, Any]]:
         return [m for m in self.msgs if m["type"] == "screen" and m["key"]["pane"] == pane]

@@ -129,7 +129,7 @@ def test_the_answer_set_is_covered() -> None:
     line = next(ln for ln in screen.split("\n") if "2. Yes, and don't ask again" in ln)
     fewer = screen.replace(line, "  2. Maybe later (m)")
     got = offer(RULES, "codex", "blocked", "permission", fewer, title)
-    assert "always" not in [a["id"] for a in got.choices()]
+    assert "always" not in [a.id for a in got.choices()]
     assert _fp("codex", fewer, title) != _fp("codex", screen, title)
 
 

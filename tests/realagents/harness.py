@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from support.agentproc import AgentProcess
 from support.tmux import SHELL, TmuxServer
 from support.wait import wait_for
@@ -319,7 +320,7 @@ class Page:
         self.side: list[dict[str, Any]] = []
         target = TmuxTarget(LocalTransport("here"), socket=stage.tmux.name, allow_input=True)
         self.collector = Collector([target], self.sink, Options(rules=load_rules(None)))
-        self.collector.set_side(self.side.append)
+        self.collector.set_side(lambda m: self.side.append(msgspec.to_builtins(m)))  # as sent
         self.running = asyncio.run_coroutine_threadsafe(self.collector.run(), self.loop)
 
     @property

@@ -38,11 +38,7 @@ def test_real_opencode_permission_answered_only_on_the_selection_it_shows(
         """The first screen after message `since` offering exactly these answers."""
         return wait_until(
             lambda: next(
-                (
-                    m
-                    for m in side[since:]
-                    if m["type"] == "screen" and [a["id"] for a in m["answers"]] == ids
-                ),
+                (m for m in side[since:] if m["type"] == "screen" and [a["id"] for a in m["answers"]] == ids),
                 None,
             ),
             30,

@@ -7,7 +7,7 @@ import asyncio
 import itertools
 from typing import Any
 
-from paneboard_server.ingest.wire import Key, PaneIn
+from paneboard_protocol.pane import PaneKey, PaneUpdate
 from paneboard_server.panes.core import Ingest, Seen
 from paneboard_server.store import schema as s
 from sqlalchemy import select
@@ -42,20 +42,9 @@ def update(
     msg: str | None = None,
     session: str = "main",
     t: float = T0,
-) -> PaneIn:
-    return PaneIn.model_validate(
-        {
-            "key": {"host": host, "tmux": "default", "pane": pane},
-            "session": session,
-            "window": "0",
-            "agent": agent,
-            "state": state,
-            "kind": kind,
-            "msg": msg,
-            "source": "protocol",
-            "observable": True,
-            "t": t,
-        }
+) -> PaneUpdate:
+    return PaneUpdate(
+        PaneKey(host, "default", pane), session, "0", agent, state, kind, msg, "protocol", True, t
     )
 
 
@@ -63,12 +52,12 @@ async def report(core: Any, host: str, pane: str, state: str | None, **kw: Any) 
     await submit(core, Ingest(1, "s", next(_seq), panes=[update(host, pane, state, **kw)]))
 
 
-async def reports(core: Any, updates: list[PaneIn]) -> None:
+async def reports(core: Any, updates: list[PaneUpdate]) -> None:
     await submit(core, Ingest(1, "s", next(_seq), panes=updates))
 
 
 async def gone(core: Any, host: str, pane: str) -> None:
-    await submit(core, Ingest(1, "s", next(_seq), gone=[(Key(host=host, tmux="default", pane=pane), T0)]))
+    await submit(core, Ingest(1, "s", next(_seq), gone=[(PaneKey(host=host, tmux="default", pane=pane), T0)]))
 
 
 def pane_id(core: Any, host: str, pane: str) -> int:

@@ -11,7 +11,6 @@ from paneboard_server.app import create_app
 from paneboard_server.auth import accounts
 from paneboard_server.auth.accounts import Principal
 from paneboard_server.config import Config
-from paneboard_server.ingest.wire import PaneIn
 from paneboard_server.panes.core import Ingest
 from paneboard_server.services import services_of
 from paneboard_server.store import schema as s
@@ -30,7 +29,7 @@ def test_attempts_are_audited_and_pruned_by_age(db_url: str) -> None:
         async with app.router.lifespan_context(app):
             core = services_of(app).core
             done = asyncio.get_running_loop().create_future()
-            up = PaneIn.model_validate(pane_update("h", "%1", "blocked").wire_json())
+            up = pane_update("h", "%1", "blocked")
             core.submit(Ingest(1, "s", 1, panes=[up], on_commit=lambda: done.set_result(None)))
             await done
             [pid] = core.panes

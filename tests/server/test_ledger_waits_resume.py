@@ -6,12 +6,14 @@ question text arrives after the row that opened it keeps that text in the ledger
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from ledger_helpers import T0, Clock, pane_id, report, submit, update, waits
+from paneboard_protocol.pane import PaneUpdate
+from paneboard_protocol.wire import HostState
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.ingest.wire import HostIn, PaneIn
 from paneboard_server.panes.core import Ingest
 from paneboard_server.services import services_of
 from paneboard_server.store.database import resolve_url
@@ -27,13 +29,13 @@ def run(db_url: str, clock: Clock, body: Any) -> None:
     asyncio.run(go())
 
 
-def seen_at(u: PaneIn, since: float) -> PaneIn:
+def seen_at(u: PaneUpdate, since: float) -> PaneUpdate:
     """The update as a collector sends it: with its own `since` (when *it* saw the state begin)."""
-    return u.model_copy(update={"since": since})
+    return dataclasses.replace(u, since=since)
 
 
-async def snapshot(core: Any, stream: str, seq: int, reachable: bool, panes: list[PaneIn]) -> None:
-    hosts = {"h1": HostIn(reachable=reachable, error=None if reachable else "not connected yet")}
+async def snapshot(core: Any, stream: str, seq: int, reachable: bool, panes: list[PaneUpdate]) -> None:
+    hosts = {"h1": HostState(reachable=reachable, error=None if reachable else "not connected yet")}
     await submit(core, Ingest(1, stream, seq, snapshot_hosts=hosts, panes=panes))
 
 

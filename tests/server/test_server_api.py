@@ -9,9 +9,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+from paneboard_protocol.pane import PaneKey, PaneUpdate
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.ingest.wire import PaneIn
 from paneboard_server.panes.core import Ingest
 from paneboard_server.services import services_of
 from paneboard_server.store.database import resolve_url
@@ -33,15 +33,7 @@ async def ingest_one(app: Any, state: str, pane: str = "%1") -> int:
     core = services_of(app).core
     loop = asyncio.get_running_loop()
     done = loop.create_future()
-    u = PaneIn.model_validate(
-        {
-            "key": {"host": "h", "tmux": "default", "pane": pane},
-            "state": state,
-            "agent": "claude",
-            "t": 1.0,
-            "source": "protocol",
-        }
-    )
+    u = PaneUpdate(PaneKey("h", "default", pane), "", "", "claude", state, None, None, "protocol", True, 1.0)
     core.submit(Ingest(1, "s", 1, snapshot_hosts=None, panes=[u], on_commit=lambda: done.set_result(None)))
     await asyncio.wait_for(done, 10)
     return next(p.id for p in core.panes.values() if p.pane == pane)

@@ -11,9 +11,10 @@ import time
 from typing import Any
 
 import pytest
+from paneboard_protocol.pane import PaneKey, PaneUpdate
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.ingest.wire import MAX_INT, Key, PaneIn, WireError, parse
+from paneboard_server.ingest.wire import MAX_INT, WireError, parse
 from paneboard_server.panes.core import Ingest, Refused
 from paneboard_server.services import services_of
 from paneboard_server.store import schema as s
@@ -69,8 +70,8 @@ def test_wire_cleans_display_text_and_keeps_the_seq_of_a_refused_message() -> No
     assert info.value.seq == 9
 
 
-def _ups(prefix: str, n: int) -> list[PaneIn]:
-    return [PaneIn.model_validate(pane_update("h", f"%{prefix}{i}", "working").wire_json()) for i in range(n)]
+def _ups(prefix: str, n: int) -> list[PaneUpdate]:
+    return [pane_update("h", f"%{prefix}{i}", "working") for i in range(n)]
 
 
 async def _run(core: Any, op: Ingest) -> BaseException | None:
@@ -120,7 +121,7 @@ def test_live_pane_cap_and_gone_panes_leave_memory_not_the_database(db_url: str)
         async with app2.router.lifespan_context(app2):
             core2 = services_of(app2).core
             assert sum(1 for p in core2.panes.values() if p.gone_at is not None) == 10
-            gone = Key(host="h", tmux="default", pane="%a0")
+            gone = PaneKey(host="h", tmux="default", pane="%a0")
             assert await _run(core2, Ingest(1, "s", 10, gone=[(gone, time.time())])) is None
 
     asyncio.run(go())

@@ -6,11 +6,14 @@ only the refused pane is dropped. Against real SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from typing import Any
 
 import httpx
+import msgspec
+import msgspec.inspect
 import websockets
 from paneboard_protocol import pane as pane_def
 from pbserver import bearer, collector_token, connect_collector, make_tokens
@@ -20,25 +23,25 @@ from test_server_poison import pane
 # Record ids, states and kinds are not bounded by the wire field by field (records are
 # free-form): `panes/flush.py` cuts them to their columns, so those columns are listed apart.
 STORED: dict[tuple[str, str], list[str]] = {
-    ("Key", "host"): ["hosts.name", "waits.host", "answers.host"],
-    ("Key", "tmux"): ["panes.tmux", "tmux_sessions.tmux", "waits.tmux", "answers.tmux"],
-    ("Key", "pane"): ["panes.pane", "waits.pane", "answers.pane"],
-    ("PaneIn", "session"): ["panes.session", "tmux_sessions.name", "waits.session"],
-    ("PaneIn", "agent"): ["panes.agent", "history.agent", "waits.agent"],
-    ("PaneIn", "state"): ["panes.state", "history.state", "waits.state", "history.prev_state"],
-    ("PaneIn", "kind"): ["panes.kind", "history.kind", "waits.kind"],
-    ("PaneIn", "msg"): ["panes.msg", "history.msg", "waits.msg"],
-    ("PaneIn", "source"): ["panes.source", "history.source"],
-    ("PaneIn", "window"): ["panes.window"],
-    ("PaneIn", "title"): ["panes.title"],
-    ("PaneIn", "process"): ["panes.process"],
+    ("PaneKey", "host"): ["hosts.name", "waits.host", "answers.host"],
+    ("PaneKey", "tmux"): ["panes.tmux", "tmux_sessions.tmux", "waits.tmux", "answers.tmux"],
+    ("PaneKey", "pane"): ["panes.pane", "waits.pane", "answers.pane"],
+    ("PaneUpdate", "session"): ["panes.session", "tmux_sessions.name", "waits.session"],
+    ("PaneUpdate", "agent"): ["panes.agent", "history.agent", "waits.agent"],
+    ("PaneUpdate", "state"): ["panes.state", "history.state", "waits.state", "history.prev_state"],
+    ("PaneUpdate", "kind"): ["panes.kind", "history.kind", "waits.kind"],
+    ("PaneUpdate", "msg"): ["panes.msg", "history.msg", "waits.msg"],
+    ("PaneUpdate", "source"): ["panes.source", "history.source"],
+    ("PaneUpdate", "window"): ["panes.window"],
+    ("PaneUpdate", "title"): ["panes.title"],
+    ("PaneUpdate", "process"): ["panes.process"],
     ("Hello", "version"): ["collectors.version"],
     ("Hello", "stream"): ["collectors.stream"],
     ("Hello", "hosts"): ["hosts.name"],
     ("Snapshot", "hosts"): ["hosts.name"],
     ("HostOp", "host"): ["hosts.name"],
     ("HostOp", "error"): ["hosts.error"],
-    ("HostIn", "error"): ["hosts.error"],
+    ("HostState", "error"): ["hosts.error"],
 }
 CUT_BY_THE_SERVER = {"pane_records.record_id", "pane_records.state", "pane_records.kind"}
 # Tables a collector's messages write to; every bounded text column of theirs is above or
@@ -47,30 +50,29 @@ COLLECTOR_TABLES = ("hosts", "tmux_sessions", "panes", "pane_records", "history"
 SERVER_MADE = {"history.reason", "waits.ended", "waits.end_state", "waits.answered_by"}
 
 
-def _max_length(schema: dict[str, Any], defs: dict[str, Any]) -> int | None:
-    """The largest string a JSON schema (pydantic's, of the wire's model) admits; None: any.
-    Lists and dict keys count by their items, enums by their longest member."""
-    if "$ref" in schema:
-        return _max_length(defs[schema["$ref"].rsplit("/", 1)[1]], defs)
-    if "anyOf" in schema:
-        found = [_max_length(s, defs) for s in schema["anyOf"] if s.get("type") != "null"]
+def _max_length(t: msgspec.inspect.Type) -> int | None:
+    """The largest string a wire type (as the decoder reads it) admits; None: any.
+    Lists and dict keys count by their items, literals by their longest member."""
+    mi = msgspec.inspect
+    if isinstance(t, mi.UnionType):
+        found = [_max_length(x) for x in t.types if not isinstance(x, mi.NoneType)]
         return None if None in found else max(found, default=0)  # type: ignore[type-var]  # None ruled out
-    if "enum" in schema or "const" in schema:
-        return max(len(v) for v in schema.get("enum", [schema.get("const")]))
-    if schema.get("type") == "array":
-        return _max_length(schema["items"], defs)
-    if schema.get("type") == "object":
-        return _max_length(schema.get("propertyNames", {"type": "string"}), defs)
-    if schema.get("type") == "string" or "maxLength" in schema:
-        return schema.get("maxLength")
-    raise AssertionError(f"not text: {schema}")
+    if isinstance(t, mi.LiteralType):
+        return max(len(v) for v in t.values)
+    if isinstance(t, mi.ListType | mi.TupleType | mi.VarTupleType):
+        return _max_length(t.item_type)
+    if isinstance(t, mi.DictType):
+        return _max_length(t.key_type)
+    if isinstance(t, mi.StrType):
+        return t.max_length
+    raise AssertionError(f"not text: {t}")
 
 
 def test_every_limit_the_wire_accepts_fits_every_column_it_is_stored_in() -> None:
     """One source of limits: a value the wire's validation lets through is never wider
     than a column it lands in (a `session` of 4096 characters passed and then failed
     `tmux_sessions.name VARCHAR(255)` on PostgreSQL, failing other collectors' batch)."""
-    from paneboard_server.ingest import wire
+    from paneboard_protocol import pane, wire
     from paneboard_server.store import schema
     from sqlalchemy import String
 
@@ -82,8 +84,9 @@ def test_every_limit_the_wire_accepts_fits_every_column_it_is_stored_in() -> Non
 
     checked: set[str] = set()
     for (model, field), columns in STORED.items():
-        js = getattr(wire, model).model_json_schema()
-        limit = _max_length(js["properties"][field], js.get("$defs", {}))
+        info = msgspec.inspect.type_info(getattr(wire, model, None) or getattr(pane, model))
+        assert isinstance(info, msgspec.inspect.StructType | msgspec.inspect.DataclassType)
+        limit = _max_length(next(f.type for f in info.fields if f.name == field))
         assert limit is not None, f"{model}.{field} is unbounded on the wire"
         for column in columns:
             w = width(column)
@@ -251,7 +254,6 @@ def test_a_failed_batch_is_bisected_and_only_the_refused_pane_is_dropped(db_url:
 
     from paneboard_server.app import create_app
     from paneboard_server.config import Config
-    from paneboard_server.ingest.wire import PaneIn
     from paneboard_server.panes.core import Ingest
     from paneboard_server.services import services_of
     from paneboard_server.store.database import resolve_url
@@ -270,12 +272,9 @@ def test_a_failed_batch_is_bisected_and_only_the_refused_pane_is_dropped(db_url:
             fails: list[BaseException] = []
             ops = []
             for seq in range(1, n + 1):
-                panes = [
-                    PaneIn.model_validate(pane_update("h", f"%{seq}.{i}", "working").wire_json())
-                    for i in range(3)
-                ]
+                panes = [pane_update("h", f"%{seq}.{i}", "working") for i in range(3)]
                 if seq == 200:  # an integer no column holds (validation stops it at 100)
-                    panes[1] = panes[1].model_copy(update={"progress": 2**70})
+                    panes[1] = dataclasses.replace(panes[1], progress=2**70)
                 ops.append(
                     Ingest(
                         1,

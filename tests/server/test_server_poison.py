@@ -50,7 +50,7 @@ POISON = [
         {"type": "delta", "seq": 1, "ops": [{"op": "host", "host": "b\x00d", "reachable": True, "t": 1}]},
         1007,
         "NUL",
-        "ops.0.host.host",
+        "ops.0.host",
     ),
     (
         "NaN in evidence",
@@ -62,7 +62,7 @@ POISON = [
         },
         1007,
         "NaN",
-        "panes.0.evidence",
+        "panes.0.evidence.x",
     ),
 ]
 

@@ -10,9 +10,9 @@ from typing import Any
 from paneboard_protocol.classifier import PaneClassifier
 from paneboard_protocol.contract import MAX_AGE
 from paneboard_protocol.events import AgentReport
+from paneboard_protocol.pane import PaneKey, PaneUpdate
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
-from paneboard_server.ingest.wire import PaneIn
 from paneboard_server.panes.core import Ingest
 from paneboard_server.services import services_of
 from paneboard_server.store.database import resolve_url
@@ -41,18 +41,19 @@ def evidence_for(state: str, *, observable: bool, ts: int | None) -> tuple[dict[
 
 async def ingest(core: Any, pane: str, evidence: dict[str, Any], cls: Any) -> int:
     done = asyncio.get_running_loop().create_future()
-    u = PaneIn.model_validate(
-        {
-            "key": {"host": "far", "tmux": "default", "pane": pane},
-            "agent": cls.agent,
-            "state": cls.state,
-            "kind": cls.kind,
-            "source": cls.source,
-            "observable": cls.observable,
-            "since": cls.since,
-            "t": T0,
-            "evidence": evidence,
-        }
+    u = PaneUpdate(
+        PaneKey("far", "default", pane),
+        "",
+        "",
+        cls.agent,
+        cls.state,
+        cls.kind,
+        None,
+        cls.source,
+        cls.observable,
+        T0,
+        since=cls.since,
+        evidence=evidence,
     )
     core.submit(Ingest(1, "s", 1, panes=[u], on_commit=lambda: done.set_result(None)))
     await asyncio.wait_for(done, 10)

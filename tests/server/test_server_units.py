@@ -117,7 +117,7 @@ def test_migrations_create_exactly_the_schema(db_url: str) -> None:
 
 
 def test_retention_prunes_by_age_and_count_and_purges_gone_panes(db_url: str) -> None:
-    from paneboard_server.ingest.wire import Key, PaneIn
+    from paneboard_protocol.pane import PaneKey
     from paneboard_server.store import schema as s
     from paneboard_server.store.retention import prune_once
     from sqlalchemy import func, insert, select
@@ -132,7 +132,7 @@ def test_retention_prunes_by_age_and_count_and_purges_gone_panes(db_url: str) ->
         async with app.router.lifespan_context(app):
             core = services_of(app).core
             done = asyncio.get_running_loop().create_future()
-            ups = [PaneIn.model_validate(pane_update("h", f"%{i}", "working").wire_json()) for i in range(3)]
+            ups = [pane_update("h", f"%{i}", "working") for i in range(3)]
             core.submit(Ingest(1, "s", 1, panes=ups, on_commit=lambda: done.set_result(None)))
             await done
             a, b, c = sorted(core.panes)
@@ -151,7 +151,7 @@ def test_retention_prunes_by_age_and_count_and_purges_gone_panes(db_url: str) ->
                     1,
                     "s",
                     2,
-                    gone=[(Key(host="h", tmux="default", pane="%2"), now)],
+                    gone=[(PaneKey(host="h", tmux="default", pane="%2"), now)],
                     on_commit=lambda: done2.set_result(None),
                 )
             )
@@ -185,7 +185,6 @@ async def _second(sub):  # type: ignore[no-untyped-def]
 def test_the_writer_runs_the_commit_hook_of_every_kind_of_operation(db_url: str) -> None:
     """A hook set on any operation runs once its batch committed; none is silently
     ignored (the writer runs them, not each operation by choice)."""
-    from paneboard_server.ingest.wire import PaneIn
     from paneboard_server.panes import commands
     from paneboard_server.panes.core import HostsDown, HostsUp, Purge, Reevaluate, Refresh, Seen
 
@@ -195,7 +194,7 @@ def test_the_writer_runs_the_commit_hook_of_every_kind_of_operation(db_url: str)
         async with app.router.lifespan_context(app):
             core = services_of(app).core
             loop = asyncio.get_running_loop()
-            up = PaneIn.model_validate(pane_update("h", "%1", "done").wire_json())
+            up = pane_update("h", "%1", "done")
             ops = [
                 Ingest(1, "s", 1, panes=[up]),
                 Reevaluate([1]),
@@ -220,7 +219,6 @@ def test_the_writer_runs_the_commit_hook_of_every_kind_of_operation(db_url: str)
 
 def test_a_refused_ingest_runs_no_commit_hook_but_tells_its_sender(db_url: str) -> None:
     """A refused message changed nothing: its sender hears of it through on_fail only."""
-    from paneboard_server.ingest.wire import PaneIn
     from paneboard_server.panes.core import HostsUp, Refused
 
     async def go() -> None:
@@ -230,7 +228,7 @@ def test_a_refused_ingest_runs_no_commit_hook_but_tells_its_sender(db_url: str) 
             core = services_of(app).core
             loop = asyncio.get_running_loop()
             first = loop.create_future()
-            up = PaneIn.model_validate(pane_update("h", "%1", "working").wire_json())
+            up = pane_update("h", "%1", "working")
             core.submit(Ingest(1, "s", 1, panes=[up], on_commit=lambda: first.set_result(None)))
             await asyncio.wait_for(first, 10)
             failed = loop.create_future()

@@ -1,42 +1,29 @@
-"""The uplink's messages are defined once (`paneboard_protocol.wire`): the server's
-validation, the collector's builders and docs/wire.md are held to those definitions."""
+"""The uplink's messages are defined once (`paneboard_protocol.wire`): the collector
+builds and encodes those classes, the server decodes into the same ones, and docs/wire.md
+is held to them."""
 
 from __future__ import annotations
 
+import json
 import re
+import typing
 from pathlib import Path
 from typing import get_type_hints
 
+import msgspec
+import pytest
+from paneboard_protocol import pane as pane_def
 from paneboard_protocol import wire as w
+from paneboard_protocol.pane import PaneKey, PaneUpdate
 from paneboard_server.ingest import wire as sw
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER_MODELS = {
-    "hello": sw.Hello,
-    "snapshot": sw.Snapshot,
-    "delta": sw.Delta,
-    "pane": sw.PaneOp,
-    "gone": sw.GoneOp,
-    "host": sw.HostOp,
-    "screen": sw.Screen,
-    "answered": sw.Answered,
-}
 
 
-def test_server_validation_has_the_definitions_fields() -> None:
-    defs = {**w.COLLECTOR_MESSAGES, **w.OPS}
-    assert set(defs) == set(SERVER_MODELS)
-    for name, td in defs.items():
-        assert set(SERVER_MODELS[name].model_fields) == set(get_type_hints(td)), name
-    assert set(sw.Key.model_fields) == set(get_type_hints(w.Key))
-    assert set(sw.HostIn.model_fields) == set(get_type_hints(w.HostState))
-    assert sw.PROTOCOL == w.PROTOCOL
-
-
-def test_what_the_builders_make_the_server_accepts() -> None:
-    key = w.Key(host="h", tmux="default", pane="%1")
-    update = {"key": key, "session": "s", "window": "w", "state": "idle", "t": 2.0}
-    msgs = [
+def _builder_messages() -> list[w.CollectorMessage]:
+    key = PaneKey("h", "default", "%1")
+    update = PaneUpdate(key, "s", "w", None, "idle", None, None, None, True, 2.0)
+    return [
         w.hello("stream-1", "0.1", ["h"]),
         w.snapshot(1, 2.0, {"h": w.host_state(True, None)}, [update]),
         w.delta(2, [w.pane_op(update), w.gone_op(key, 3.0), w.host_op("h", False, "lost", 3.0)]),
@@ -49,15 +36,76 @@ def test_what_the_builders_make_the_server_accepts() -> None:
             "a" * 64,
             state="blocked",
             prompt="Do you want to proceed?",
-            answers=[{"id": "yes", "label": "Yes"}],
+            answers=[w.AnswerChoice(id="yes", label="Yes")],
             input=True,
         ),
         w.screen(key, 2.0, [], (0, 0), (0, 0), "", error="screens are switched off for this host"),
         w.answered("r1", "typed", "Do you want to proceed?"),
     ]
-    for m in msgs:
+
+
+def test_the_server_decodes_into_the_very_classes_the_collector_sends() -> None:
+    """One definition, no copy: what the collector builds and encodes, the server's parse
+    gives back as the same class with the same values."""
+    for m in _builder_messages():
         parsed = sw.parse(w.encode(m), 1 << 20, 100)
-        assert parsed.type == m["type"]
+        assert type(parsed) is type(m)
+        assert parsed == m
+    assert set(w.COLLECTOR_MESSAGES.values()) == set(typing.get_args(w.CollectorMessage))
+    assert set(w.OPS.values()) == set(typing.get_args(w.Op))
+    assert sw.PROTOCOL == w.PROTOCOL
+
+
+def test_a_message_with_text_to_clean_is_cleaned_and_one_with_a_bad_name_refused() -> None:
+    """The admission the types cannot do: display text cleaned as the collector cleans it,
+    a name that is not plain refused (cleaning could merge two names), NUL refused."""
+    upd = msgspec.to_builtins(_builder_messages()[2])
+    upd["ops"][0]["update"]["msg"] = "ok\u202e?\tyes"
+    parsed = sw.parse(json.dumps(upd), 1 << 20, 100)
+    assert isinstance(parsed, w.Delta) and isinstance(parsed.ops[0], w.PaneOp)
+    assert parsed.ops[0].update.msg == "ok? yes"
+    for at, value in (
+        ("key", {"host": "h\u200b", "tmux": "default", "pane": "%1"}),
+        ("evidence", {"a": "\x00"}),
+    ):
+        bad = msgspec.to_builtins(_builder_messages()[2])
+        bad["ops"][0]["update"][at] = value
+        with pytest.raises(sw.WireError) as err:
+            sw.parse(json.dumps(bad), 1 << 20, 100)
+        assert err.value.at is not None and err.value.at.startswith(f"ops.0.update.{at}"), err.value.at
+        assert err.value.seq == 2
+
+
+def test_every_field_s_type_and_limit_is_checked_while_decoding() -> None:
+    """A wrong type or a value beyond its limit is refused with the field's path."""
+    snap = msgspec.to_builtins(_builder_messages()[1])
+    cases = [
+        (("panes", 0, "msg"), 3, "panes.0.msg"),
+        (("panes", 0, "session"), "x" * (pane_def.NAME_MAX + 1), "panes.0.session"),
+        (("panes", 0, "state"), "sleeping", "panes.0.state"),
+        (("panes", 0, "progress"), 101, "panes.0.progress"),
+        (("panes", 0, "evidence"), {"n": 2**63}, "panes.0.evidence"),
+        (("panes", 0, "key", "pane"), "", "panes.0.key.pane"),
+        (("seq",), -1, "seq"),
+    ]
+    for path, value, at in cases:
+        bad = json.loads(json.dumps(snap))
+        target = bad
+        for part in path[:-1]:
+            target = target[part]
+        target[path[-1]] = value
+        with pytest.raises(sw.WireError) as err:
+            sw.parse(json.dumps(bad), 1 << 20, 100)
+        assert err.value.at is not None and err.value.at.startswith(at), (path, err.value.at)
+    deep: object = 1
+    for _ in range(pane_def.JSON_DEPTH):
+        deep = [deep]
+    bad = json.loads(json.dumps(snap))
+    bad["panes"][0]["evidence"] = {"deep": deep}
+    with pytest.raises(sw.WireError):
+        sw.parse(json.dumps(bad), 1 << 20, 100)
+    bad["panes"][0]["evidence"] = {"deep": deep[0]}  # type: ignore[index]  # one level less
+    sw.parse(json.dumps(bad), 1 << 20, 100)
 
 
 def test_server_messages_parse_and_unknown_ones_are_ignored() -> None:
@@ -77,16 +125,26 @@ def test_server_messages_parse_and_unknown_ones_are_ignored() -> None:
 
 
 def test_the_server_refuses_what_screens_and_answers_may_not_carry() -> None:
-    key = w.Key(host="h", tmux="default", pane="%1")
-    good = w.screen(key, 2.0, ["x"], (80, 24), (0, 0), "b" * 64, answers=[{"id": "yes", "label": "Yes"}])
+    good = msgspec.to_builtins(
+        w.screen(
+            PaneKey("h", "default", "%1"),
+            2.0,
+            ["x"],
+            (80, 24),
+            (0, 0),
+            "b" * 64,
+            answers=[w.AnswerChoice("yes", "Yes")],
+        )
+    )
+    answered = msgspec.to_builtins(w.answered("r1", "typed"))
     bad = [
         {**good, "lines": ["x"] * (w.SCREEN_LINES_MAX + 1)},
         {**good, "lines": ["a\x00b"]},
         {**good, "fingerprint": "not-hex"},
         {**good, "answers": [{"id": "Yes Please!", "label": "x"}]},
         {**good, "cursor": [1]},
-        {**w.answered("r1", "typed"), "outcome": "maybe"},
-        {**w.answered("r 1", "typed")},
+        {**answered, "outcome": "maybe"},
+        {**answered, "id": "r 1"},
     ]
     for m in bad:
         try:
@@ -97,7 +155,7 @@ def test_the_server_refuses_what_screens_and_answers_may_not_carry() -> None:
 
 
 def test_screen_lines_keep_only_colours() -> None:
-    key = w.Key(host="h", tmux="default", pane="%1")
+    key = PaneKey("h", "default", "%1")
     m = w.screen(
         key, 2.0, ["\x1b[31mred\x1b[0m\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b5n end"], (80, 24), (0, 0), "c" * 64
     )
@@ -113,6 +171,6 @@ def test_docs_show_every_message_with_its_fields() -> None:
             m = re.search(re.escape(f'{{"{tag}": "{name}"') + "(.*)", doc)
             assert m, f"docs/wire.md has no example of {name!r}"
             example = m.group(1) + doc[m.end() : m.end() + 200]
-            for field in get_type_hints(td):
+            for field in getattr(td, "__struct_fields__", None) or get_type_hints(td):
                 if field != tag:
                     assert f'"{field}"' in example, f"docs/wire.md's {name!r} lacks {field!r}"

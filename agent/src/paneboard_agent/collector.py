@@ -70,7 +70,7 @@ class Collector:
         if isinstance(cmd, sm.Answer):  # no such tmux server here: nothing to type into
             send = self.watchers[0].screens.send if self.watchers else None
             if send is not None:
-                send(dict(wire.answered(cmd.id, "not-blocked")))
+                send(wire.answered(cmd.id, "not-blocked"))
 
     def mark_seen(self, key: PaneKey, t: float) -> None:
         """Forwarded by a sink (the uplink's `on_seen`): the user looked at `key`."""

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from paneboard_protocol import server_messages as sm
 from paneboard_protocol import wire
+from paneboard_protocol.pane import PaneKey
 from paneboard_protocol.screen import Offer, clean_line, offer, plain
 
 from paneboard_agent.capture import PaneCapture
@@ -85,7 +86,9 @@ class _Watched:
 class PaneScreens:
     """What is watched on one tmux server, its captures and the answers typed into it."""
 
-    def __init__(self, watcher: ScreensOwner, send: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self, watcher: ScreensOwner, send: Callable[[wire.Screen | wire.Answered], None] | None = None
+    ) -> None:
         self.w = watcher
         self.send = send
         self.watched: dict[str, _Watched] = {}
@@ -104,7 +107,7 @@ class PaneScreens:
     def watch(self, pane_id: str, scrollback: int) -> None:
         if not self.enabled or not self.tracked(pane_id):
             why = OFF if not self.enabled else NOT_TRACKED
-            self._emit(dict(wire.screen(self._key(pane_id), time.time(), [], (0, 0), (0, 0), "", error=why)))
+            self._emit(wire.screen(self._key(pane_id), time.time(), [], (0, 0), (0, 0), "", error=why))
             return
         w = self.watched.setdefault(pane_id, _Watched())
         w.scrollback = max(0, min(scrollback, wire.SCREEN_LINES_MAX - 200))
@@ -185,7 +188,7 @@ class PaneScreens:
             return
         if cap is not None:
             msg = self._screen_msg(pane_id, cap)
-            sig = (cap.lines, cap.cursor, msg["state"], tuple(a["id"] for a in msg["answers"]), msg["text"])
+            sig = (cap.lines, cap.cursor, msg.state, tuple(a.id for a in msg.answers), msg.text)
             if sig != w.sent:
                 w.sent = sig
                 self._emit(msg)
@@ -226,22 +229,20 @@ class PaneScreens:
             self.w.opt.rules, u.agent, u.state, u.kind, text, u.title, u.msg, u.since, cap.visible
         )
 
-    def _screen_msg(self, pane_id: str, cap: Captured) -> dict[str, Any]:
+    def _screen_msg(self, pane_id: str, cap: Captured) -> wire.Screen:
         u, got = self._offer(pane_id, cap)
-        return dict(
-            wire.screen(
-                self._key(pane_id),
-                time.time(),
-                cap.lines,
-                cap.size,
-                cap.cursor,
-                got.fingerprint,
-                state=u.state if u is not None else None,
-                prompt=got.prompt[:4096] if got.prompt else None,
-                answers=got.choices(),
-                text=got.text,
-                input=self.input,
-            )
+        return wire.screen(
+            self._key(pane_id),
+            time.time(),
+            cap.lines,
+            cap.size,
+            cap.cursor,
+            got.fingerprint,
+            state=u.state if u is not None else None,
+            prompt=got.prompt[:4096] if got.prompt else None,
+            answers=got.choices(),
+            text=got.text,
+            input=self.input,
         )
 
     # --- answering ---------------------------------------------------------------
@@ -252,11 +253,11 @@ class PaneScreens:
         async with lock:
             outcome, prompt = await self._answer(pane_id, cmd)
         log.info("%s: answer to %s: %s", self.w.host, pane_id, outcome)
-        self._emit(dict(wire.answered(cmd.id, outcome, prompt[:4096] if prompt else None)))
+        self._emit(wire.answered(cmd.id, outcome, prompt[:4096] if prompt else None))
         if pane_id in self.watched:
             self._capture_soon(pane_id, self.w.opt.settle)
 
-    async def _answer(self, pane_id: str, cmd: sm.Answer) -> tuple[str, str | None]:
+    async def _answer(self, pane_id: str, cmd: sm.Answer) -> tuple[wire.Outcome, str | None]:
         if not self.input:
             return "disabled", None
         if not self.tracked(pane_id):
@@ -303,10 +304,10 @@ class PaneScreens:
         return "typed", got.prompt
 
     # --- helpers -----------------------------------------------------------------
-    def _key(self, pane_id: str) -> wire.Key:
-        return wire.Key(host=self.w.host, tmux=self.w.target.label, pane=pane_id)
+    def _key(self, pane_id: str) -> PaneKey:
+        return PaneKey(host=self.w.host, tmux=self.w.target.label, pane=pane_id)
 
-    def _emit(self, msg: dict[str, Any]) -> None:
+    def _emit(self, msg: wire.Screen | wire.Answered) -> None:
         if self.send is not None:
             with contextlib.suppress(Exception):
                 self.send(msg)

@@ -29,7 +29,7 @@ import re
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -125,7 +125,7 @@ class UplinkSink:
         #: server commands (`watch`, `unwatch`, `answer`): screens.py via Collector.command
         self.on_command = on_command
         # Screens and answer outcomes: sent as soon as possible, never buffered offline.
-        self.side: deque[dict[str, Any]] = deque(maxlen=SIDE_MAX)
+        self.side: deque[wire.Screen | wire.Answered] = deque(maxlen=SIDE_MAX)
         #: hosts whose panes take answers (--allow-input): the board shows which panes do
         self.input_hosts: set[str] = set()
         self.clock = clock
@@ -136,9 +136,9 @@ class UplinkSink:
         self.hosts: dict[str, tuple[bool, str | None]] = {}
         self.health: dict[str, dict[str, Any]] = {}  # the links' health (health.py), by host
         # Not yet sent, coalesced per pane/host: the bound is the pane count.
-        self.pending: OrderedDict[str, wire.PaneOp | wire.GoneOp | wire.HostOp] = OrderedDict()
+        self.pending: OrderedDict[str, wire.Op] = OrderedDict()
         # Sent, not yet acknowledged: seq -> message.
-        self.inflight: OrderedDict[int, Mapping[str, Any]] = OrderedDict()  # a Snapshot or a Delta
+        self.inflight: OrderedDict[int, wire.Snapshot | wire.Delta] = OrderedDict()
         self.seq = 0
         self.acked = 0
         self.connected = asyncio.Event()
@@ -163,14 +163,14 @@ class UplinkSink:
         self.source = source
 
     async def pane_changed(self, update: PaneUpdate) -> None:
-        op = wire.pane_op(update.wire_json())
+        op = wire.pane_op(update)
         self.view[str(update.key)] = op
         self._put(f"p:{update.key}", op)
 
     async def pane_gone(self, key: PaneKey, t: float) -> None:
         self.view.pop(str(key), None)
         self.quarantine.pop(str(key), None)
-        self._put(f"p:{key}", wire.gone_op(wire.Key(host=key.host, tmux=key.tmux, pane=key.pane), t))
+        self._put(f"p:{key}", wire.gone_op(key, t))
 
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
         was = self.hosts.get(host, (False, None))[0]
@@ -191,7 +191,7 @@ class UplinkSink:
         reachable, error = self.hosts.get(host, (True, None))
         self._put(f"h:{host}", wire.host_op(host, reachable, error, self.clock(), self.health[host]))
 
-    def send_side(self, msg: dict[str, Any]) -> None:
+    def send_side(self, msg: wire.Screen | wire.Answered) -> None:
         """A screen or an answer's outcome: out beside the seq stream while connected,
         dropped otherwise (a screen is stale by the time the server is back, and the
         server tells a waiting operator `offline`)."""
@@ -199,7 +199,7 @@ class UplinkSink:
             self.side.append(msg)
             self._wake.set()
 
-    def _put(self, key: str, op: wire.PaneOp | wire.GoneOp | wire.HostOp) -> None:
+    def _put(self, key: str, op: wire.Op) -> None:
         self.pending.pop(key, None)
         self.pending[key] = op
         self._wake.set()
@@ -231,7 +231,8 @@ class UplinkSink:
     @property
     def buffered(self) -> int:
         """Changes not yet acknowledged by the server (pending + in flight)."""
-        return len(self.pending) + sum(len(m.get("ops", ())) or 1 for m in self.inflight.values())
+        inflight = sum(len(m.ops) if isinstance(m, wire.Delta) else 1 for m in self.inflight.values())
+        return len(self.pending) + inflight
 
     # --- the connection -----------------------------------------------------------------
     async def _run(self) -> None:
@@ -398,28 +399,25 @@ class UplinkSink:
         if host is not None:
             self.refused_hosts.add(host)
         msg = self.inflight.get(info.seq) if info.seq is not None else None
-        items: list[Any] = []
+        items: list[PaneUpdate | wire.Op] = []
         if msg is not None:
             at = re.match(r"(panes|ops)\.(\d+)", info.at or "")
-            whole = msg.get("panes") if msg.get("type") == "snapshot" else msg.get("ops")
-            whole = whole if isinstance(whole, list) else []
+            whole: list[PaneUpdate] | list[wire.Op] = msg.panes if isinstance(msg, wire.Snapshot) else msg.ops
             if at is not None and int(at.group(2)) < len(whole):
                 items = [whole[int(at.group(2))]]
             elif host is None:
-                items = whole  # no part named: the whole message is dropped
+                items = list(whole)  # no part named: the whole message is dropped
         for item in items:
-            update = item.get("update") if "op" in item else item
-            if isinstance(update, dict) and isinstance(update.get("key"), dict):
-                k = update["key"]
-                self.quarantine[f"{k.get('host')}/{k.get('tmux')}/{k.get('pane')}"] = _fingerprint(update)
+            update = item.update if isinstance(item, wire.PaneOp) else item
+            if isinstance(update, PaneUpdate):
+                self.quarantine[str(update.key)] = _fingerprint(update)
         what = f"host {host!r}" if host is not None else f"{len(items)} pane update(s) of seq {info.seq}"
         log.warning("server refused %s: %s; not sending it again", what, info.reason)
 
-    def _held_back(self, update: dict[str, Any]) -> bool:
-        k = update.get("key") or {}
-        if k.get("host") in self.refused_hosts:
+    def _held_back(self, update: PaneUpdate) -> bool:
+        if update.key.host in self.refused_hosts:
             return True
-        fp = self.quarantine.get(f"{k.get('host')}/{k.get('tmux')}/{k.get('pane')}")
+        fp = self.quarantine.get(str(update.key))
         return fp is not None and fp == _fingerprint(update)
 
     def _ack(self, seq: int) -> None:
@@ -459,16 +457,16 @@ class UplinkSink:
     async def _send_snapshot(self, ws: Any) -> None:
         if self.source is not None:
             updates, hosts = self.source.snapshot()
-            panes = [u.wire_json() for u in updates]
+            panes = list(updates)
             host_map = {h: wire.host_state(r, e, self.health.get(h)) for h, (r, e) in hosts.items()}
         else:
-            panes = [op["update"] for op in self.view.values()]
+            panes = [op.update for op in self.view.values()]
             host_map = {h: wire.host_state(r, e, self.health.get(h)) for h, (r, e) in self.hosts.items()}
         panes = [p for p in panes if not self._held_back(p)]
         for h in self.refused_hosts:
             host_map.pop(h, None)
         for p in panes:
-            host_map.setdefault(p["key"]["host"], wire.host_state(True, None))
+            host_map.setdefault(p.key.host, wire.host_state(True, None))
         self.seq += 1
         msg = wire.snapshot(self.seq, self.clock(), host_map, panes)
         # The snapshot supersedes everything before it, sent or not.
@@ -479,13 +477,12 @@ class UplinkSink:
         await ws.send(wire.encode(msg))
 
     async def _send_delta(self, ws: Any) -> None:
-        ops: list[wire.PaneOp | wire.GoneOp | wire.HostOp] = []
+        ops: list[wire.Op] = []
         while self.pending and len(ops) < self.ops_per_message:
             _, op = self.pending.popitem(last=False)
-            if op["op"] == "pane" and self._held_back(op["update"]):
+            if isinstance(op, wire.PaneOp) and self._held_back(op.update):
                 continue
-            any_op: Mapping[str, Any] = op  # whichever op it is, its host
-            if any_op.get("host", (any_op.get("key") or {}).get("host")) in self.refused_hosts:
+            if _host_of(op) in self.refused_hosts:
                 continue
             ops.append(op)
         if not ops:
@@ -502,5 +499,11 @@ def _type_of(raw: str | bytes) -> object:
     return msg.get("type") if isinstance(msg, dict) else None
 
 
-def _fingerprint(update: dict[str, Any]) -> str:
-    return json.dumps(update, sort_keys=True, default=str)
+def _host_of(op: wire.Op) -> str:
+    if isinstance(op, wire.PaneOp):
+        return op.update.key.host
+    return op.key.host if isinstance(op, wire.GoneOp) else op.host
+
+
+def _fingerprint(update: PaneUpdate) -> str:
+    return wire.encode(update)

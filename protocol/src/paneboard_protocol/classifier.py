@@ -94,6 +94,7 @@ MAX_WHY = 512
 MAX_SCREEN = 256 * 1024
 """Characters of screen text kept: far more than 64 rows of any real terminal."""
 
+
 class PaneClassifier:
     """One pane's classifier. See the module docstring; time is always a parameter."""
 

@@ -7,21 +7,27 @@ it by a test (`tests/server/test_pane_definition.py`): the pane's two typed clas
 mutable `Pane` — the Alembic migrations and the page's JS. Adding a pane field is its
 `Field` here, its line in the class(es) that carry it, and one storage migration.
 
-Pure data: no I/O, no third-party imports, so the agent, the server and the tests
-can all read it.
+Pure data: no I/O. The typed classes carry their limits as `msgspec.Meta` in their
+annotations, so the server decodes a collector's message straight into `PaneUpdate` and
+every bound is checked while the JSON is parsed (`paneboard_server.ingest.wire`); msgspec
+is the protocol package's one dependency.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, get_args
+
+from msgspec import Meta
 
 #: The state names a pane can be in (None: nothing known). Order is the page's order.
-STATES: tuple[str, ...] = ("working", "blocked", "idle", "done", "error")
+State: TypeAlias = Literal["working", "blocked", "idle", "done", "error"]
+STATES: tuple[str, ...] = get_args(State)
 #: What a `blocked` pane waits for.
 KINDS: tuple[str, ...] = ("permission", "question", "auth")
 #: Which signal a classification came from.
-SOURCES: tuple[str, ...] = ("protocol", "screen", "native")
+Source: TypeAlias = Literal["protocol", "screen", "native"]
+SOURCES: tuple[str, ...] = get_args(Source)
 
 # Every limit here is the wire's (the server validates a collector's values against it)
 # and never more than the width of any column the value is stored in, so a message that
@@ -36,6 +42,38 @@ KIND_MAX = 32  # the storage width of a kind
 PANE_ID_MAX = 64  # a tmux pane id such as "%3"
 RECORDS_MAX = 64  # records carried per pane
 TIME_MAX = 1e11  # seconds since the epoch; anything later is garbage
+JSON_DEPTH = 16  # nesting of the free-form parts (evidence, records), counted from the pane
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1  # what every backend's integer and JSON columns hold
+
+# --- the limits as types: a value that fits one fits every column it is stored in --------
+KeyName = Annotated[str, Meta(min_length=1, max_length=NAME_MAX)]  # host, tmux server
+PaneId = Annotated[str, Meta(min_length=1, max_length=PANE_ID_MAX)]
+Name = Annotated[str, Meta(max_length=NAME_MAX)]
+Text = Annotated[str, Meta(max_length=TEXT_MAX)]
+KindName = Annotated[str, Meta(max_length=KIND_MAX)]
+Time = Annotated[float, Meta(ge=0, le=TIME_MAX)]
+Percent = Annotated[int, Meta(ge=0, le=100)]
+Int64 = Annotated[int, Meta(ge=INT_MIN, le=INT_MAX)]
+
+
+def _json_within(depth: int) -> Any:
+    """A JSON value whose containers nest at most `depth` deep, with 64-bit integers: the
+    decoder refuses anything deeper or wider while parsing, with no walk of our own."""
+    scalar: Any = str | bool | Int64 | float | None
+    value = scalar
+    for _ in range(depth):
+        value = scalar | list[value] | dict[str, value]  # type: ignore[valid-type]
+    return value
+
+
+if TYPE_CHECKING:
+    Json: TypeAlias = Any
+    RecordValue: TypeAlias = Any
+else:
+    # evidence (depth 0) holds values at depth 1 whose innermost items sit at JSON_DEPTH;
+    # a record (depth 1, inside `records`) one level less
+    Json = _json_within(JSON_DEPTH - 1)
+    RecordValue = _json_within(JSON_DEPTH - 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +185,9 @@ def default(f: Field) -> Any:
 class PaneKey:
     """A pane's identity: tmux pane ids (`%3`) are unique per tmux server, not per host."""
 
-    host: str
-    tmux: str  # the tmux server: socket name (-L) or path (-S), "default" otherwise
-    pane: str  # tmux pane id, e.g. "%3"
+    host: KeyName
+    tmux: KeyName  # the tmux server: socket name (-L) or path (-S), "default" otherwise
+    pane: PaneId  # tmux pane id, e.g. "%3"
 
     def __str__(self) -> str:
         return f"{self.host}/{self.tmux}/{self.pane}"
@@ -169,21 +207,21 @@ class PaneUpdate:
     """
 
     key: PaneKey
-    session: str
-    window: str
-    agent: str | None
-    state: str | None
-    kind: str | None
-    msg: str | None
-    source: str | None
+    session: Name
+    window: Text
+    agent: Name | None
+    state: State | None
+    kind: KindName | None
+    msg: Text | None
+    source: Source | None
     observable: bool
-    t: float
-    title: str | None = None
-    progress: int | None = None
-    since: float | None = None
-    process: str | None = None
-    records: tuple[dict[str, Any], ...] = ()
-    evidence: dict[str, Any] = field(default_factory=dict)
+    t: Time
+    title: Text | None = None
+    progress: Percent | None = None
+    since: Time | None = None
+    process: Text | None = None
+    records: Annotated[tuple[dict[str, RecordValue], ...], Meta(max_length=RECORDS_MAX)] = ()
+    evidence: dict[str, Json] = field(default_factory=dict)
 
     def stdout_json(self) -> dict[str, Any]:
         """The object `paneboard agent --stdout` prints, exactly the keys docs/collector.md lists."""

@@ -1,25 +1,36 @@
 """The ingest uplink's messages (`WS /api/ingest`), defined once for both ends.
 
-The collector builds every message it sends with these helpers, and reads the server's
-with `parse_server`; the server's pydantic validation (`paneboard_server.ingest.wire`) and
-`docs/wire.md` are held to these definitions by tests. A new message, in either
-direction, is a TypedDict here plus its entry in `COLLECTOR_MESSAGES` or
-`SERVER_MESSAGES` (server→collector commands go in the latter).
-
-Pure: only the standard library.
+A collector's message (hello, snapshot, delta, screen, answered) is a typed class here,
+with its limits as `msgspec.Meta` in its annotations: the collector builds and encodes
+these very objects, and the server decodes a frame straight into them
+(`paneboard_server.ingest.wire`), every type and bound checked while the JSON is parsed.
+The server's commands to the collector are TypedDicts built here and read back by
+`server_messages.py`. `docs/wire.md` is held to these definitions by a test.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, get_args
 
-from paneboard_protocol.pane import NAME_MAX, PANE_ID_MAX
+import msgspec
+from msgspec import Meta, Struct
+
+from paneboard_protocol.pane import (
+    INT_MAX,
+    NAME_MAX,
+    PANE_ID_MAX,
+    KeyName,
+    PaneKey,
+    PaneUpdate,
+    State,
+    Text,
+    Time,
+)
 
 PROTOCOL = 1
-# The uplink's own limits (a pane's are in `pane.py`); the server validates against these
-# names, and the columns they are stored in are at least as wide (`collectors.stream`,
-# `collectors.version`).
+# The uplink's own limits (a pane's are in `pane.py`); the columns they are stored in are
+# at least as wide (`collectors.stream`, `collectors.version`).
 STREAM_MAX = 64  # a collector's stream id
 VERSION_MAX = 64
 HOSTS_MAX = 1000  # hosts named in a hello or a snapshot
@@ -27,66 +38,132 @@ RTT_MAX = 600  # seconds: a host's round trip; a link slower than this is down
 PANE_ID_LEN = PANE_ID_MAX
 HOST_NAME_LEN = NAME_MAX
 
+Seq = Annotated[int, Meta(ge=0, le=INT_MAX)]
+Count = Annotated[int, Meta(ge=0, le=INT_MAX)]
+#: a round trip the collector measured to a host, seconds (a link slower than this is down)
+Rtt = Annotated[float, Meta(ge=0, le=RTT_MAX)]
+
 
 class Key(TypedDict):
+    """A pane's key inside a server command (the collector's messages carry `PaneKey`)."""
+
     host: str
     tmux: str
     pane: str
 
 
-class HostState(TypedDict):
+class _Msg(Struct, frozen=True, tag_field="type"):
+    """A collector → server message: its class is its `type` (the tag), unknown fields
+    are ignored (a newer collector may send more)."""
+
+
+class _Op(Struct, frozen=True, tag_field="op"):
+    """One change inside a delta, tagged by `op`."""
+
+
+class HostState(Struct, frozen=True):
     reachable: bool
-    error: str | None
-    # the link's health as the collector measured it (optional: older collectors omit it)
-    rtt: NotRequired[float | None]  # seconds, a read command's round trip to the host's tmux
-    reconnects: NotRequired[int]  # links lost and made again since the collector started
-    contact: NotRequired[float | None]  # when the host last answered (epoch seconds)
+    error: Text | None = None
+    # the link's health as the collector measured it (older collectors omit it)
+    rtt: Rtt | None = None  # seconds, a read command's round trip to the host's tmux
+    reconnects: Count = 0  # links lost and made again since the collector started
+    contact: Time | None = None  # when the host last answered (epoch seconds)
 
 
 # --- collector → server ----------------------------------------------------------------
-class Hello(TypedDict):
-    type: Literal["hello"]
-    protocol: int
-    version: str
-    stream: str
-    hosts: list[str]
-    input: list[str]  # hosts whose panes take answers from the board (--allow-input)
+class Hello(_Msg, frozen=True, tag="hello"):
+    stream: Annotated[str, Meta(min_length=1, max_length=STREAM_MAX)]
+    protocol: Annotated[int, Meta(ge=0, le=INT_MAX)] = PROTOCOL
+    version: Annotated[str, Meta(max_length=VERSION_MAX)] = ""
+    hosts: Annotated[list[KeyName], Meta(max_length=HOSTS_MAX)] = []
+    input: Annotated[list[KeyName], Meta(max_length=HOSTS_MAX)] = []  # hosts taking answers
 
 
-class PaneOp(TypedDict):
-    op: Literal["pane"]
-    update: dict[str, Any]  # `PaneUpdate.wire_json()`: the update fields of pane.FIELDS
+class PaneOp(_Op, frozen=True, tag="pane"):
+    update: PaneUpdate
 
 
-class GoneOp(TypedDict):
-    op: Literal["gone"]
-    key: Key
-    t: float
+class GoneOp(_Op, frozen=True, tag="gone"):
+    key: PaneKey
+    t: Time
 
 
-class HostOp(TypedDict):
-    op: Literal["host"]
-    host: str
+class HostOp(_Op, frozen=True, tag="host"):
+    host: KeyName
     reachable: bool
-    error: str | None
-    rtt: NotRequired[float | None]
-    reconnects: NotRequired[int]
-    contact: NotRequired[float | None]
-    t: float
+    t: Time
+    error: Text | None = None
+    rtt: Rtt | None = None
+    reconnects: Count = 0
+    contact: Time | None = None
 
 
-class Snapshot(TypedDict):
-    type: Literal["snapshot"]
-    seq: int
-    t: float
-    hosts: dict[str, HostState]
-    panes: list[dict[str, Any]]
+Op = PaneOp | GoneOp | HostOp
 
 
-class Delta(TypedDict):
-    type: Literal["delta"]
-    seq: int
-    ops: list[PaneOp | GoneOp | HostOp]
+class Snapshot(_Msg, frozen=True, tag="snapshot"):
+    seq: Seq
+    t: Time
+    hosts: Annotated[dict[KeyName, HostState], Meta(max_length=HOSTS_MAX)] = {}
+    panes: list[PaneUpdate] = []
+
+
+class Delta(_Msg, frozen=True, tag="delta"):
+    seq: Seq
+    ops: Annotated[list[Op], Meta(min_length=1)]
+
+
+# --- screens and answers (issue 12; docs/answers.md) -------------------------------------
+# Outside the seq/ack stream: a screen is a view of now, worth nothing once stale, and
+# an answer's outcome is awaited by one request; neither is buffered while offline.
+SCREEN_LINES_MAX = 500  # lines of a screen message (visible rows plus bounded scroll-back)
+SCREEN_LINE_MAX = 4096  # characters per line, colour escapes included
+ANSWERS_MAX = 16  # declared answers offered per prompt
+ANSWER_ID_MAX = 32
+ANSWER_LABEL_MAX = 128
+ANSWER_TEXT_MAX = 1024  # free text typed into a pane
+FINGERPRINT_LEN = 64  # sha256 hex of the screen's plain text
+REQUEST_ID_MAX = 64
+#: what an answer attempt came to; only "typed" typed anything
+Outcome = Literal["typed", "changed", "not-blocked", "disabled", "expired", "offline", "used", "refused"]
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
+Coordinate = Annotated[int, Meta(ge=0, le=10000)]
+ScreenLine = Annotated[str, Meta(max_length=SCREEN_LINE_MAX)]  # SGR colour escapes kept
+AnswerId = Annotated[str, Meta(min_length=1, max_length=ANSWER_ID_MAX, pattern=r"^[a-z0-9_-]+$")]
+RequestId = Annotated[str, Meta(min_length=1, max_length=REQUEST_ID_MAX, pattern=r"^[A-Za-z0-9_-]+$")]
+
+
+class AnswerChoice(Struct, frozen=True):
+    id: AnswerId
+    label: Annotated[str, Meta(min_length=1, max_length=ANSWER_LABEL_MAX)]
+
+
+class Screen(_Msg, frozen=True, tag="screen"):
+    """What a watched pane shows (lines with SGR colour escapes), and what it can take."""
+
+    key: PaneKey
+    t: Time
+    lines: Annotated[list[ScreenLine], Meta(max_length=SCREEN_LINES_MAX)]
+    width: Coordinate
+    height: Coordinate
+    cursor: Annotated[list[Coordinate], Meta(min_length=2, max_length=2)]  # [x, y], visible rows
+    fingerprint: Annotated[str, Meta(pattern=r"^([0-9a-f]{64})?$")]
+    state: State | None = None
+    prompt: Text | None = None  # the blocked prompt's text, read by its rule
+    answers: Annotated[list[AnswerChoice], Meta(max_length=ANSWERS_MAX)] = []
+    text: bool = False  # free text may be typed (a question with no declared answers)
+    input: bool = False  # this host's collector types answers (--allow-input)
+    error: Text | None = None  # why there is no screen ("screens are switched off for this host")
+
+
+class Answered(_Msg, frozen=True, tag="answered"):
+    id: RequestId
+    outcome: Outcome
+    prompt: Text | None = None
+
+
+#: every message a collector sends, decoded by its `type`
+CollectorMessage = Hello | Snapshot | Delta | Screen | Answered
 
 
 # --- server → collector ----------------------------------------------------------------
@@ -123,61 +200,6 @@ class Refused(TypedDict):
     at: str | None
     host: str | None
     reason: str
-
-
-# --- screens and answers (issue 12; docs/answers.md) -------------------------------------
-# Outside the seq/ack stream: a screen is a view of now, worth nothing once stale, and
-# an answer's outcome is awaited by one request; neither is buffered while offline.
-SCREEN_LINES_MAX = 500  # lines of a screen message (visible rows plus bounded scroll-back)
-SCREEN_LINE_MAX = 4096  # characters per line, colour escapes included
-ANSWERS_MAX = 16  # declared answers offered per prompt
-ANSWER_ID_MAX = 32
-ANSWER_LABEL_MAX = 128
-ANSWER_TEXT_MAX = 1024  # free text typed into a pane
-FINGERPRINT_LEN = 64  # sha256 hex of the screen's plain text
-REQUEST_ID_MAX = 64
-#: what an answer attempt came to; only "typed" typed anything
-OUTCOMES: tuple[str, ...] = (
-    "typed",
-    "changed",
-    "not-blocked",
-    "disabled",
-    "expired",
-    "offline",
-    "used",
-    "refused",
-)
-
-
-class AnswerChoice(TypedDict):
-    id: str
-    label: str
-
-
-class Screen(TypedDict):
-    """What a watched pane shows (lines with SGR colour escapes), and what it can take."""
-
-    type: Literal["screen"]
-    key: Key
-    t: float
-    lines: list[str]
-    width: int
-    height: int
-    cursor: list[int]  # [x, y], 0-based within the visible rows
-    fingerprint: str
-    state: str | None
-    prompt: str | None  # the blocked prompt's text, read by its rule
-    answers: list[AnswerChoice]
-    text: bool  # free text may be typed (a question with no declared answers)
-    input: bool  # this host's collector types answers (--allow-input)
-    error: str | None  # why there is no screen ("screens are switched off for this host")
-
-
-class Answered(TypedDict):
-    type: Literal["answered"]
-    id: str
-    outcome: str
-    prompt: str | None
 
 
 class Watch(TypedDict):
@@ -226,51 +248,38 @@ OPS: dict[str, type] = {"pane": PaneOp, "gone": GoneOp, "host": HostOp}
 
 
 def hello(stream: str, version: str, hosts: list[str], input: list[str] | None = None) -> Hello:
-    return {
-        "type": "hello",
-        "protocol": PROTOCOL,
-        "version": version,
-        "stream": stream,
-        "hosts": hosts,
-        "input": input or [],
-    }
+    return Hello(stream=stream, version=version, hosts=hosts, input=input or [])
 
 
-def snapshot(seq: int, t: float, hosts: dict[str, HostState], panes: list[dict[str, Any]]) -> Snapshot:
-    return {"type": "snapshot", "seq": seq, "t": t, "hosts": hosts, "panes": panes}
+def snapshot(seq: int, t: float, hosts: dict[str, HostState], panes: list[PaneUpdate]) -> Snapshot:
+    return Snapshot(seq=seq, t=t, hosts=hosts, panes=panes)
 
 
-def delta(seq: int, ops: list[PaneOp | GoneOp | HostOp]) -> Delta:
-    return {"type": "delta", "seq": seq, "ops": ops}
+def delta(seq: int, ops: list[Op]) -> Delta:
+    return Delta(seq=seq, ops=ops)
 
 
-def pane_op(update: dict[str, Any]) -> PaneOp:
-    return {"op": "pane", "update": update}
+def pane_op(update: PaneUpdate) -> PaneOp:
+    return PaneOp(update)
 
 
-def gone_op(key: Key, t: float) -> GoneOp:
-    return {"op": "gone", "key": key, "t": t}
+def gone_op(key: PaneKey, t: float) -> GoneOp:
+    return GoneOp(key, t)
 
 
 def host_op(
     host: str, reachable: bool, error: str | None, t: float, health: dict[str, Any] | None = None
 ) -> HostOp:
     """`health`: `rtt`, `reconnects`, `contact` (see HostState), when measured."""
-    op: HostOp = {"op": "host", "host": host, "reachable": reachable, "error": error, "t": t}
-    if health:
-        op.update(_health(health))  # type: ignore[typeddict-item]  # the three optional keys
-    return op
+    return HostOp(host=host, reachable=reachable, t=t, error=error, **_health(health))
 
 
 def host_state(reachable: bool, error: str | None, health: dict[str, Any] | None = None) -> HostState:
-    state: HostState = {"reachable": reachable, "error": error}
-    if health:
-        state.update(_health(health))  # type: ignore[typeddict-item]  # the three optional keys
-    return state
+    return HostState(reachable=reachable, error=error, **_health(health))
 
 
-def _health(health: dict[str, Any]) -> dict[str, Any]:
-    return {k: health[k] for k in ("rtt", "reconnects", "contact") if k in health}
+def _health(health: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: health[k] for k in ("rtt", "reconnects", "contact") if k in health} if health else {}
 
 
 def welcome(server: str, acked: int | None, snapshot: bool) -> Welcome:
@@ -294,40 +303,39 @@ def refused(seq: int | None, at: str | None, host: str | None, reason: str) -> R
 
 
 def screen(
-    key: Key,
+    key: PaneKey,
     t: float,
     lines: list[str],
     size: tuple[int, int],
     cursor: tuple[int, int],
     fingerprint: str,
     *,
-    state: str | None = None,
+    state: State | None = None,
     prompt: str | None = None,
     answers: list[AnswerChoice] | None = None,
     text: bool = False,
     input: bool = False,
     error: str | None = None,
 ) -> Screen:
-    return {
-        "type": "screen",
-        "key": key,
-        "t": t,
-        "lines": lines,
-        "width": size[0],
-        "height": size[1],
-        "cursor": [cursor[0], cursor[1]],
-        "fingerprint": fingerprint,
-        "state": state,
-        "prompt": prompt,
-        "answers": answers or [],
-        "text": text,
-        "input": input,
-        "error": error,
-    }
+    return Screen(
+        key=key,
+        t=t,
+        lines=lines,
+        width=size[0],
+        height=size[1],
+        cursor=[cursor[0], cursor[1]],
+        fingerprint=fingerprint,
+        state=state,
+        prompt=prompt,
+        answers=answers or [],
+        text=text,
+        input=input,
+        error=error,
+    )
 
 
-def answered(request: str, outcome: str, prompt: str | None = None) -> Answered:
-    return {"type": "answered", "id": request, "outcome": outcome, "prompt": prompt}
+def answered(request: str, outcome: Outcome, prompt: str | None = None) -> Answered:
+    return Answered(id=request, outcome=outcome, prompt=prompt)
 
 
 def watch(key: Key, scrollback: int = 0) -> Watch:
@@ -358,9 +366,12 @@ def answer(
     }
 
 
+_encoder = msgspec.json.Encoder()
+
+
 def encode(msg: Any) -> str:
-    """A message as the text frame that carries it."""
-    return json.dumps(msg)
+    """A message as the text frame that carries it (a typed message or a command's dict)."""
+    return _encoder.encode(msg).decode()
 
 
 def parse_server(raw: str | bytes) -> dict[str, Any] | None:

@@ -29,6 +29,7 @@ import time
 from typing import Any, cast
 
 from paneboard_protocol import wire as pwire
+from paneboard_protocol.pane import PaneKey
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
@@ -113,7 +114,7 @@ class AnswerDesk:
             outcome = "used"
         else:
             outcome, said = await self._relay(
-                claim, who, send, target[1].model_dump(), fingerprint, answer, text
+                claim, who, send, _wire_key(target[1]), fingerprint, answer, text
             )
             if outcome != "typed":
                 self.claims.pop(claim, None)
@@ -165,7 +166,7 @@ class AnswerDesk:
         claim: tuple[int, str],
         who: Principal,
         send: Any,
-        key: dict[str, str],
+        key: pwire.Key,
         fingerprint: str,
         answer: str | None,
         text: str | None,
@@ -179,8 +180,7 @@ class AnswerDesk:
         self.hub.replies[request] = fut
         try:
             expires = time.time() + self.ttl
-            wire_key = cast(pwire.Key, key)  # the pane's key as the collector sent it
-            send(dict(pwire.answer(request, wire_key, fingerprint, expires, answer=answer, text=text)))
+            send(dict(pwire.answer(request, key, fingerprint, expires, answer=answer, text=text)))
             try:
                 reply = await asyncio.wait_for(fut, min(REPLY_WAIT, self.ttl + 1))
             except TimeoutError:
@@ -201,3 +201,8 @@ async def audit(
     async with core.engine.connect() as conn:
         rows = (await conn.execute(q)).all()
     return [{k: r._mapping[k] for k in AUDIT_KEYS} for r in rows]
+
+
+def _wire_key(key: PaneKey) -> pwire.Key:
+    """The pane's key as a server command carries it (`docs/wire.md`)."""
+    return pwire.Key(host=key.host, tmux=key.tmux, pane=key.pane)

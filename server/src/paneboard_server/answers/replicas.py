@@ -39,11 +39,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import ValidationError
+import msgspec
+from paneboard_protocol.wire import Screen
 from sqlalchemy import select, text
 
 from ..auth.accounts import Principal
-from ..ingest.wire import Screen
+from ..ingest.wire import WireError, parse
 from ..store import schema as s
 from .desk import REPLY_WAIT, AnswerDesk
 from .screens import WATCH_FOR, ScreenHub, Shown
@@ -194,8 +195,10 @@ class Replicas:
         if pane_id not in self.hub.until or self.local(pane_id):
             return  # nobody here looks at it any more, or its collector came here
         try:
-            screen = Screen.model_validate_json("".join(p or "" for p in parts))
-        except ValidationError:
+            screen = parse("".join(p or "" for p in parts), CHUNK * MAX_CHUNKS, 0)
+        except WireError:
+            screen = None
+        if not isinstance(screen, Screen):
             log.warning("a peer's screen for pane %s did not validate", pane_id)
             return
         self.stats["screens_got"] += 1
@@ -240,11 +243,11 @@ class Replicas:
                 await self._publish(pane_id, shown.screen)
 
     async def _publish(self, pane_id: int, screen: Screen) -> None:
-        body = json.dumps(json.loads(screen.model_dump_json()), ensure_ascii=True, separators=(",", ":"))
+        body = json.dumps(msgspec.to_builtins(screen), ensure_ascii=True, separators=(",", ":"))
         if len(body) > CHUNK * MAX_CHUNKS:
             cut = {"lines": [], "answers": [], "error": "screen too large to relay"}
-            small = screen.model_copy(update=cut)
-            body = json.dumps(json.loads(small.model_dump_json()), ensure_ascii=True)
+            small = msgspec.structs.replace(screen, **cut)
+            body = json.dumps(msgspec.to_builtins(small), ensure_ascii=True)
         chunks = [body[i : i + CHUNK] for i in range(0, len(body), CHUNK)] or [""]
         self.seq += 1
         n = len(chunks)

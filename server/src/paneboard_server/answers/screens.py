@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from paneboard_protocol import wire as pwire
+from paneboard_protocol.wire import Answered, Screen
 
-from ..ingest.wire import Answered, Screen
 from ..panes.core import Core
 
 #: a watch lasts this long after a page last asked

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from paneboard_protocol import wire as pwire
+from paneboard_protocol.wire import Answered, Delta, GoneOp, Hello, HostState, PaneOp, Screen, Snapshot
 from sqlalchemy import select
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -31,7 +32,7 @@ from .. import __version__
 from ..auth.accounts import lookup_token, note_use_while_connected
 from ..panes.core import Core, HostsDown, HostsUp, Ingest, Refused, Unstorable
 from ..store import schema as s
-from .wire import PROTOCOL, Answered, Delta, Hello, HostIn, Screen, Snapshot, WireError, parse, reason
+from .wire import PROTOCOL, WireError, parse, reason
 
 log = logging.getLogger("paneboard.ingest")
 
@@ -351,13 +352,13 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                 on_drop=functools.partial(conn.dropped, seq),
             )
             for i, o in enumerate(msg.ops):
-                if o.op == "pane":
+                if isinstance(o, PaneOp):
                     op.panes.append(o.update)
                     op.where.append(f"ops.{i}.update")
-                elif o.op == "gone":
+                elif isinstance(o, GoneOp):
                     op.gone.append((o.key, o.t))
                 else:
-                    health = HostIn.model_construct(  # fields validated already, as HostOp's
+                    health = HostState(  # the fields of a host state, validated as HostOp's
                         reachable=o.reachable,
                         error=o.error,
                         rtt=o.rtt,

@@ -1,28 +1,40 @@
-"""The ingest wire protocol's messages (`WS /api/ingest`), validated with pydantic.
+"""The ingest wire protocol's messages (`WS /api/ingest`): decoded and admitted.
 
-A collector's message is parsed and validated whole before anything is applied, so
-a malformed one changes nothing: the connection is closed with a reason naming the
-offending field. docs/wire.md is the prose description of the same protocol.
+A collector's frame is decoded by msgspec straight into the protocol's typed classes
+(`paneboard_protocol.wire`, `paneboard_protocol.pane`): every field's type and limit is
+checked while the JSON is parsed, nesting and 64-bit integers included. What types cannot
+say is checked after, in `_admit`: a name must be plain text, display text is cleaned by
+the function the collector cleans with, and no string may hold NUL. Those can only come
+from a backslash escape, a DEL or a non-ASCII character; a frame with none of them
+(nearly every frame: the collector sends ASCII) is admitted as decoded. A malformed
+message changes nothing: the connection is closed with a reason naming the offending
+field. docs/wire.md is the prose description of the same protocol.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+import re
+from typing import Any
 
+import msgspec
 from paneboard_protocol import pane as pane_def
 from paneboard_protocol import wire as pwire
+from paneboard_protocol.pane import PaneKey, PaneUpdate
 from paneboard_protocol.screen import clean_line
 from paneboard_protocol.text import sanitize_text
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    TypeAdapter,
-    ValidationError,
-    create_model,
+from paneboard_protocol.wire import (
+    CollectorMessage,
+    Delta,
+    GoneOp,
+    Hello,
+    HostOp,
+    HostState,
+    PaneOp,
+    Screen,
+    Snapshot,
 )
 
 PROTOCOL = pwire.PROTOCOL
@@ -31,10 +43,10 @@ PROTOCOL = pwire.PROTOCOL
 # A message that passes validation must not fail at the database, or it fails the write
 # batch it shares with other collectors' messages. BIGINT is signed 64-bit (SQLite's
 # INTEGER too); PostgreSQL refuses NUL in text and NaN/Infinity in JSON; no backend can
-# encode a lone surrogate as UTF-8.
-MAX_INT = 2**63 - 1
-MIN_INT = -(2**63)
-MAX_JSON_DEPTH = 16  # nesting of the free-form parts (evidence, records)
+# encode a lone surrogate as UTF-8. The decoder refuses all but NUL by type.
+MAX_INT = pane_def.INT_MAX
+MIN_INT = pane_def.INT_MIN
+MAX_JSON_DEPTH = pane_def.JSON_DEPTH  # nesting of the free-form parts (evidence, records)
 
 
 def _storable_str(v: str) -> str:
@@ -141,135 +153,7 @@ def _clean_record(v: dict[str, Any]) -> dict[str, Any]:
     return clean_json(v, 1)
 
 
-# Every limit is the protocol's named constant, never a literal here: those constants are
-# what the columns are sized by (`store/schema.py`), and a test holds the two together.
-Name = Annotated[str, Field(min_length=1, max_length=pane_def.NAME_MAX), AfterValidator(_clean_name)]
-# Free text shown to people: cleaned once, here, by the function the collector uses.
-LongText = Annotated[str, Field(max_length=pane_def.TEXT_MAX), AfterValidator(sanitize_text)]
-Time = Annotated[float, Field(ge=0, le=pane_def.TIME_MAX, allow_inf_nan=False)]
-Seq = Annotated[int, Field(ge=0, le=MAX_INT)]
-Evidence = Annotated[dict[str, Any], AfterValidator(storable_json)]
-Record = Annotated[dict[str, Any], AfterValidator(_clean_record)]
-STATES = Literal[pane_def.STATES]  # type: ignore[valid-type]  # a Literal of a runtime tuple
-
-
-class _Msg(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class Key(_Msg):
-    host: Name
-    tmux: Name
-    pane: Annotated[str, Field(min_length=1, max_length=pane_def.PANE_ID_MAX), AfterValidator(_clean_name)]
-
-
-def _pane_in_field(f: pane_def.Field) -> tuple[Any, Any]:
-    """A pane field's pydantic type and default, with its limits from the definition."""
-    typ: Any
-    if f.choices is not None:
-        typ = Literal[f.choices]  # a Literal of a runtime tuple: `typ` is Any to the checker
-    elif f.type == "list":  # records: display data, every string cleaned
-        typ = Annotated[list[Record], Field(max_length=f.max_len)]
-    elif f.type == "json":  # evidence: free-form, refused if a backend cannot store it
-        typ = Evidence
-    elif f.type == "str":  # free text shown to people: cleaned once, here
-        typ = Annotated[str, Field(max_length=f.max_len), AfterValidator(sanitize_text)]
-    elif f.type == "float":
-        typ = Annotated[float, Field(ge=f.lo, le=f.hi, allow_inf_nan=False)]
-    elif f.type == "int":
-        lo = MIN_INT if f.lo is None else f.lo
-        hi = MAX_INT if f.hi is None else f.hi
-        typ = Annotated[int, Field(ge=lo, le=hi)]
-    else:
-        typ = {"bool": bool}[f.type]
-    if f.default is None and not f.nullable:
-        return (typ, ...)  # no default and never null: the collector must send it
-    if f.default is None:
-        typ = typ | None
-    default = list(f.default) if isinstance(f.default, tuple) else f.default
-    return (typ, default)
-
-
-if TYPE_CHECKING:
-
-    class PaneIn(_Msg, pane_def.PaneUpdate):
-        """What a type checker sees of the model made below: the fields of the
-        collector's `PaneUpdate` with their types (it validates exactly those; a test
-        holds the two to `pane.FIELDS`), so a misspelt or mistyped field fails `mypy`
-        here too. At run time it is a pydantic model, made below."""
-
-else:
-    #: `PaneUpdate.wire_json()` as the collector sends it, derived from `pane.FIELDS`.
-    PaneIn = create_model(
-        "PaneIn",
-        __base__=_Msg,
-        key=(Key, ...),
-        **{f.name: _pane_in_field(f) for f in pane_def.FIELDS if f.update},
-    )
-
-
-#: a round trip the collector measured to a host, seconds (a link slower than this is down)
-Rtt = Annotated[float, Field(ge=0, le=pwire.RTT_MAX, allow_inf_nan=False)]
-Count = Annotated[int, Field(ge=0, le=MAX_INT)]
-
-
-class HostIn(_Msg):
-    reachable: bool
-    error: LongText | None = None
-    rtt: Rtt | None = None
-    reconnects: Count = 0
-    contact: Time | None = None
-
-
-class Hello(_Msg):
-    type: Literal["hello"]
-    protocol: Annotated[int, Field(ge=0, le=MAX_INT)] = PROTOCOL
-    version: Annotated[str, Field(max_length=pwire.VERSION_MAX), AfterValidator(sanitize_text)] = ""
-    stream: Annotated[str, Field(min_length=1, max_length=pwire.STREAM_MAX), AfterValidator(_clean_name)]
-    hosts: Annotated[list[Name], Field(max_length=pwire.HOSTS_MAX)] = []
-    input: Annotated[list[Name], Field(max_length=pwire.HOSTS_MAX)] = []
-
-
-class PaneOp(_Msg):
-    op: Literal["pane"]
-    update: PaneIn
-
-
-class GoneOp(_Msg):
-    op: Literal["gone"]
-    key: Key
-    t: Time
-
-
-class HostOp(_Msg):
-    op: Literal["host"]
-    host: Name
-    reachable: bool
-    error: LongText | None = None
-    rtt: Rtt | None = None
-    reconnects: Count = 0
-    contact: Time | None = None
-    t: Time
-
-
-Op = Annotated[PaneOp | GoneOp | HostOp, Field(discriminator="op")]
-
-
-class Snapshot(_Msg):
-    type: Literal["snapshot"]
-    seq: Seq
-    t: Time
-    hosts: Annotated[dict[Name, HostIn], Field(max_length=pwire.HOSTS_MAX)] = {}
-    panes: list[PaneIn] = []
-
-
-class Delta(_Msg):
-    type: Literal["delta"]
-    seq: Seq
-    ops: Annotated[list[Op], Field(min_length=1)]
-
-
-def _no_controls_but_sgr(v: str) -> str:
+def _screen_line(v: str) -> str:
     """A screen line keeps its SGR colour escapes (`ESC [ ... m`) and nothing else that a
     terminal would act on: cleaned once, here, by the function the collector cleans with
     (a collector is not trusted to have done it)."""
@@ -277,45 +161,8 @@ def _no_controls_but_sgr(v: str) -> str:
     return clean_line(v)
 
 
-ScreenLine = Annotated[str, Field(max_length=pwire.SCREEN_LINE_MAX), AfterValidator(_no_controls_but_sgr)]
-Fingerprint = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-AnswerId = Annotated[str, Field(min_length=1, max_length=pwire.ANSWER_ID_MAX, pattern=r"^[a-z0-9_-]+$")]
-RequestId = Annotated[str, Field(min_length=1, max_length=pwire.REQUEST_ID_MAX, pattern=r"^[A-Za-z0-9_-]+$")]
-
-
-class AnswerChoice(_Msg):
-    id: AnswerId
-    label: Annotated[
-        str, Field(min_length=1, max_length=pwire.ANSWER_LABEL_MAX), AfterValidator(sanitize_text)
-    ]
-
-
-class Screen(_Msg):
-    type: Literal["screen"]
-    key: Key
-    t: Time
-    lines: Annotated[list[ScreenLine], Field(max_length=pwire.SCREEN_LINES_MAX)]
-    width: Annotated[int, Field(ge=0, le=10000)]
-    height: Annotated[int, Field(ge=0, le=10000)]
-    cursor: Annotated[list[Annotated[int, Field(ge=0, le=10000)]], Field(min_length=2, max_length=2)]
-    fingerprint: Annotated[str, Field(pattern=r"^([0-9a-f]{64})?$")]
-    state: STATES | None = None
-    prompt: LongText | None = None
-    answers: Annotated[list[AnswerChoice], Field(max_length=pwire.ANSWERS_MAX)] = []
-    text: bool = False
-    input: bool = False
-    error: LongText | None = None
-
-
-class Answered(_Msg):
-    type: Literal["answered"]
-    id: RequestId
-    outcome: Literal[pwire.OUTCOMES]  # type: ignore[valid-type]  # a Literal of a runtime tuple
-    prompt: LongText | None = None
-
-
-ClientMsg = Annotated[Hello | Snapshot | Delta | Screen | Answered, Field(discriminator="type")]
-_client = TypeAdapter(ClientMsg)
+def _text(v: str | None) -> str | None:
+    return None if v is None else sanitize_text(v)
 
 
 class WireError(Exception):
@@ -340,19 +187,165 @@ def _seq_of(text: str | bytes) -> int | None:
     return seq if isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq <= MAX_INT else None
 
 
-def parse(text: str | bytes, max_bytes: int, max_panes: int) -> Hello | Snapshot | Delta | Screen | Answered:
+_decoder = msgspec.json.Decoder(CollectorMessage)
+_PATH = re.compile(r"\[(\d+)\]|\[\.\.\.\]")
+
+
+def _where(path: str) -> str:
+    """msgspec's `$.ops[0].update.msg` as the protocol names it: `ops.0.update.msg`."""
+    return _PATH.sub(lambda m: "." + (m.group(1) if m.group(1) is not None else "*"), path).lstrip("$.")
+
+
+def parse(text: str | bytes, max_bytes: int, max_panes: int) -> CollectorMessage:
     if len(text) > max_bytes:
         raise WireError(f"message too large ({len(text)} bytes, limit {max_bytes})")
     try:
-        msg = _client.validate_json(text)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "message"
-        raise WireError(f"invalid message: {loc}: {err['msg']}", _seq_of(text), loc) from None
+        msg = _decoder.decode(text)
+    except msgspec.ValidationError as exc:
+        why, _, path = str(exc).partition(" - at `")
+        loc = _where(path.rstrip("`")) or "message"
+        raise WireError(f"invalid message: {loc}: {why}", _seq_of(text), loc) from None
+    except msgspec.DecodeError as exc:
+        raise _malformed(text, exc) from None
+    if not _plain(text):
+        try:
+            msg = _admit(msg)
+        except _Refused as exc:
+            seq = getattr(msg, "seq", None)
+            raise WireError(f"invalid message: {exc.at}: {exc.why}", seq, exc.at) from None
     n = len(msg.panes) if isinstance(msg, Snapshot) else len(msg.ops) if isinstance(msg, Delta) else 0
     if n > max_panes:
         raise WireError(f"message carries {n} panes, limit {max_panes}", getattr(msg, "seq", None))
     return msg
+
+
+def _malformed(text: str | bytes, exc: msgspec.DecodeError) -> WireError:
+    """Not JSON to the decoder. Python's reader takes NaN, Infinity and lone surrogates,
+    which no backend stores: if that is all it is, name where (the collector then drops
+    that pane alone, not the whole message)."""
+    try:
+        whole = json.loads(text)
+    except (ValueError, RecursionError):
+        return WireError(f"invalid message: message: {exc}", None, "message")
+    found = _unstorable_at(whole, "")
+    if found is None:
+        return WireError(f"invalid message: message: {exc}", _seq_of(text), "message")
+    at, why = found
+    return WireError(f"invalid message: {at}: {why}", _seq_of(text), at)
+
+
+def _unstorable_at(v: Any, at: str) -> tuple[str, str] | None:
+    """The path of the first value or key no backend can store, and why."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return at, "NaN and Infinity not allowed"
+    if isinstance(v, str) and any("\ud800" <= ch <= "\udfff" for ch in v):
+        return at, "lone surrogate not allowed"
+    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+    for k, x in items:
+        here = f"{at}.{k}" if at else str(k)
+        if isinstance(k, str) and any("\ud800" <= ch <= "\udfff" for ch in k):
+            return here, "lone surrogate not allowed"
+        found = _unstorable_at(x, here)
+        if found is not None:
+            return found
+    return None
+
+
+def _plain(text: str | bytes) -> bool:
+    """Every string in the frame is printable ASCII, as decoded: no escape (the only way
+    JSON carries a control character, NUL included), no DEL, nothing beyond ASCII. Such
+    strings are exactly what the cleaners and `_clean_name` leave as they are."""
+    if isinstance(text, str):
+        return text.isascii() and "\\" not in text and "\x7f" not in text
+    return text.isascii() and b"\\" not in text and b"\x7f" not in text
+
+
+class _Refused(Exception):
+    def __init__(self, at: str, why: str) -> None:
+        self.at, self.why = at, why
+
+
+def _check(at: str, fn: Any, v: Any) -> Any:
+    try:
+        return fn(v)
+    except ValueError as exc:
+        raise _Refused(at, str(exc)) from None
+
+
+def _admit(msg: CollectorMessage) -> CollectorMessage:
+    """What the types cannot say: names plain, display text cleaned, no NUL. A frozen
+    message is copied only where something was cleaned."""
+    rep = msgspec.structs.replace
+    if isinstance(msg, Hello):
+        _check("stream", _clean_name, msg.stream)
+        for i, h in enumerate(msg.hosts):
+            _check(f"hosts.{i}", _clean_name, h)
+        for i, h in enumerate(msg.input):
+            _check(f"input.{i}", _clean_name, h)
+        return rep(msg, version=sanitize_text(msg.version))
+    if isinstance(msg, Snapshot):
+        for h in msg.hosts:
+            _check("hosts.*", _clean_name, h)
+        hosts = {h: _host(s) for h, s in msg.hosts.items()}
+        panes = [_pane(f"panes.{i}", u) for i, u in enumerate(msg.panes)]
+        return rep(msg, hosts=hosts, panes=panes)
+    if isinstance(msg, Delta):
+        return rep(msg, ops=[_op(f"ops.{i}", o) for i, o in enumerate(msg.ops)])
+    if isinstance(msg, Screen):
+        _key("key", msg.key)
+        return rep(
+            msg,
+            lines=[_check(f"lines.{i}", _screen_line, ln) for i, ln in enumerate(msg.lines)],
+            prompt=_text(msg.prompt),
+            error=_text(msg.error),
+            answers=[rep(a, label=sanitize_text(a.label)) for a in msg.answers],
+        )
+    return rep(msg, prompt=_text(msg.prompt))
+
+
+def _host(s: HostState) -> HostState:
+    return s if s.error is None else msgspec.structs.replace(s, error=sanitize_text(s.error))
+
+
+def _op(at: str, o: PaneOp | GoneOp | HostOp) -> PaneOp | GoneOp | HostOp:
+    if isinstance(o, PaneOp):
+        return PaneOp(_pane(f"{at}.update", o.update))
+    if isinstance(o, GoneOp):
+        _key(f"{at}.key", o.key)
+        return o
+    _check(f"{at}.host", _clean_name, o.host)
+    return o if o.error is None else msgspec.structs.replace(o, error=sanitize_text(o.error))
+
+
+def _key(at: str, k: PaneKey) -> None:
+    for name in ("host", "tmux", "pane"):
+        _check(f"{at}.{name}", _clean_name, getattr(k, name))
+
+
+#: the pane's free-text fields (a Literal-typed one, such as `state`, is exact already)
+_PANE_TEXT = tuple(f.name for f in pane_def.FIELDS if f.update and f.type == "str" and f.choices is None)
+
+
+def _pane(at: str, u: PaneUpdate) -> PaneUpdate:
+    """One pane of a frame that is not plain ASCII (a title with a spinner glyph is
+    enough): the free-form parts are walked only when their own encoding shows they need
+    it, which costs a microsecond where the walk costs ten."""
+    _key(f"{at}.key", u.key)
+    changes: dict[str, Any] = {}
+    for name in _PANE_TEXT:
+        v = getattr(u, name)
+        if v is not None and sanitize_text(v) != v:
+            changes[name] = sanitize_text(v)
+    if b"\\u0000" in _encode(u.evidence):  # NUL, the one thing its type lets through
+        _check(f"{at}.evidence", storable_json, u.evidence)
+    if u.records and not _plain(_encode(u.records)):
+        records = tuple(_check(f"{at}.records.{i}", _clean_record, r) for i, r in enumerate(u.records))
+        if records != u.records:
+            changes["records"] = records
+    return dataclasses.replace(u, **changes) if changes else u
+
+
+_encode = msgspec.json.Encoder().encode
 
 
 def reason(text: str) -> str:

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from paneboard_protocol.pane import ROW_FIELDS, UPDATE_FIELDS
+from paneboard_protocol.pane import ROW_FIELDS, UPDATE_FIELDS, PaneKey, PaneUpdate
+from paneboard_protocol.wire import HostState
 from sqlalchemy import delete, select
 
-from ..ingest.wire import HostIn, Key, PaneIn
 from ..store import schema as s
 from . import reclassify
 from .model import Pane
@@ -36,7 +36,7 @@ class Refused(Exception):
 _APPLIED = tuple(k for k in UPDATE_FIELDS if k in ROW_FIELDS)
 
 
-def apply_update(tx: Tx, p: Pane, u: PaneIn, reason: str = "report", resumed: bool = False) -> None:
+def apply_update(tx: Tx, p: Pane, u: PaneUpdate, reason: str = "report", resumed: bool = False) -> None:
     """A collector's view of a pane, re-derived with the server's clock when possible.
 
     `resumed`: the view comes in a snapshot (a collector that restarted, reconnected or
@@ -131,10 +131,10 @@ class Ingest(Op):
     stream: str
     seq: int
     version: str = ""
-    snapshot_hosts: dict[str, HostIn] | None = None  # set for a snapshot
-    panes: list[PaneIn] = field(default_factory=list)
-    gone: list[tuple[Key, float]] = field(default_factory=list)
-    host_ops: list[tuple[str, HostIn]] = field(default_factory=list)
+    snapshot_hosts: dict[str, HostState] | None = None  # set for a snapshot
+    panes: list[PaneUpdate] = field(default_factory=list)
+    gone: list[tuple[PaneKey, float]] = field(default_factory=list)
+    host_ops: list[tuple[str, HostState]] = field(default_factory=list)
     alive: Callable[[], bool] = lambda: True
     #: where each of `panes` is in its message (`panes.3`, `ops.5.update`), for a refusal
     where: list[str] = field(default_factory=list)
@@ -149,7 +149,7 @@ class Ingest(Op):
     def at(self, i: int) -> str:
         return self.where[i] if i < len(self.where) else f"panes.{i}"
 
-    def probe(self, keep: list[int], replace: PaneIn | None = None) -> Ingest:
+    def probe(self, keep: list[int], replace: PaneUpdate | None = None) -> Ingest:
         """Only the panes at `keep` as a delta with no hooks (`isolate.py` writes it and
         rolls it back); `replace` stands in for the one pane kept."""
         panes = [self.panes[i] for i in keep] if replace is None else [replace]

@@ -22,11 +22,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from paneboard_protocol.pane import PaneKey
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..config import Config
-from ..ingest.wire import Key
 from ..store import schema as s
 from ..store.database import is_sqlite
 from ..stream.hub import Hub
@@ -236,12 +236,12 @@ class Core:
     def live_panes(self) -> list[dict[str, Any]]:
         return [self.api(p) for p in sorted(self.panes.values(), key=lambda p: p.id) if p.gone_at is None]
 
-    def collector_of(self, pane_id: int) -> tuple[int, Key] | None:
+    def collector_of(self, pane_id: int) -> tuple[int, PaneKey] | None:
         p = self.panes.get(pane_id)
         h = self.hosts.get(p.host_id) if p else None
         if p is None or h is None:
             return None
-        return h.collector_id, Key(host=h.name, tmux=p.tmux, pane=p.pane)
+        return h.collector_id, PaneKey(host=h.name, tmux=p.tmux, pane=p.pane)
 
 
 async def _last_known(conn: Any, pane_id: int) -> dict[str, Any] | None:

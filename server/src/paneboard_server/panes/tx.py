@@ -24,7 +24,7 @@ from .model import Host, Pane
 from .state import PaneState
 
 if TYPE_CHECKING:
-    from ..ingest.wire import HostIn
+    from paneboard_protocol.wire import HostState
 
 
 def host_lock_key(name: str) -> int:
@@ -253,7 +253,7 @@ class Tx:
         )
         self.touch(p, "gone", prev)
 
-    def set_host(self, h: Host, reachable: bool, error: str | None, health: HostIn | None = None) -> None:
+    def set_host(self, h: Host, reachable: bool, error: str | None, health: HostState | None = None) -> None:
         """A host's reachability (and, from its collector, the link's health: round trip,
         reconnects, last contact) as of now."""
         if health is not None:
