@@ -63,7 +63,7 @@ def test_hosts_carry_the_links_health_and_unreachable_since(db_url: str, server_
         bad = dict(lost, rtt=-1.0)
         await ws.send(json.dumps({"type": "delta", "seq": 3, "ops": [bad]}))
         refused = json.loads(await ws.recv())
-        assert refused["type"] == "refused" and refused["at"] == "ops.0.host.rtt", refused
+        assert refused["type"] == "refused" and refused["at"] == "ops.0.rtt", refused
         await ws.close()
 
     asyncio.run(go())
