@@ -18,6 +18,7 @@ import pytest
 from paneboard_agent.collector import Collector, TmuxTarget
 from paneboard_agent.transport.local import LocalTransport
 from paneboard_protocol import wire
+from paneboard_protocol.pane import PaneKey
 from paneboard_protocol.rules import load_rules
 from paneboard_protocol.server_messages import decode
 from support.hang import within
@@ -58,6 +59,13 @@ class Side:
         return next((m["outcome"] for m in self.msgs if m["type"] == "answered" and m["id"] == request), None)
 
 
+def _read(msg: wire.ServerMessage) -> wire.ServerMessage:
+    """A server message as the collector gets it: encoded, sent, decoded whole."""
+    got = decode(wire.encode(msg))
+    assert got == msg
+    return got
+
+
 def _run(tmux: TmuxServer, mode: str, scenario: Any, command: str | None = None, **target: Any) -> None:
     async def go() -> None:
         sink, side = Recorder(), Side()
@@ -75,14 +83,14 @@ def _run(tmux: TmuxServer, mode: str, scenario: Any, command: str | None = None,
             # keeps no copy), and a question no screen rule reads would never be seen.
             await _until(lambda: sink.updates, what="the collector's first report")
             pane = tmux.new_window("main", "ask", command or asker(mode))
-            key = {"host": "here", "tmux": tmux.name, "pane": pane}
+            key = PaneKey("here", tmux.name, pane)
 
             def latest() -> Any:
                 found = [u for u in sink.updates if u.key.pane == pane]
                 return found[-1] if found else None
 
             await _until(lambda: latest() is not None and latest().state == "blocked", what="blocked")
-            await collector.command(decode(wire.watch(key)))
+            await collector.command(_read(wire.watch(key)))
             await within(scenario(collector, side, key, pane, latest), 90, "the scenario")
         finally:
             task.cancel()
@@ -107,28 +115,28 @@ def test_watched_screen_carries_answers_and_an_answer_is_typed(tmux_server: Tmux
         assert any("Do you want to proceed?" in ln for ln in shot["lines"])
         # a stale fingerprint: refused, nothing typed
         stale = "0" * 64
-        await collector.command(decode(wire.answer("r1", key, stale, time.time() + 60, answer="yes")))
+        await collector.command(_read(wire.answer("r1", key, stale, time.time() + 60, answer="yes")))
         assert side.outcome("r1") == "changed"
         # an answer the prompt does not take
         fp = shot["fingerprint"]
-        await collector.command(decode(wire.answer("r2", key, fp, time.time() + 60, answer="rm-rf")))
+        await collector.command(_read(wire.answer("r2", key, fp, time.time() + 60, answer="rm-rf")))
         assert side.outcome("r2") == "refused"
         # free text where the prompt takes none
-        await collector.command(decode(wire.answer("r3", key, fp, time.time() + 60, text="yes")))
+        await collector.command(_read(wire.answer("r3", key, fp, time.time() + 60, text="yes")))
         assert side.outcome("r3") == "refused"
         # expired
-        await collector.command(decode(wire.answer("r4", key, fp, time.time() - 1, answer="yes")))
+        await collector.command(_read(wire.answer("r4", key, fp, time.time() - 1, answer="yes")))
         assert side.outcome("r4") == "expired"
         assert "Do you want to proceed?" in _screen(tmux_server, pane)  # nothing was typed
         # the real one
-        await collector.command(decode(wire.answer("r5", key, fp, time.time() + 60, answer="yes")))
+        await collector.command(_read(wire.answer("r5", key, fp, time.time() + 60, answer="yes")))
         assert side.outcome("r5") == "typed"
         await _until(lambda: "ANSWERED yes" in _screen(tmux_server, pane), what="the program continues")
         # a replay of the same answer: the prompt has moved on, nothing is typed again
-        await collector.command(decode(wire.answer("r6", key, fp, time.time() + 60, answer="yes")))
+        await collector.command(_read(wire.answer("r6", key, fp, time.time() + 60, answer="yes")))
         assert side.outcome("r6") in ("changed", "not-blocked", "used")
         await _until(lambda: latest().state != "blocked", what="no longer blocked")
-        await collector.command(decode(wire.answer("r7", key, fp, time.time() + 60, answer="yes")))
+        await collector.command(_read(wire.answer("r7", key, fp, time.time() + 60, answer="yes")))
         assert side.outcome("r7") == "not-blocked"
         # the page sees the new screen
         await _until(lambda: any("ANSWERED yes" in "".join(s["lines"]) for s in side.screens(pane)))
@@ -141,7 +149,7 @@ def test_without_allow_input_nothing_is_typed(tmux_server: TmuxServer) -> None:
         shot = await _until(lambda: next((s for s in side.screens(pane) if s["answers"]), None))
         assert shot["input"] is False
         await collector.command(
-            decode(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, answer="yes"))
+            _read(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, answer="yes"))
         )
         assert side.outcome("r1") == "disabled"
         await asyncio.sleep(0.5)
@@ -155,7 +163,7 @@ def test_no_screens_refuses_to_capture(tmux_server: TmuxServer) -> None:
     async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
         shot = await _until(lambda: next(iter(side.screens(pane)), None))
         assert shot["lines"] == [] and "switched off" in shot["error"]
-        await collector.command(decode(wire.answer("r1", key, "0" * 64, time.time() + 60, answer="yes")))
+        await collector.command(_read(wire.answer("r1", key, "0" * 64, time.time() + 60, answer="yes")))
         assert side.outcome("r1") == "disabled"
 
     _run(tmux_server, "permission", scenario, screens=False, allow_input=True)
@@ -169,11 +177,11 @@ def test_free_text_is_typed_literally(tmux_server: TmuxServer) -> None:
         assert shot["answers"] == [] and shot["input"]
         bad = "two\nlines"
         await collector.command(
-            decode(wire.answer("r0", key, shot["fingerprint"], time.time() + 60, text=bad))
+            _read(wire.answer("r0", key, shot["fingerprint"], time.time() + 60, text=bad))
         )
         assert side.outcome("r0") == "refused"
         await collector.command(
-            decode(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
+            _read(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
         )
         assert side.outcome("r1") == "typed"
         await _until(lambda: "GOT " in _screen(tmux_server, pane), what="the program read the line")
@@ -197,7 +205,7 @@ def test_paneboard_ask_takes_an_answer_from_the_board(tmux_server: TmuxServer, t
         shot = await _until(lambda: next((s for s in side.screens(pane) if s["text"]), None), what="text")
         assert shot["input"] and any("Deploy to prod?" in ln for ln in shot["lines"])
         await collector.command(
-            decode(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
+            _read(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
         )
         assert side.outcome("r1") == "typed"
         await _until(lambda: out.exists() and out.read_text() == text, what="the script's answer")
@@ -214,7 +222,7 @@ def test_free_text_ending_in_a_semicolon_is_typed_byte_for_byte(tmux_server: Tmu
     async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
         shot = await _until(lambda: next((s for s in side.screens(pane) if s["text"]), None), what="text")
         await collector.command(
-            decode(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
+            _read(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
         )
         assert side.outcome("r1") == "typed"
         await _until(lambda: "GOT " in _screen(tmux_server, pane), what="the program read the line")
@@ -249,22 +257,22 @@ def test_watch_of_an_excluded_or_unknown_pane_captures_nothing(tmux_server: Tmux
             )
             assert not any(u.key.pane == secret for u in sink.updates)
             for target_pane in (secret, "%999"):
-                key = {"host": "here", "tmux": tmux_server.name, "pane": target_pane}
-                await collector.command(decode(wire.watch(key)))
+                key = PaneKey("here", tmux_server.name, target_pane)
+                await collector.command(_read(wire.watch(key)))
                 shot = await _until(
                     lambda p=target_pane: next(iter(side.screens(p)), None), what="the refusal"
                 )
                 assert shot["lines"] == [] and "does not watch that pane" in shot["error"]
                 await collector.command(
-                    decode(wire.answer("r-" + target_pane, key, "0" * 64, time.time() + 60, answer="yes"))
+                    _read(wire.answer("r-" + target_pane[1:], key, "0" * 64, time.time() + 60, answer="yes"))
                 )
-                assert side.outcome("r-" + target_pane) == "not-blocked"
+                assert side.outcome("r-" + target_pane[1:]) == "not-blocked"
             await asyncio.sleep(0.5)
             assert all(s["lines"] == [] for s in side.screens(secret))
             assert "ANSWERED" not in _screen(tmux_server, secret)
             # the tracked pane is still watched as before
-            key = {"host": "here", "tmux": tmux_server.name, "pane": pane}
-            await collector.command(decode(wire.watch(key)))
+            key = PaneKey("here", tmux_server.name, pane)
+            await collector.command(_read(wire.watch(key)))
             await _until(lambda: any(s["answers"] for s in side.screens(pane)), what="a screen with answers")
         finally:
             task.cancel()

@@ -324,15 +324,17 @@ class Page:
         self.running = asyncio.run_coroutine_threadsafe(self.collector.run(), self.loop)
 
     @property
-    def key(self) -> dict[str, str]:
-        return {"host": "here", "tmux": self.stage.tmux.name, "pane": self.stage.pane}
+    def key(self) -> Any:
+        from paneboard_protocol.pane import PaneKey
+
+        return PaneKey("here", self.stage.tmux.name, self.stage.pane)
 
     def watch(self) -> None:
         from paneboard_protocol import wire
         from paneboard_protocol.server_messages import decode
 
         asyncio.run_coroutine_threadsafe(
-            self.collector.command(decode(wire.watch(self.key))), self.loop
+            self.collector.command(decode(wire.encode(wire.watch(self.key)))), self.loop
         ).result(20)
 
     def answer(self, request: str, fingerprint: str, answer: str = "yes") -> str:
@@ -340,7 +342,9 @@ class Page:
         from paneboard_protocol import wire
         from paneboard_protocol.server_messages import decode
 
-        msg = decode(wire.answer(request, self.key, fingerprint, time.time() + 60, answer=answer))
+        msg = decode(
+            wire.encode(wire.answer(request, self.key, fingerprint, time.time() + 60, answer=answer))
+        )
         asyncio.run_coroutine_threadsafe(self.collector.command(msg), self.loop).result(30)
         return str(next(m["outcome"] for m in self.side if m["type"] == "answered" and m["id"] == request))
 

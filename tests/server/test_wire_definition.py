@@ -108,22 +108,6 @@ def test_every_field_s_type_and_limit_is_checked_while_decoding() -> None:
     sw.parse(json.dumps(bad), 1 << 20, 100)
 
 
-def test_server_messages_parse_and_unknown_ones_are_ignored() -> None:
-    key = w.Key(host="h", tmux="default", pane="%1")
-    for m in (
-        w.welcome("0.1", None, True),
-        w.ack(3),
-        w.resync("gap"),
-        w.seen(key, 1.0),
-        w.watch(key, 100),
-        w.unwatch(key),
-        w.answer("r1", key, "a" * 64, 9.0, answer="yes"),
-    ):
-        assert w.parse_server(w.encode(m)) == m
-    assert w.parse_server('{"type": "screen-please"}') is None
-    assert w.parse_server("not json") is None
-
-
 def test_the_server_refuses_what_screens_and_answers_may_not_carry() -> None:
     good = msgspec.to_builtins(
         w.screen(

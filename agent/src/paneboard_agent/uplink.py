@@ -36,6 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 import websockets
 from paneboard_protocol import server_messages as sm
 from paneboard_protocol import wire
+from paneboard_protocol.pane import TEXT_MAX
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
 from .health import Health
@@ -380,7 +381,7 @@ class UplinkSink:
                 self.last_error = None
                 self._wake.set()
             elif isinstance(msg, sm.Resync):
-                log.debug("server asked for a snapshot: %s", msg.reason)
+                log.debug("server asked for a snapshot: %s", msg.reason[:TEXT_MAX])
                 self._need_snapshot = True
                 self._wake.set()
             elif isinstance(msg, sm.Seen):
@@ -412,7 +413,7 @@ class UplinkSink:
             if isinstance(update, PaneUpdate):
                 self.quarantine[str(update.key)] = _fingerprint(update)
         what = f"host {host!r}" if host is not None else f"{len(items)} pane update(s) of seq {info.seq}"
-        log.warning("server refused %s: %s; not sending it again", what, info.reason)
+        log.warning("server refused %s: %s; not sending it again", what, info.reason[:TEXT_MAX])
 
     def _held_back(self, update: PaneUpdate) -> bool:
         if update.key.host in self.refused_hosts:

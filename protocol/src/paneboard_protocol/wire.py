@@ -1,17 +1,16 @@
 """The ingest uplink's messages (`WS /api/ingest`), defined once for both ends.
 
-A collector's message (hello, snapshot, delta, screen, answered) is a typed class here,
-with its limits as `msgspec.Meta` in its annotations: the collector builds and encodes
-these very objects, and the server decodes a frame straight into them
-(`paneboard_server.ingest.wire`), every type and bound checked while the JSON is parsed.
-The server's commands to the collector are TypedDicts built here and read back by
-`server_messages.py`. `docs/wire.md` is held to these definitions by a test.
+Every message, in both directions, is a typed class here (a msgspec Struct tagged by its
+`type`), with its limits as `msgspec.Meta` in its annotations. The sender builds and
+encodes these very objects; the receiver decodes a frame straight into them, every type
+and bound checked while the JSON is parsed: the server in `paneboard_server.ingest.wire`,
+the collector in `server_messages.read_server`. `docs/wire.md` is held to these
+definitions by a test.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any, Literal, TypedDict, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 from msgspec import Meta, Struct
@@ -42,14 +41,6 @@ Seq = Annotated[int, Meta(ge=0, le=INT_MAX)]
 Count = Annotated[int, Meta(ge=0, le=INT_MAX)]
 #: a round trip the collector measured to a host, seconds (a link slower than this is down)
 Rtt = Annotated[float, Meta(ge=0, le=RTT_MAX)]
-
-
-class Key(TypedDict):
-    """A pane's key inside a server command (the collector's messages carry `PaneKey`)."""
-
-    host: str
-    tmux: str
-    pane: str
 
 
 class _Msg(Struct, frozen=True, tag_field="type"):
@@ -167,64 +158,69 @@ CollectorMessage = Hello | Snapshot | Delta | Screen | Answered
 
 
 # --- server → collector ----------------------------------------------------------------
-class Welcome(TypedDict):
-    type: Literal["welcome"]
-    protocol: int
-    server: str
-    acked: int | None
-    snapshot: bool
+# The server builds and encodes these; the collector decodes a frame into them
+# (`server_messages.read_server`), every field checked, before acting on any of it.
+class Welcome(_Msg, frozen=True, tag="welcome"):
+    server: Annotated[str, Meta(max_length=VERSION_MAX)]
+    snapshot: bool  # True: the server wants a snapshot, not a resend
+    acked: Seq | None = None  # the last seq the server committed for this stream, if any
+    protocol: Annotated[int, Meta(ge=0, le=INT_MAX)] = PROTOCOL
 
 
-class Ack(TypedDict):
-    type: Literal["ack"]
-    seq: int
+class Ack(_Msg, frozen=True, tag="ack"):
+    seq: Seq
 
 
-class Resync(TypedDict):
-    type: Literal["resync"]
-    reason: str
+class Resync(_Msg, frozen=True, tag="resync"):
+    reason: str  # words for a log line, cut where shown
 
 
-class Seen(TypedDict):
-    type: Literal["seen"]
-    key: Key
-    t: float
+class Seen(_Msg, frozen=True, tag="seen"):
+    key: PaneKey
+    t: Time
 
 
-class Refused(TypedDict):
-    """Sent just before a 1007/1009/4403 close: exactly what was refused, so the
-    collector drops that and resends the rest instead of looping on it."""
+class Refused(_Msg, frozen=True, tag="refused"):
+    """Sent just before a 1007/1009/4403 close, or alone for one pane: exactly what was
+    refused, so the collector drops that and resends the rest instead of looping on it."""
 
-    type: Literal["refused"]
-    seq: int | None
-    at: str | None
-    host: str | None
-    reason: str
+    reason: str  # words for a log line, cut where shown
+    seq: Seq | None = None
+    at: str | None = None  # `panes.3.msg`, `ops.0.update.msg`: which item
+    host: KeyName | None = None  # a host name refused as a whole
 
 
-class Watch(TypedDict):
+class Watch(_Msg, frozen=True, tag="watch"):
     """A viewer looks at this pane: capture it now and on every settle until unwatched."""
 
-    type: Literal["watch"]
-    key: Key
-    scrollback: int  # lines of history above the visible rows (bounded by SCREEN_LINES_MAX)
+    key: PaneKey
+    scrollback: Annotated[int, Meta(ge=0, le=SCREEN_LINES_MAX)] = 0  # lines above the visible rows
 
 
-class Unwatch(TypedDict):
-    type: Literal["unwatch"]
-    key: Key
+class Unwatch(_Msg, frozen=True, tag="unwatch"):
+    key: PaneKey
 
 
-class Answer(TypedDict):
-    """Type this answer if, and only if, the pane is still blocked on this very screen."""
+class Answer(_Msg, frozen=True, tag="answer"):
+    """Type this answer if, and only if, the pane is still blocked on the prompt
+    `fingerprint` names: a declared answer's id, or free text (exactly one of the two)."""
 
-    type: Literal["answer"]
-    id: str
-    key: Key
-    fingerprint: str
-    answer: str | None  # a declared answer's id, or
-    text: str | None  # free text, typed literally, then Enter
-    expires: float  # wall time after which it must not be typed
+    id: RequestId
+    key: PaneKey
+    fingerprint: Annotated[str, Meta(max_length=FINGERPRINT_LEN)]
+    expires: Time  # wall time after which it must not be typed
+    answer: Annotated[str, Meta(max_length=ANSWER_ID_MAX)] | None = None
+    text: Annotated[str, Meta(max_length=ANSWER_TEXT_MAX)] | None = None  # typed literally, then Enter
+
+    def __post_init__(self) -> None:
+        if (self.answer is None) == (self.text is None):
+            raise ValueError("exactly one of `answer` and `text`")
+
+
+#: what the server sends a collector, decoded by its `type`
+ServerMessage = Welcome | Ack | Resync | Refused | Seen | Watch | Unwatch | Answer
+#: the server's commands about one pane (screens and answers)
+PaneCommand = Watch | Unwatch | Answer
 
 
 COLLECTOR_MESSAGES: dict[str, type] = {
@@ -283,23 +279,23 @@ def _health(health: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def welcome(server: str, acked: int | None, snapshot: bool) -> Welcome:
-    return {"type": "welcome", "protocol": PROTOCOL, "server": server, "acked": acked, "snapshot": snapshot}
+    return Welcome(server=server, snapshot=snapshot, acked=acked)
 
 
 def ack(seq: int) -> Ack:
-    return {"type": "ack", "seq": seq}
+    return Ack(seq)
 
 
 def resync(reason: str) -> Resync:
-    return {"type": "resync", "reason": reason}
+    return Resync(reason)
 
 
-def seen(key: Key, t: float) -> Seen:
-    return {"type": "seen", "key": key, "t": t}
+def seen(key: PaneKey, t: float) -> Seen:
+    return Seen(key, t)
 
 
 def refused(seq: int | None, at: str | None, host: str | None, reason: str) -> Refused:
-    return {"type": "refused", "seq": seq, "at": at, "host": host, "reason": reason}
+    return Refused(reason=reason, seq=seq, at=at, host=host)
 
 
 def screen(
@@ -338,32 +334,24 @@ def answered(request: str, outcome: Outcome, prompt: str | None = None) -> Answe
     return Answered(id=request, outcome=outcome, prompt=prompt)
 
 
-def watch(key: Key, scrollback: int = 0) -> Watch:
-    return {"type": "watch", "key": key, "scrollback": scrollback}
+def watch(key: PaneKey, scrollback: int = 0) -> Watch:
+    return Watch(key, scrollback)
 
 
-def unwatch(key: Key) -> Unwatch:
-    return {"type": "unwatch", "key": key}
+def unwatch(key: PaneKey) -> Unwatch:
+    return Unwatch(key)
 
 
 def answer(
     request: str,
-    key: Key,
+    key: PaneKey,
     fingerprint: str,
     expires: float,
     *,
     answer: str | None = None,
     text: str | None = None,
 ) -> Answer:
-    return {
-        "type": "answer",
-        "id": request,
-        "key": key,
-        "fingerprint": fingerprint,
-        "answer": answer,
-        "text": text,
-        "expires": expires,
-    }
+    return Answer(id=request, key=key, fingerprint=fingerprint, expires=expires, answer=answer, text=text)
 
 
 _encoder = msgspec.json.Encoder()
@@ -372,18 +360,3 @@ _encoder = msgspec.json.Encoder()
 def encode(msg: Any) -> str:
     """A message as the text frame that carries it (a typed message or a command's dict)."""
     return _encoder.encode(msg).decode()
-
-
-def parse_server(raw: str | bytes) -> dict[str, Any] | None:
-    """A server message as a dict with a known `type`, or None for anything else.
-
-    The collector ignores what it does not understand (a newer server may send more),
-    so this never raises; the fields' types are checked where they are used.
-    """
-    try:
-        msg = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(msg, dict) or msg.get("type") not in SERVER_MESSAGES:
-        return None
-    return msg

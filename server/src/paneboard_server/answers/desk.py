@@ -114,7 +114,7 @@ class AnswerDesk:
             outcome = "used"
         else:
             outcome, said = await self._relay(
-                claim, who, send, _wire_key(target[1]), fingerprint, answer, text
+                claim, who, send, target[1], fingerprint, answer, text
             )
             if outcome != "typed":
                 self.claims.pop(claim, None)
@@ -166,7 +166,7 @@ class AnswerDesk:
         claim: tuple[int, str],
         who: Principal,
         send: Any,
-        key: pwire.Key,
+        key: PaneKey,
         fingerprint: str,
         answer: str | None,
         text: str | None,
@@ -180,7 +180,7 @@ class AnswerDesk:
         self.hub.replies[request] = fut
         try:
             expires = time.time() + self.ttl
-            send(dict(pwire.answer(request, key, fingerprint, expires, answer=answer, text=text)))
+            send(pwire.answer(request, key, fingerprint, expires, answer=answer, text=text))
             try:
                 reply = await asyncio.wait_for(fut, min(REPLY_WAIT, self.ttl + 1))
             except TimeoutError:
@@ -202,7 +202,3 @@ async def audit(
         rows = (await conn.execute(q)).all()
     return [{k: r._mapping[k] for k in AUDIT_KEYS} for r in rows]
 
-
-def _wire_key(key: PaneKey) -> pwire.Key:
-    """The pane's key as a server command carries it (`docs/wire.md`)."""
-    return pwire.Key(host=key.host, tmux=key.tmux, pane=key.pane)

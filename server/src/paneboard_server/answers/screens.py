@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from paneboard_protocol import wire as pwire
+from paneboard_protocol.pane import PaneKey
 from paneboard_protocol.wire import Answered, Screen
 
 from ..panes.core import Core
@@ -74,7 +75,7 @@ class ScreenHub:
             return True
         if first:
             self.stats["watches"] += 1
-            send(dict(pwire.watch(pwire.Key(host=key.host, tmux=key.tmux, pane=key.pane), scrollback)))
+            send(pwire.watch(PaneKey(key.host, key.tmux, key.pane), scrollback))
         return True
 
     def online(self, pane_id: int) -> bool:
@@ -139,8 +140,8 @@ class ScreenHub:
             target = self.core.collector_of(pane_id)
             if target is not None and target[0] == cid:
                 k = target[1]
-                key = pwire.Key(host=k.host, tmux=k.tmux, pane=k.pane)
-                send(dict(pwire.watch(key, self.scrollback.get(pane_id, 0))))
+                key = PaneKey(k.host, k.tmux, k.pane)
+                send(pwire.watch(key, self.scrollback.get(pane_id, 0)))
 
     # --- time -----------------------------------------------------------------------
     def sweep(self) -> None:
@@ -155,7 +156,7 @@ class ScreenHub:
             send = self.core.seen_routes.get(target[0]) if target is not None else None
             if target is not None and send is not None:
                 k = target[1]
-                send(dict(pwire.unwatch(pwire.Key(host=k.host, tmux=k.tmux, pane=k.pane))))
+                send(pwire.unwatch(PaneKey(k.host, k.tmux, k.pane)))
 
     async def run(self) -> None:
         while True:

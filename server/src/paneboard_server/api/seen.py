@@ -12,6 +12,7 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException
 from paneboard_protocol import wire as pwire
+from paneboard_protocol.pane import PaneKey
 
 from ..auth.access import Writer
 from ..panes.core import Seen
@@ -60,7 +61,7 @@ async def forward_seen(svc: Services, pane_id: int) -> None:
         return
     cid, key = target
     send = core.seen_routes.get(cid)
-    msg = pwire.seen(pwire.Key(host=key.host, tmux=key.tmux, pane=key.pane), core.clock())
+    msg = pwire.seen(PaneKey(key.host, key.tmux, key.pane), core.clock())
     if send is not None:
         send(msg)
         return

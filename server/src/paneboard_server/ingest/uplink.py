@@ -18,9 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from paneboard_protocol import wire as pwire
@@ -52,16 +51,16 @@ class Connection:
         self.ws = ws
         self.collector_id = collector_id
         self.name = name
-        self.outbox: asyncio.Queue[Mapping[str, Any] | None] = asyncio.Queue(10000)
+        self.outbox: asyncio.Queue[pwire.ServerMessage | None] = asyncio.Queue(10000)
         self.acked = -1
         self.ack_sent = -1
         self.ack_event = asyncio.Event()
         self.closing: tuple[int, str] | None = None
-        self.last_words: Mapping[str, Any] | None = None  # sent just before the close
+        self.last_words: pwire.Refused | None = None  # sent just before the close
         self.failed = False  # an operation of this connection was refused or lost
         self.credential: str | None = None  # the token's hash (revocation compares it)
 
-    def send(self, msg: Mapping[str, Any]) -> None:
+    def send(self, msg: pwire.ServerMessage) -> None:
         try:
             self.outbox.put_nowait(msg)
         except asyncio.QueueFull:
@@ -108,7 +107,7 @@ class Connection:
         finally:
             if self.last_words is not None:
                 with contextlib.suppress(Exception):
-                    await self.ws.send_text(json.dumps(self.last_words))
+                    await self.ws.send_text(pwire.encode(self.last_words))
 
     async def _send_loop(self) -> None:
         while True:
@@ -135,12 +134,12 @@ class Connection:
                 msg = get.result()
                 if msg is None:
                     return
-                await self.ws.send_text(json.dumps(msg))
+                await self.ws.send_text(pwire.encode(msg))
             while not self.outbox.empty():
                 msg = self.outbox.get_nowait()
                 if msg is None:
                     return
-                await self.ws.send_text(json.dumps(msg))
+                await self.ws.send_text(pwire.encode(msg))
             if acked > self.ack_sent:
                 self.ack_sent = acked
                 await self.ws.send_text(pwire.encode(pwire.ack(acked)))

@@ -19,9 +19,10 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
+from paneboard_protocol import wire as pwire
 from paneboard_protocol.pane import PaneKey
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -83,7 +84,7 @@ class Core:
         self.hub = Hub(cfg.limits.sse_queue)
         self.deadlines = Deadlines(self.clock, self._due)
         self.listeners: list[Callable[[list[Change]], Any]] = []
-        self.seen_routes: dict[int, Callable[[Mapping[str, Any]], None]] = {}
+        self.seen_routes: dict[int, Callable[[pwire.ServerMessage], None]] = {}
         self.collector_names: dict[int, str] = {}
         # Hosts whose collector types answers (its hello's `input`), per collector.
         self.input_hosts: dict[int, frozenset[str]] = {}

@@ -16,6 +16,7 @@ from typing import Any
 
 import asyncpg
 from paneboard_protocol import wire as pwire
+from paneboard_protocol.pane import PaneKey
 from sqlalchemy.engine import make_url
 
 from ..panes.core import NOTIFY_CHANNEL, SEEN_CHANNEL, Core, Refresh
@@ -76,7 +77,7 @@ class Fanout:
         cid, key = target
         send = self.core.seen_routes.get(cid)
         if send is not None:
-            send(pwire.seen(pwire.Key(host=key.host, tmux=key.tmux, pane=key.pane), self.core.clock()))
+            send(pwire.seen(PaneKey(key.host, key.tmux, key.pane), self.core.clock()))
 
     async def notify_seen(self, pane_id: int) -> None:
         if self.conn is not None:
