@@ -44,8 +44,8 @@ Rtt = Annotated[float, Meta(ge=0, le=RTT_MAX)]
 
 
 class _Msg(Struct, frozen=True, tag_field="type"):
-    """A collector → server message: its class is its `type` (the tag), unknown fields
-    are ignored (a newer collector may send more)."""
+    """A message, either way: its class is its `type` (the tag); fields the receiver does
+    not know are ignored (a newer peer may send more)."""
 
 
 class _Op(Struct, frozen=True, tag_field="op"):
