@@ -421,7 +421,7 @@ def test_text_longer_than_the_wire_takes_is_cut_to_its_limit() -> None:
     """A tmux session name longer than the server stores (`pane.NAME_MAX`, its
     `tmux_sessions.name` column) is cut, not sent whole: the server refuses a pane with a
     longer value, so an honest collector would lose the pane for the end of a name."""
-    from paneboard_protocol.pane import BY_NAME, NAME_MAX
+    from paneboard_protocol.pane import NAME_MAX, WIRE_TEXT_MAX
 
     t = PaneTracker(KEY, "main", RULES)
     long_info = PaneInfo("$0", "@0", "0", "%1", 100, False, "/dev/pts/9", "s" * 4000, "w" * 5000, "bash")
@@ -429,5 +429,5 @@ def test_text_longer_than_the_wire_takes_is_cut_to_its_limit() -> None:
     update = t.take_update()
     assert update is not None
     assert update.session == "s" * NAME_MAX
-    window_max = BY_NAME["window"].max_len
+    window_max = WIRE_TEXT_MAX["window"]
     assert window_max is not None and update.window == ("0:" + "w" * 5000)[:window_max]

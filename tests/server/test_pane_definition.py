@@ -117,23 +117,32 @@ def test_a_misspelt_or_mistyped_field_fails_the_type_check(tmp_path: Path) -> No
     assert 'has no attribute "prgress"' in run.stdout, run.stdout
 
 
-def test_wire_limits_come_from_the_definition() -> None:
-    """The limits in the class's annotations are the definition's: each bound is taken,
-    one beyond it refused, while decoding."""
+def test_the_limits_written_in_the_annotations_are_the_wire_s() -> None:
+    """A pane's limits are written once, in `PaneUpdate`'s annotations: each bound is
+    taken, one beyond it refused, while decoding; `WIRE_TEXT_MAX` (what the collector cuts
+    to) reads the same bounds."""
+    assert d.WIRE_TEXT_MAX == {
+        "session": d.NAME_MAX,
+        "window": d.TEXT_MAX,
+        "agent": d.NAME_MAX,
+        "kind": d.KIND_MAX,
+        "msg": d.TEXT_MAX,
+        "title": d.TEXT_MAX,
+        "process": d.TEXT_MAX,
+    }
     u = PaneUpdate(PaneKey("h", "t", "%1"), "", "", None, None, None, None, None, True, 1.0)
     base = msgspec.to_builtins(u)
-    for f in d.FIELDS:
-        if not f.update:
-            continue
-        if f.max_len is not None and f.type == "str":
-            _decode({**base, f.name: "x" * f.max_len})
-            assert _rejected({**base, f.name: "x" * (f.max_len + 1)}), f.name
-        if f.hi is not None:
-            assert _rejected({**base, f.name: f.hi * 2 + 1}), f.name
-        if f.choices is not None:
-            for c in f.choices:
-                _decode({**base, f.name: c})
-            assert _rejected({**base, f.name: "nonsense"}), f.name
+    for name, limit in d.WIRE_TEXT_MAX.items():
+        _decode({**base, name: "x" * limit})
+        assert _rejected({**base, name: "x" * (limit + 1)}), name
+    for name, hi in (("progress", 100), ("t", d.TIME_MAX), ("since", d.TIME_MAX)):
+        _decode({**base, name: hi})
+        assert _rejected({**base, name: hi * 2 + 1}) and _rejected({**base, name: -1}), name
+    for name, values in (("state", d.STATES), ("source", d.SOURCES)):
+        for c in values:
+            _decode({**base, name: c})
+        assert _rejected({**base, name: "nonsense"}), name
+    _decode({**base, "records": [{}] * d.RECORDS_MAX})
     assert _rejected({**base, "records": [{}] * (d.RECORDS_MAX + 1)})
 
 
@@ -166,7 +175,10 @@ def test_tables_have_a_column_per_stored_field() -> None:
     for name in ("state", "kind", "source"):
         width = d.BY_NAME[name].sql_len
         assert schema.panes.c[name].type.length == width
-        assert max(len(c) for c in d.BY_NAME[name].choices or ("",)) <= (width or 0)
+        longest = d.WIRE_TEXT_MAX.get(name) or max(
+            len(c) for c in (d.STATES if name == "state" else d.SOURCES)
+        )
+        assert longest <= (width or 0), name
 
 
 def test_report_vocabulary_and_the_page_know_the_same_states_and_kinds() -> None:

@@ -106,9 +106,9 @@ def test_every_limit_the_wire_accepts_fits_every_column_it_is_stored_in() -> Non
     widths = tuple(width(f"pane_records.{c}") for c in ("record_id", "state", "kind"))
     assert cut == widths
     # the pane's own definition says the same: a sized column is at least its wire limit
-    for f in pane_def.FIELDS:
-        if f.sql_len is not None and f.max_len is not None:
-            assert f.max_len <= f.sql_len, f.name
+    for name, limit in pane_def.WIRE_TEXT_MAX.items():
+        sql_len = pane_def.BY_NAME[name].sql_len
+        assert sql_len is None or limit <= sql_len, name
 
 
 WIDE = "𝄞"  # four bytes in UTF-8: the widest a character gets
@@ -121,11 +121,7 @@ def test_a_pane_with_every_text_at_its_limit_is_stored(db_url: str, server_facto
 
     tokens = asyncio.run(make_tokens(db_url))
     srv = server_factory(db_url)
-    at_limit = {
-        f.name: WIDE * f.max_len
-        for f in pane_def.FIELDS
-        if f.update and f.type == "str" and f.max_len is not None and f.choices is None
-    }
+    at_limit = {name: WIDE * limit for name, limit in pane_def.WIRE_TEXT_MAX.items()}
     assert {"session", "window", "msg", "title", "process", "agent", "kind"} <= set(at_limit)
     host, tmux, pid = (
         WIDE * pane_def.NAME_MAX,

@@ -1,16 +1,17 @@
 """A pane's state, defined once: every field, where it travels, and its limits.
 
-The server's panes/history tables, its wire validation, `GET /api/panes`, the live
-stream and the history rows are derived from `FIELDS`; what is written out is held to
+The server's panes/history tables, `GET /api/panes`, the live stream and the history
+rows are derived from `FIELDS`; what is written out is held to
 it by a test (`tests/server/test_pane_definition.py`): the pane's two typed classes —
 `PaneUpdate` here (with its `PaneKey`), what the collector sends, and the server's
 mutable `Pane` — the Alembic migrations and the page's JS. Adding a pane field is its
 `Field` here, its line in the class(es) that carry it, and one storage migration.
 
-Pure data: no I/O. The typed classes carry their limits as `msgspec.Meta` in their
-annotations, so the server decodes a collector's message straight into `PaneUpdate` and
-every bound is checked while the JSON is parsed (`paneboard_server.ingest.wire`); msgspec
-is the protocol package's one dependency.
+Pure data: no I/O. A field's limit is written once, in `PaneUpdate`'s annotation of it
+(`msgspec.Meta`): the server decodes a collector's message straight into `PaneUpdate`,
+every bound checked while the JSON is parsed (`paneboard_server.ingest.wire`), and the
+collector cuts its text to the same bounds (`WIRE_TEXT_MAX`, read from the annotations).
+msgspec is the protocol package's one dependency.
 """
 
 from __future__ import annotations
@@ -85,11 +86,11 @@ class Field:
     default is None). `type` is one of "str", "int", "float", "bool", "json" (a dict) or "list" (of dicts).
     `classification`: produced by the classifier (`Classification.to_json`).
     `update`: sent by the collector (`PaneUpdate`, the wire's pane object); with
-    `required` it has no default in `PaneUpdate` (its positional block).
+    `required` it has no default in `PaneUpdate` (its positional block); its limits are
+    in `PaneUpdate`'s annotations, and nowhere else (`WIRE_TEXT_MAX` reads them).
     `row`: a panes-table column the server writes. `api`: shown by `GET /api/panes` and
-    the stream. `history`: copied into each history row. `choices`/`max_len`/`lo`/`hi`
-    are the limits the server validates a collector's value against; `sql_len` the
-    column width (None: unbounded text); `sql_big` an integer column is 64-bit.
+    the stream. `history`: copied into each history row. `sql_len` the column width
+    (None: unbounded text); `sql_big` an integer column is 64-bit.
     """
 
     name: str
@@ -102,10 +103,6 @@ class Field:
     row: bool = False
     api: bool = False
     history: bool = False
-    choices: tuple[str, ...] | None = None
-    max_len: int | None = None
-    lo: float | None = None
-    hi: float | None = None
     sql_len: int | None = None
     sql_big: bool = False
 
@@ -114,22 +111,20 @@ _CLS: dict[str, Any] = {"classification": True, "update": True, "required": True
 
 #: The fields in `PaneUpdate`'s positional order (after its key).
 FIELDS: tuple[Field, ...] = (
-    Field("session", "str", "", update=True, required=True, row=True, api=True, max_len=NAME_MAX),
-    Field("window", "str", "", update=True, required=True, row=True, api=True, max_len=TEXT_MAX),
-    Field("agent", "str", **_CLS, history=True, max_len=NAME_MAX),
-    Field("state", "str", **_CLS, history=True, choices=STATES, sql_len=STATE_MAX),
-    Field("kind", "str", **_CLS, history=True, max_len=KIND_MAX, sql_len=KIND_MAX),
-    Field("msg", "str", **_CLS, history=True, max_len=TEXT_MAX),
-    Field("source", "str", **_CLS, history=True, choices=SOURCES, sql_len=STATE_MAX),
+    Field("session", "str", "", update=True, required=True, row=True, api=True),
+    Field("window", "str", "", update=True, required=True, row=True, api=True),
+    Field("agent", "str", **_CLS, history=True),
+    Field("state", "str", **_CLS, history=True, sql_len=STATE_MAX),
+    Field("kind", "str", **_CLS, history=True, sql_len=KIND_MAX),
+    Field("msg", "str", **_CLS, history=True),
+    Field("source", "str", **_CLS, history=True, sql_len=STATE_MAX),
     Field("observable", "bool", True, nullable=False, **_CLS),
-    Field("t", "float", update=True, required=True, nullable=False, lo=0, hi=TIME_MAX),
-    Field("title", "str", classification=True, update=True, row=True, api=True, max_len=TEXT_MAX),
-    Field("progress", "int", classification=True, update=True, row=True, api=True, lo=0, hi=100),
-    Field("since", "float", classification=True, update=True, row=True, api=True, lo=0, hi=TIME_MAX),
-    Field("process", "str", update=True, row=True, api=True, max_len=TEXT_MAX),
-    Field(
-        "records", "list", (), nullable=False, classification=True, update=True, api=True, max_len=RECORDS_MAX
-    ),
+    Field("t", "float", update=True, required=True, nullable=False),
+    Field("title", "str", classification=True, update=True, row=True, api=True),
+    Field("progress", "int", classification=True, update=True, row=True, api=True),
+    Field("since", "float", classification=True, update=True, row=True, api=True),
+    Field("process", "str", update=True, row=True, api=True),
+    Field("records", "list", (), nullable=False, classification=True, update=True, api=True),
     Field("evidence", "json", {}, update=True, row=True),
     Field("last_seen", "float", row=True, api=True),
     Field("rev", "int", 0, nullable=False, row=True, api=True, sql_big=True),
@@ -160,16 +155,16 @@ SIGNATURE_FIELDS = tuple(n for n in UPDATE_FIELDS if n not in ("t", "since"))
 
 
 def clip_text(values: dict[str, Any]) -> dict[str, Any]:
-    """`values` with every string of a limited field cut to its `max_len`.
+    """`values` with every free-text field cut to its limit (`WIRE_TEXT_MAX`).
 
     The collector sends display text as tmux and programs give it; cut here, to the limits
     the server validates against, an overlong tmux session name costs the end of the name
     instead of the whole pane (the server would refuse the pane)."""
     out = dict(values)
     for name, v in values.items():
-        f = BY_NAME.get(name)
-        if f is not None and f.max_len is not None and f.type == "str" and isinstance(v, str):
-            out[name] = v[: f.max_len]
+        limit = WIRE_TEXT_MAX.get(name)
+        if limit is not None and isinstance(v, str):
+            out[name] = v[:limit]
     return out
 
 
@@ -245,3 +240,24 @@ class PaneUpdate:
         the object itself; this is for a frame built by hand, as tests and benchmarks do)."""
         out: dict[str, Any] = msgspec.to_builtins(self)
         return out
+
+
+def _text_limits() -> dict[str, int]:
+    """Each free-text field of `PaneUpdate` (a bounded `str`, not a `Literal`) and its
+    limit, read from the class's own annotations: the one place a limit is written."""
+    import msgspec.inspect as mi
+
+    info = mi.type_info(PaneUpdate)
+    assert isinstance(info, mi.DataclassType)
+    out: dict[str, int] = {}
+    for f in info.fields:
+        t = f.type
+        if isinstance(t, mi.UnionType):
+            t = next((x for x in t.types if not isinstance(x, mi.NoneType)), t)
+        if isinstance(t, mi.StrType) and t.max_length is not None:
+            out[f.name] = t.max_length
+    return out
+
+
+#: free-text field -> the most characters the wire takes (what the collector cuts to)
+WIRE_TEXT_MAX: dict[str, int] = _text_limits()

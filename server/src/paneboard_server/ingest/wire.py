@@ -323,7 +323,7 @@ def _key(at: str, k: PaneKey) -> None:
 
 
 #: the pane's free-text fields (a Literal-typed one, such as `state`, is exact already)
-_PANE_TEXT = tuple(f.name for f in pane_def.FIELDS if f.update and f.type == "str" and f.choices is None)
+_PANE_TEXT = tuple(pane_def.WIRE_TEXT_MAX)
 
 
 def _pane(at: str, u: PaneUpdate) -> PaneUpdate:
