@@ -294,13 +294,23 @@ def test_hostile_ingest_messages_never_break_the_server(hostile: Stack) -> None:
 
 
 def test_an_invalid_message_stores_none_of_its_valid_parts(hostile: Stack) -> None:
-    good = {"key": {"host": "partial", "tmux": "default", "pane": "%1"}, "t": 1.7e9, "state": "blocked"}
-    bad = {"key": {"host": "partial", "tmux": "default", "pane": "%2"}, "t": 1.7e9, "state": "pwned"}
+    # every field a pane object must carry (docs/wire.md), so the refusal is about `state`
+    fields = {"session": "", "window": "", "agent": None, "kind": None, "msg": None, "source": None}
+    fields |= {"observable": True, "t": 1.7e9}
+    good = {"key": {"host": "partial", "tmux": "default", "pane": "%1"}, **fields, "state": "blocked"}
+    bad = {"key": {"host": "partial", "tmux": "default", "pane": "%2"}, **fields, "state": "pwned"}
     msg = json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [good, bad]})
     with ThreadPoolExecutor(1) as pool:
         code = pool.submit(asyncio.run, ingest_once(hostile.url, hostile.second_token, msg)).result(60)
     assert code == 1007
     assert not [p for p in hostile.panes() if p["host"] == "partial"]
+    # and a pane with a field missing is refused too, naming it
+    missing = {k: v for k, v in good.items() if k != "session"}
+    msg = json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [missing]})
+    with ThreadPoolExecutor(1) as pool:
+        assert (
+            pool.submit(asyncio.run, ingest_once(hostile.url, hostile.second_token, msg)).result(60) == 1007
+        )
     # the same message without the bad pane is stored: the refusal was about the bad part
     ok = json.dumps({"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [good]})
     with ThreadPoolExecutor(1) as pool:
