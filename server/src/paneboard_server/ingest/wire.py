@@ -334,8 +334,9 @@ def _pane(at: str, u: PaneUpdate) -> PaneUpdate:
     changes: dict[str, Any] = {}
     for name in _PANE_TEXT:
         v = getattr(u, name)
-        if v is not None and sanitize_text(v) != v:
-            changes[name] = sanitize_text(v)
+        clean = v if v is None else sanitize_text(v)
+        if clean != v:
+            changes[name] = clean
     if b"\\u0000" in _encode(u.evidence):  # NUL, the one thing its type lets through
         _check(f"{at}.evidence", storable_json, u.evidence)
     if u.records and not _plain(_encode(u.records)):
