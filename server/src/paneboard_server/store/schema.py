@@ -263,6 +263,8 @@ waits = Table(
     Index("ix_waits_start", "start_t"),
     Index("ix_waits_pane", "pane_id", "start_t"),
     Index("ix_waits_open", "end_t"),
+    # the writer's read of its panes' open and recently closed waits (ledger/store.py)
+    Index("ix_waits_pane_end", "pane_id", "end_t"),
 )
 
 # Mutes / snoozes / do-not-disturb (scope: pane, host, agent, global).
