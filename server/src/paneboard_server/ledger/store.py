@@ -18,9 +18,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..panes.tx import Tx
 from ..store import schema as s
+from ..store.bulk import Bulk
 from .intervals import WAITING, Event, Interval, derive, order, step
 
 W = s.waits
+_CLOSE = Bulk(
+    update(W)
+    .where(W.c.id == bindparam("wid"))
+    .values(end_t=bindparam("end_t"), ended=bindparam("ended"), end_state=bindparam("end_state"))
+)
+# a new interval: every column but its id and who answered it (set later, by an answer)
+_OPEN = Bulk(insert(W), [c.name for c in W.c if c.name not in ("id", "answered_by")])
 
 
 def _interval(r: Any) -> Interval:
@@ -91,15 +99,8 @@ async def record(tx: Tx) -> None:
         if cur is not None and cur_id is None:
             inserts.append({**_ident(tx, pid), **_cols(cur)})
         now_open[pid] = cur is not None
-    if closes:
-        stmt = (
-            update(W)
-            .where(W.c.id == bindparam("wid"))
-            .values(end_t=bindparam("end_t"), ended=bindparam("ended"), end_state=bindparam("end_state"))
-        )
-        await conn.execute(stmt, closes)
-    if inserts:
-        await conn.execute(insert(W), inserts)
+    await _CLOSE.run(conn, closes)
+    await _OPEN.run(conn, inserts)
 
     def remember() -> None:  # after the commit: a failed batch must not change it
         for pid, is_open in now_open.items():

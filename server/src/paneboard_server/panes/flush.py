@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..ledger import store as ledger_store
 from ..store import schema as s
+from ..store.bulk import Bulk
 from .model import Pane
 from .state import PaneState
 from .tx import Tx
@@ -29,11 +30,14 @@ NOTIFY_CHANNEL = "paneboard_change"
 # The statements every batch runs, built once: building one and deriving its cache key
 # costs 50-110 us, paid per batch (several a second per collector) when built inline.
 _PANE_COLS = list(Pane(0, 0, "", "").row())
-_UPDATE_PANES = (
+_UPDATE_PANES = Bulk(
     update(s.panes).where(s.panes.c.id == bindparam("pid")).values({c: bindparam(c) for c in _PANE_COLS})
 )
+_INSERT_HISTORY = Bulk(insert(s.history), [c.name for c in s.history.c if c.name != "id"])
+_RECORD_COLS = ["pane_id", "record_id", "state", "kind", "app", "msg", "title", "data"]
+_INSERT_RECORDS = Bulk(insert(s.pane_records), _RECORD_COLS)
 _DELETE_RECORDS = delete(s.pane_records).where(s.pane_records.c.pane_id.in_(bindparam("ids", expanding=True)))
-_UPDATE_HOSTS = (
+_UPDATE_HOSTS = Bulk(
     update(s.hosts)
     .where(s.hosts.c.id == bindparam("hid"))
     .values(
@@ -44,6 +48,8 @@ _UPDATE_HOSTS = (
     )
 )
 
+# A collector's stream position, by the set of columns written (a few shapes, built once each)
+_UPDATE_COLLECTORS: dict[tuple[str, ...], Bulk] = {}
 
 # A record's columns are filled from free-form JSON the wire does not bound field by field:
 # cut to the widths the schema gives those columns.
@@ -69,7 +75,7 @@ async def flush(core: PaneState, tx: Tx) -> None:
             revs = list(range(core.rev + 1, core.rev + 1 + len(changed)))
         for pid, rev in zip(changed, revs, strict=True):
             tx.panes[pid].rev = rev
-        await conn.execute(_UPDATE_PANES, [{"pid": pid, **tx.panes[pid].row()} for pid in changed])
+        await _UPDATE_PANES.run(conn, [{"pid": pid, **tx.panes[pid].row()} for pid in changed])
     if tx.records_dirty:
         ids = sorted(tx.records_dirty)
         await conn.execute(_DELETE_RECORDS, {"ids": ids})
@@ -93,11 +99,10 @@ async def flush(core: PaneState, tx: Tx) -> None:
                         "data": r,
                     }
                 )
-        if rows:
-            await conn.execute(insert(s.pane_records), rows)
+        await _INSERT_RECORDS.run(conn, rows)
     if tx.host_dirty:
-        await conn.execute(
-            _UPDATE_HOSTS,
+        await _UPDATE_HOSTS.run(
+            conn,
             [
                 {
                     "hid": h.id,
@@ -123,7 +128,7 @@ async def flush(core: PaneState, tx: Tx) -> None:
         )
         tx.after.append(lambda: core.sessions.update(new_sessions))
     if tx.history:
-        await conn.execute(insert(s.history), tx.history)
+        await _INSERT_HISTORY.run(conn, tx.history)
         await ledger_store.record(tx)  # the waits these rows open or close, in the same commit
     if tx.retexts:
         await ledger_store.retext(tx)  # after `record`: a wait opened in this batch takes it too
@@ -156,12 +161,14 @@ async def write_collectors(core: PaneState, conn: AsyncConnection, tx: Tx) -> No
         await conn.execute(upsert, [r for r in new if tuple(sorted(r)) == shape])
     old = [(cid, v) for cid, v in tx.collectors.items() if cid in known]
     for shape in {tuple(sorted(v)) for _, v in old}:
-        stmt = (
-            update(s.collectors)
-            .where(s.collectors.c.token_id == bindparam("cid"))
-            .values({k: bindparam(k) for k in shape})
-        )
-        await conn.execute(stmt, [{"cid": cid, **v} for cid, v in old if tuple(sorted(v)) == shape])
+        stmt = _UPDATE_COLLECTORS.get(shape)
+        if stmt is None:
+            stmt = _UPDATE_COLLECTORS[shape] = Bulk(
+                update(s.collectors)
+                .where(s.collectors.c.token_id == bindparam("cid"))
+                .values({k: bindparam(k) for k in shape})
+            )
+        await stmt.run(conn, [{"cid": cid, **v} for cid, v in old if tuple(sorted(v)) == shape])
     if new:
         added = {r["token_id"] for r in new}
         tx.after.insert(0, lambda: known.update(added))
