@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from paneboard_protocol.pane import ROW_FIELDS, UPDATE_FIELDS, PaneKey, PaneUpdate
@@ -18,7 +19,7 @@ from sqlalchemy import delete, select
 
 from ..store import schema as s
 from . import reclassify
-from .model import Pane
+from .model import Host, Pane
 from .tx import Tx, host_from_row, pane_from_row
 
 DISCONNECTED = "collector disconnected"
@@ -34,6 +35,7 @@ class Refused(Exception):
 
 #: What a collector's update sets on a pane (records are compared and kept apart).
 _APPLIED = tuple(k for k in UPDATE_FIELDS if k in ROW_FIELDS)
+_applied_values = attrgetter(*_APPLIED)
 
 
 def apply_update(tx: Tx, p: Pane, u: PaneUpdate, reason: str = "report", resumed: bool = False) -> None:
@@ -44,7 +46,7 @@ def apply_update(tx: Tx, p: Pane, u: PaneUpdate, reason: str = "report", resumed
     collector first saw the state, not when the state began: a pane that still shows
     exactly what is stored (agent, state, kind and msg) keeps the stored `since`, so a
     wait that outlives a collector restart stays one wait."""
-    fields: dict[str, Any] = {k: getattr(u, k) for k in _APPLIED}
+    fields: dict[str, Any] = dict(zip(_APPLIED, _applied_values(u), strict=True))
     # Only a THINKTERM_AGENT contract makes the verdict depend on the clock (TA-12/TA-13);
     # without one the server's classification is the collector's, so skip the work.
     server = reclassify.classify(u.evidence, tx.now) if u.evidence.get("contract") else None
@@ -230,19 +232,25 @@ class Ingest(Op):
             host = await tx.host(cid, name)
             tx.set_host(host, h.reachable, h.error, h)
         present: set[int] = set()
+        hosts: dict[str, Host] = {}  # a message names a few hosts for many panes: look each up once
         wanted = []
         for u in self.panes:
-            wanted.append((await tx.host(cid, u.key.host), u.key.tmux, u.key.pane))
+            name = u.key.host
+            if name not in hosts:
+                hosts[name] = await tx.host(cid, name)
+            wanted.append((hosts[name], u.key.tmux, u.key.pane))
         await tx.ensure_panes(wanted)
-        for u in self.panes:
-            host = await tx.host(cid, u.key.host)
-            if self.snapshot_hosts is None:
+        resumed = self.snapshot_hosts is not None
+        if not resumed:
+            for host in hosts.values():
                 host.last_seen = tx.now
                 tx.host_dirty.add(host.id)
-            p = await tx.pane(host, u.key.tmux, u.key.pane)
-            apply_update(tx, p, u, resumed=self.snapshot_hosts is not None)
+        for u, (host, tmux, pane) in zip(self.panes, wanted, strict=True):
+            p = tx.find_pane(host.id, tmux, pane)
+            assert p is not None  # ensure_panes made it
+            apply_update(tx, p, u, resumed=resumed)
             present.add(p.id)
-            tx.core.stats["reports"] += 1
+        tx.core.stats["reports"] += len(self.panes)
         went = 0
         for key, _t in self.gone:  # gone as of this batch's clock, not the collector's
             hid = tx.core.host_ids.get((cid, key.host))

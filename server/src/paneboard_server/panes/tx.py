@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from paneboard_protocol.pane import HISTORY_FIELDS, ROW_FIELDS
@@ -25,6 +26,8 @@ from .state import PaneState
 
 if TYPE_CHECKING:
     from paneboard_protocol.wire import HostState
+
+_history_values = attrgetter(*HISTORY_FIELDS)
 
 
 def host_lock_key(name: str) -> int:
@@ -201,10 +204,14 @@ class Tx:
         self.reasons.setdefault(p.id, (prev_state, reason))
 
     def classify(self, p: Pane, fields: dict[str, Any], reason: str) -> None:
-        """Set a pane's classification; a change of (agent, state, kind) is history."""
+        """Set a pane's classification; a change of (agent, state, kind) is history.
+
+        Runs once per report, so it reads what it needs before the change as locals and
+        builds the remembered state only when a pane loses its state unseen."""
         prev = p.triple()
         was_gone = p.gone_at is not None
-        before = {"agent": p.agent, "state": p.state, "kind": p.kind, "msg": p.msg, "since": p.since}
+        old_msg, old_since = p.msg, p.since
+        since = fields.get("since")
         for k, v in fields.items():
             if k != "since":
                 setattr(p, k, v)
@@ -212,26 +219,31 @@ class Tx:
         if p.state is not None or p.observable:
             p.last_known = None  # it says what it is now: nothing to remember
         if p.triple() != prev or was_gone:
-            p.since = fields.get("since") or self.now
-            if p.state is None and not p.observable and before["state"] is not None and not was_gone:
+            p.since = since or self.now
+            if p.state is None and not p.observable and prev[1] is not None and not was_gone:
                 # It lost its state where it cannot be seen (behind ssh): keep what it was,
                 # and why (`stale`: its report outlived its `ts`; the board keeps such a
                 # `blocked` among the waits, as possibly still waiting).
-                p.last_known = {**before, "at": self.now, "reason": reason}
-            self.history.append(
-                {
-                    "pane_id": p.id,
-                    "t": self.now,
-                    **{k: getattr(p, k) for k in HISTORY_FIELDS},
-                    "prev_state": None if was_gone else prev[1],
+                agent, state, kind = prev
+                p.last_known = {
+                    "agent": agent,
+                    "state": state,
+                    "kind": kind,
+                    "msg": old_msg,
+                    "since": old_since,
+                    "at": self.now,
                     "reason": reason,
                 }
-            )
+            row = dict(zip(HISTORY_FIELDS, _history_values(p), strict=True))
+            row["pane_id"], row["t"] = p.id, self.now
+            row["prev_state"] = None if was_gone else prev[1]
+            row["reason"] = reason
+            self.history.append(row)
             self.retexts.pop(p.id, None)  # the row carries its own text
         else:
-            if fields.get("since") is not None:
-                p.since = fields["since"]
-            if p.msg and p.msg != before["msg"] and p.state in WAITING:
+            if since is not None:
+                p.since = since
+            if p.msg and p.msg != old_msg and p.state in WAITING:
                 self.retexts[p.id] = p.msg
         self.touch(p, reason, None if was_gone else prev[1])
 
