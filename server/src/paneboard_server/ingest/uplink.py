@@ -232,7 +232,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
     conn.credential = principal.credential
     sender: asyncio.Task[None] | None = None
     in_use = asyncio.create_task(note_use_while_connected(core.engine, cid))  # `token list`'s "last used"
-    receiving: asyncio.Future[str] | None = None
+    reader: asyncio.Task[None] | None = None
     try:
         try:
             first = await asyncio.wait_for(_receive_text(ws), limits.hello_timeout)
@@ -284,88 +284,101 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
         def alive() -> bool:
             return not conn.failed
 
-        receiving = asyncio.ensure_future(_receive_text(ws))
-        while True:
-            done, _ = await asyncio.wait({receiving, sender}, return_when=asyncio.FIRST_COMPLETED)
-            if sender in done:
-                break
-            try:
-                text = receiving.result()
-                msg = parse(text, limits.max_message_bytes, limits.max_panes_per_message)
-            except WireError as exc:
-                code = CLOSE_TOO_BIG if "too large" in str(exc) else CLOSE_INVALID
-                core.stats["refused_invalid"] += 1
-                conn.refuse(code, str(exc), exc.seq, _refused_at(exc))
-                break
-            receiving = asyncio.ensure_future(_receive_text(ws))
-            if isinstance(msg, Hello):
-                conn.close(CLOSE_POLICY, "hello sent twice")
-                break
-            if isinstance(msg, Screen | Answered):
-                if registry.on_side is not None:
-                    registry.on_side(cid, msg)
-                continue
-            if isinstance(msg, Snapshot):
+        async def read() -> None:
+            """The collector's messages, one after another, until it goes or breaks the rules.
+
+            Plain awaits, one message at a time: a task and an `asyncio.wait` per message
+            (to watch the sender alongside) cost ~4 us a report at 10,000 reports/s; the
+            sender is watched once, below, for the whole connection."""
+            nonlocal last, need_snapshot
+            while True:
+                text = await _receive_text(ws)
+                try:
+                    msg = parse(text, limits.max_message_bytes, limits.max_panes_per_message)
+                except WireError as exc:
+                    code = CLOSE_TOO_BIG if "too large" in str(exc) else CLOSE_INVALID
+                    core.stats["refused_invalid"] += 1
+                    conn.refuse(code, str(exc), exc.seq, _refused_at(exc))
+                    return
+                if isinstance(msg, Hello):
+                    conn.close(CLOSE_POLICY, "hello sent twice")
+                    return
+                if isinstance(msg, Screen | Answered):
+                    if registry.on_side is not None:
+                        registry.on_side(cid, msg)
+                    continue
+                if isinstance(msg, Snapshot):
+                    if msg.seq <= last:
+                        conn.resend_ack()
+                        continue
+                    last = msg.seq
+                    need_snapshot = False
+                    seq = msg.seq
+                    await core.submit_ingest(
+                        Ingest(
+                            cid,
+                            hello.stream,
+                            seq,
+                            hello.version,
+                            snapshot_hosts=dict(msg.hosts),
+                            panes=list(msg.panes),
+                            on_commit=functools.partial(conn.ack, seq),
+                            on_fail=failer(seq),
+                            alive=alive,
+                            where=[f"panes.{i}" for i in range(len(msg.panes))],
+                            on_drop=functools.partial(conn.dropped, seq),
+                        )
+                    )
+                    continue
+                assert isinstance(msg, Delta)
+                if need_snapshot:
+                    continue  # a snapshot was asked for; deltas before it are superseded by it
                 if msg.seq <= last:
-                    conn.resend_ack()
+                    conn.resend_ack()  # a resend of something already applied: ignore it, ack again
+                    continue
+                if msg.seq != last + 1:
+                    need_snapshot = True
+                    conn.send(pwire.resync(f"gap: expected seq {last + 1}, got {msg.seq}"))
                     continue
                 last = msg.seq
-                need_snapshot = False
                 seq = msg.seq
-                await core.submit_ingest(
-                    Ingest(
-                        cid,
-                        hello.stream,
-                        seq,
-                        hello.version,
-                        snapshot_hosts=dict(msg.hosts),
-                        panes=list(msg.panes),
-                        on_commit=functools.partial(conn.ack, seq),
-                        on_fail=failer(seq),
-                        alive=alive,
-                        where=[f"panes.{i}" for i in range(len(msg.panes))],
-                        on_drop=functools.partial(conn.dropped, seq),
-                    )
+                op = Ingest(
+                    cid,
+                    hello.stream,
+                    seq,
+                    hello.version,
+                    on_commit=functools.partial(conn.ack, seq),
+                    on_fail=failer(seq),
+                    alive=alive,
+                    on_drop=functools.partial(conn.dropped, seq),
                 )
-                continue
-            assert isinstance(msg, Delta)
-            if need_snapshot:
-                continue  # a snapshot was asked for; deltas before it are superseded by it
-            if msg.seq <= last:
-                conn.resend_ack()  # a resend of something already applied: ignore it, ack again
-                continue
-            if msg.seq != last + 1:
-                need_snapshot = True
-                conn.send(pwire.resync(f"gap: expected seq {last + 1}, got {msg.seq}"))
-                continue
-            last = msg.seq
-            seq = msg.seq
-            op = Ingest(
-                cid,
-                hello.stream,
-                seq,
-                hello.version,
-                on_commit=functools.partial(conn.ack, seq),
-                on_fail=failer(seq),
-                alive=alive,
-                on_drop=functools.partial(conn.dropped, seq),
-            )
-            for i, o in enumerate(msg.ops):
-                if isinstance(o, PaneOp):
-                    op.panes.append(o.update)
-                    op.where.append(f"ops.{i}.update")
-                elif isinstance(o, GoneOp):
-                    op.gone.append((o.key, o.t))
-                else:
-                    health = HostState(  # the fields of a host state, validated as HostOp's
-                        reachable=o.reachable,
-                        error=o.error,
-                        rtt=o.rtt,
-                        reconnects=o.reconnects,
-                        contact=o.contact,
-                    )
-                    op.host_ops.append((o.host, health))
-            await core.submit_ingest(op)
+                for i, o in enumerate(msg.ops):
+                    if isinstance(o, PaneOp):
+                        op.panes.append(o.update)
+                        op.where.append(f"ops.{i}.update")
+                    elif isinstance(o, GoneOp):
+                        op.gone.append((o.key, o.t))
+                    else:
+                        health = HostState(  # the fields of a host state, validated as HostOp's
+                            reachable=o.reachable,
+                            error=o.error,
+                            rtt=o.rtt,
+                            reconnects=o.reconnects,
+                            contact=o.contact,
+                        )
+                        op.host_ops.append((o.host, health))
+                await core.submit_ingest(op)
+
+        reader = asyncio.create_task(read())
+        # Whichever ends first ends the connection: the collector (gone, or refused), or
+        # the sender (the connection is closing or failed).
+        await asyncio.wait({reader, sender}, return_when=asyncio.FIRST_COMPLETED)
+        if not reader.done():
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+        else:
+            reader.result()  # a disconnect ends the connection as before
         if conn.closing is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(sender), 2)  # the `refused` message first
@@ -375,8 +388,8 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
         pass
     finally:
         in_use.cancel()
-        if receiving is not None and not receiving.done():
-            receiving.cancel()
+        if reader is not None and not reader.done():
+            reader.cancel()
         if sender is not None:
             sender.cancel()
             with contextlib.suppress(BaseException):
