@@ -269,8 +269,13 @@ def pct(values: list[float], q: float) -> float:
 
 
 # --- one configuration --------------------------------------------------------------------------
-def prepare_db(kind: str, tmp: Path) -> tuple[str, Any]:
-    from paneboard_server.store.migrate import upgrade
+def prepare_db(kind: str, tmp: Path, python: str) -> tuple[str, Any]:
+    """A fresh database brought up by the migrations of the checkout that will serve it
+    (`python`'s): a compared, older checkout cannot read a schema newer than its own."""
+
+    def upgrade(url: str) -> None:
+        code = "import sys; from paneboard_server.store.migrate import upgrade; upgrade(sys.argv[1])"
+        subprocess.run([python, "-c", code, url], check=True)
 
     if kind == "sqlite":
         url = f"sqlite:///{tmp / 'bench.db'}"
@@ -349,7 +354,7 @@ def run_one(
     rate = rate or args.rate[0]
     python = python or sys.executable
     tmp = Path(tempfile.mkdtemp(prefix="pb-bench-"))
-    url, cleanup = prepare_db(kind, tmp)
+    url, cleanup = prepare_db(kind, tmp, python)
     procs: list[subprocess.Popen[bytes]] = []
     try:
         col_tokens, viewer = make_tokens(url, args.collectors)

@@ -111,7 +111,7 @@ async def poisoner(url: str, token: str, until: float, out: dict[str, int]) -> N
 
 def run(kind: str, args: argparse.Namespace) -> dict[str, float]:
     tmp = Path(tempfile.mkdtemp(prefix="pb-poison-"))
-    url, cleanup = prepare_db(kind, tmp)
+    url, cleanup = prepare_db(kind, tmp, sys.executable)
     server = None
     try:
         tokens, _ = make_tokens(url, 2)
