@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .answers.desk import AnswerDesk
 from .answers.offer import Offers
 from .answers.screens import ScreenHub
-from .auth.revocation import Revocation, collector_holders
+from .auth.revocation import Revocation
 from .auth.throttle import LoginThrottle
 from .config import Config
 from .ingest.uplink import IngestRegistry
@@ -45,7 +45,7 @@ async def running(cfg: Config, url: str, clock: Callable[[], float]) -> AsyncIte
     registry = IngestRegistry(core)
     core.start()
     revocation = Revocation(engine, lim.revocation_check)
-    revocation.extra.append(lambda: collector_holders(registry))
+    revocation.extra.append(registry.holders)
     notify = NotifyService(engine, cfg.notify, clock=clock)
     await notify.start()
     feed(notify, core)
