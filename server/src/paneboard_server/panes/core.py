@@ -90,7 +90,7 @@ class Core:
         self.input_hosts: dict[int, frozenset[str]] = {}
         # tmux sessions already in the tmux_sessions table: (host id, tmux server, name).
         self.sessions: set[tuple[int, str, str]] = set()
-        self.open_waits: set[int] | None = None  # panes with an open wait (ledger_store; read lazily)
+        self.open_waits: set[int] | None = None  # panes with an open wait (waits.py; read lazily)
         self.stats = {
             "reports": 0,
             "batches": 0,
