@@ -151,7 +151,7 @@ def test_a_server_restart_in_the_middle_of_a_block(db_url: str) -> None:
 
 
 def test_retention_prunes_ended_intervals_by_age_and_keeps_open_ones(db_url: str) -> None:
-    from paneboard_server.store.retention import prune_once
+    from paneboard_server.panes.retention import prune_once
 
     asyncio.run(make_tokens(db_url))
     clock = Clock(T0)

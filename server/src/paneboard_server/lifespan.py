@@ -24,15 +24,15 @@ from .ingest.uplink import IngestRegistry
 from .notify.feed import feed
 from .notify.service import NotifyService
 from .panes.core import Core
+from .panes.retention import retention_loop
 from .services import Services
 from .store.database import create_engine, is_sqlite
 from .store.migrate import check_schema
-from .store.retention import retention_loop
 from .stream.snapshots import SnapshotCache
 
 if TYPE_CHECKING:  # imported only on PostgreSQL, below
     from .answers.replicas import Replicas
-    from .store.fanout import Fanout
+    from .panes.fanout import Fanout
 
 
 @asynccontextmanager
@@ -64,7 +64,7 @@ async def running(cfg: Config, url: str, clock: Callable[[], float]) -> AsyncIte
     replicas: Replicas | None = None
     if not is_sqlite(url):  # several processes may share the database: hear the others
         from .answers.replicas import Replicas
-        from .store.fanout import Fanout
+        from .panes.fanout import Fanout
 
         fanout = Fanout(core, registry)
         replicas = Replicas(core, screens, answers)

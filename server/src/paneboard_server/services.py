@@ -29,7 +29,7 @@ from .stream.snapshots import SnapshotCache
 
 if TYPE_CHECKING:  # imported only on PostgreSQL, where they run (lifespan.py)
     from .answers.replicas import Replicas
-    from .store.fanout import Fanout
+    from .panes.fanout import Fanout
 
 
 @dataclass(frozen=True)

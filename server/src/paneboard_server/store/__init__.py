@@ -1,1 +1,1 @@
-"""The database: schema, engine, migrations, retention, cross-replica notifications."""
+"""The database: schema, engine, migrations."""

@@ -19,7 +19,7 @@ from paneboard_protocol import wire as pwire
 from paneboard_protocol.pane import PaneKey
 from sqlalchemy.engine import make_url
 
-from ..panes.core import NOTIFY_CHANNEL, SEEN_CHANNEL, Core, Refresh
+from .core import NOTIFY_CHANNEL, SEEN_CHANNEL, Core, Refresh
 
 log = logging.getLogger("paneboard.fanout")
 
