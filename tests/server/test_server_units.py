@@ -278,7 +278,7 @@ def test_json_columns_encode_what_the_stdlib_did() -> None:
 def test_tune_gc_freezes_start_up_objects_and_raises_the_thresholds() -> None:
     import gc
 
-    from paneboard_server.serving import run as serve
+    from paneboard_server import serve
 
     before = gc.get_threshold()
     try:

@@ -1,4 +1,4 @@
-"""The FastAPI application: `create_app(cfg, url)` builds it, `serving/run.py` runs it.
+"""The FastAPI application: `create_app(cfg, url)` builds it, `serve.py` runs it.
 
 The app is its parts put together: the lifespan (`lifespan.running`) makes the
 server's `Services` and installs them for the routes; each part's routes come from its

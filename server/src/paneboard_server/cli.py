@@ -367,7 +367,7 @@ def serve_main(argv: list[str]) -> int:
         require_existing(url)
     except DatabaseError as exc:
         return _err("serve", str(exc))
-    from .serving.run import run_server
+    from .serve import run_server
 
     try:
         return run_server(cfg, url, host, port)

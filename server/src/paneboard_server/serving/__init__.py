@@ -1,1 +1,1 @@
-"""Running under uvicorn: the socket, pre-authentication limits, middleware, safe logs."""
+"""Under uvicorn: pre-authentication limits, trusted proxies, middleware, safe logs."""
