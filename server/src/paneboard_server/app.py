@@ -16,9 +16,8 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 
 from . import __version__
-from .api import errors, health, login, metrics, notify, pages, panes, screens, seen, stats, stream
+from .api import errors, health, ingest, login, metrics, notify, pages, panes, screens, seen, stats, stream
 from .config import Config
-from .ingest import route as ingest
 from .lifespan import running
 from .services import install
 from .serving.middleware import Guard

@@ -1,1 +1,1 @@
-"""HTTP routes beyond the core ones: screens and answers, stats, notifications, metrics, pages."""
+"""Every HTTP and WebSocket route, by part, and the access rules they share (`access.py`)."""

@@ -22,8 +22,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from ..auth import accounts
-from ..auth.access import SESSION_COOKIE
-from ..auth.cookies import set_session
+from ..auth.cookies import SESSION_COOKIE, set_session
 from ..services import Svc
 from .notice import notice_page
 

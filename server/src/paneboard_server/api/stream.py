@@ -14,11 +14,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
-from ..auth.access import Viewer
 from ..services import Services, Svc
 from ..serving.conn_limits import SLOT
 from ..stream.hub import END, sse_frame
 from ..stream.response import QuietEventSource
+from .access import Viewer
 from .errors import READ, responses
 
 

@@ -1,1 +1,1 @@
-"""The collectors' uplink: `WS /api/ingest` and its message validation."""
+"""The collectors' uplink: one collector's socket behind `WS /api/ingest`, and its message validation."""
