@@ -20,7 +20,7 @@ from .api import errors, health, ingest, login, metrics, notify, pages, panes, s
 from .config import Config
 from .lifespan import running
 from .services import install
-from .serving.middleware import Guard
+from .serving import Guard
 
 #: Every part's routes (each module's `make_router`), in the order paths are matched;
 #: the dashboard's files, mounted at `/`, come after them all.

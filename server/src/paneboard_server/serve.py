@@ -14,11 +14,8 @@ import gc
 import socket
 
 from .config import Config
-from .serving import logsafe
-from .serving.conn_limits import protocols
-from .serving.proxies import TrustedProxies
-from .store.database import create_engine, warn_exposure
-from .store.migrate import check_schema
+from .serving import TrustedProxies, logsafe, protocols
+from .store import check_schema, create_engine, warn_exposure
 
 
 def listen_socket(host: str, port: int) -> socket.socket:

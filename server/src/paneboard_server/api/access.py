@@ -13,9 +13,7 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyCookie, HTTPBearer
 
-from ..auth.accounts import Principal, lookup_token, session_principal
-from ..auth.cookies import SESSION_COOKIE
-from ..auth.credentials import same
+from ..auth import SESSION_COOKIE, Principal, lookup_token, same, session_principal
 from ..services import services_of
 
 CSRF_HEADER = "x-csrf-token"

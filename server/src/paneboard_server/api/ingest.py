@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, WebSocket
 
-from ..ingest.uplink import handle
+from ..ingest import handle
 from ..services import Svc
 
 

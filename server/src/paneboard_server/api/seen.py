@@ -14,7 +14,7 @@ from fastapi import APIRouter, HTTPException
 from paneboard_protocol import wire as pwire
 from paneboard_protocol.pane import PaneKey
 
-from ..panes.core import Seen
+from ..panes import Seen
 from ..services import Services, Svc
 from .access import Writer
 from .errors import WRITE, responses

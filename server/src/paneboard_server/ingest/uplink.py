@@ -28,9 +28,8 @@ from sqlalchemy import select
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .. import __version__
-from ..auth.accounts import Principal, lookup_token, note_use_while_connected
-from ..auth.revocation import Holder
-from ..panes.core import Core, HostsDown, HostsUp, Ingest, Refused, Unstorable
+from ..auth import Holder, Principal, lookup_token, note_use_while_connected
+from ..panes import Core, HostsDown, HostsUp, Ingest, Refused, Unstorable
 from ..store import schema as s
 from .wire import PROTOCOL, WireError, parse, reason
 

@@ -28,9 +28,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..config import Config
+from ..store import is_sqlite
 from ..store import schema as s
-from ..store.database import is_sqlite
-from ..stream.hub import Hub
+from ..stream import Hub
 from . import reclassify, writer
 from .commands import DISCONNECTED, HostsDown, HostsUp, Ingest, Op, Purge, Reevaluate, Refresh, Refused, Seen
 from .flush import NOTIFY_CHANNEL

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..ledger.intervals import WAITING, Event, Interval, derive, order, step
+from ..ledger import WAITING, Event, Interval, derive, order, step
 from ..store import schema as s
 from .tx import Tx
 

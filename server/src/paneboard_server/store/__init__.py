@@ -1,1 +1,33 @@
-"""The database: schema, engine, migrations."""
+"""The database: schema, engine, migrations.
+
+The entry point of the part every other one stands on: `schema` (the tables, as the
+module they are read from: `from ..store import schema as s`), the engine and where
+the database is (`database.py`), and Alembic driven from code (`migrate.py`).
+"""
+
+from . import schema
+from .database import (
+    DatabaseError,
+    create_engine,
+    is_sqlite,
+    redact,
+    require_existing,
+    resolve_url,
+    warn_exposure,
+)
+from .migrate import check_schema, current_revision, head_revision, upgrade
+
+__all__ = [
+    "DatabaseError",
+    "check_schema",
+    "create_engine",
+    "current_revision",
+    "head_revision",
+    "is_sqlite",
+    "redact",
+    "require_existing",
+    "resolve_url",
+    "schema",
+    "upgrade",
+    "warn_exposure",
+]
