@@ -12,10 +12,10 @@ from paneboard_server.auth import accounts
 from paneboard_server.auth.accounts import Principal
 from paneboard_server.config import Config
 from paneboard_server.panes.core import Ingest
+from paneboard_server.panes.retention import prune_once
 from paneboard_server.services import services_of
 from paneboard_server.store import schema as s
 from paneboard_server.store.database import resolve_url
-from paneboard_server.store.retention import prune_once
 from pbserver import make_tokens, pane_update
 from sqlalchemy import func, insert, select
 

@@ -11,6 +11,7 @@ from ledger_helpers import T0, Clock, gone, report, reports, seen, update, waits
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
 from paneboard_server.ledger import store as ledger_store
+from paneboard_server.panes.waits import rebuild
 from paneboard_server.services import services_of
 from paneboard_server.store import schema as s
 from paneboard_server.store.database import resolve_url
@@ -108,7 +109,7 @@ def test_a_row_that_arrives_late_rebuilds_the_pane_and_keeps_answered_by(db_url:
             before = summary(await waits(core))
             pid = rows[0].pane_id
             ident = {k: getattr(rows[0], k) for k in ("pane_id", "host", "tmux", "pane", "session")}
-            assert len(await ledger_store.rebuild(conn, pid, ident)) == 2
+            assert len(await rebuild(conn, pid, ident)) == 2
         assert summary(await waits(core)) == before
 
     run(db_url, clock, body)
@@ -150,7 +151,7 @@ def test_a_server_restart_in_the_middle_of_a_block(db_url: str) -> None:
 
 
 def test_retention_prunes_ended_intervals_by_age_and_keeps_open_ones(db_url: str) -> None:
-    from paneboard_server.store.retention import prune_once
+    from paneboard_server.panes.retention import prune_once
 
     asyncio.run(make_tokens(db_url))
     clock = Clock(T0)

@@ -315,7 +315,7 @@ def test_serve_prints_the_url_it_listens_on(db_url: str, server_factory: Any) ->
 def test_listen_url_of_a_wildcard_and_an_ipv6_address() -> None:
     import socket
 
-    from paneboard_server.serving.run import listen_socket, listen_url
+    from paneboard_server.serve import listen_socket, listen_url
 
     for host, want in (
         ("0.0.0.0", f"http://{socket.gethostname()}:{{}}/ (every interface)"),

@@ -118,8 +118,8 @@ def test_migrations_create_exactly_the_schema(db_url: str) -> None:
 
 def test_retention_prunes_by_age_and_count_and_purges_gone_panes(db_url: str) -> None:
     from paneboard_protocol.pane import PaneKey
+    from paneboard_server.panes.retention import prune_once
     from paneboard_server.store import schema as s
-    from paneboard_server.store.retention import prune_once
     from sqlalchemy import func, insert, select
 
     cfg = Config.model_validate(
@@ -278,7 +278,7 @@ def test_json_columns_encode_what_the_stdlib_did() -> None:
 def test_tune_gc_freezes_start_up_objects_and_raises_the_thresholds() -> None:
     import gc
 
-    from paneboard_server.serving import run as serve
+    from paneboard_server import serve
 
     before = gc.get_threshold()
     try:

@@ -1,4 +1,4 @@
-"""The FastAPI application: `create_app(cfg, url)` builds it, `serving/run.py` runs it.
+"""The FastAPI application: `create_app(cfg, url)` builds it, `serve.py` runs it.
 
 The app is its parts put together: the lifespan (`lifespan.running`) makes the
 server's `Services` and installs them for the routes; each part's routes come from its
@@ -16,12 +16,11 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 
 from . import __version__
-from .api import errors, health, login, metrics, notify, pages, panes, screens, seen, stats, stream
+from .api import errors, health, ingest, login, metrics, notify, pages, panes, screens, seen, stats, stream
 from .config import Config
-from .ingest import route as ingest
 from .lifespan import running
 from .services import install
-from .serving.middleware import Guard
+from .serving import Guard
 
 #: Every part's routes (each module's `make_router`), in the order paths are matched;
 #: the dashboard's files, mounted at `/`, come after them all.

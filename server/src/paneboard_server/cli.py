@@ -19,12 +19,16 @@ from typing import Any
 
 from paneboard_protocol.cli_args import OneLineParser
 
-from .store.database import (
+from .store import (
     DatabaseError,
+    check_schema,
     create_engine,
+    current_revision,
+    head_revision,
     redact,
     require_existing,
     resolve_url,
+    upgrade,
     warn_exposure,
 )
 
@@ -48,8 +52,6 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
 
 async def _with_engine(url: str, fn: Callable[[Any], Awaitable[Any]], check: bool = True) -> Any:
     """Run `fn(engine)` on an existing store (a missing SQLite file is refused, never created)."""
-    from .store.migrate import check_schema
-
     require_existing(url)
     engine = create_engine(url)
     try:
@@ -61,7 +63,7 @@ async def _with_engine(url: str, fn: Callable[[Any], Awaitable[Any]], check: boo
 
 
 def _run(cmd: str, coro_fn: Callable[[], Coroutine[Any, Any, int]]) -> int:
-    from .auth.accounts import AccountError
+    from .auth import AccountError
 
     try:
         return asyncio.run(coro_fn())
@@ -92,8 +94,6 @@ def db_main(argv: list[str]) -> int:
         url = resolve_url(args.db)
     except DatabaseError as exc:
         return _err("db", str(exc))
-    from .store.migrate import current_revision, head_revision, upgrade
-
     if args.action == "upgrade":
         try:
             upgrade(url)
@@ -197,7 +197,7 @@ def token_main(argv: list[str]) -> int:
 
 def _read_password(name: str) -> str:
     """The new login's password: typed twice at a terminal (after saying so), else one stdin line."""
-    from .auth.accounts import PASSWORD_MAX, PASSWORD_MIN, AccountError, check_viewer
+    from .auth import PASSWORD_MAX, PASSWORD_MIN, AccountError, check_viewer
 
     if not sys.stdin.isatty():
         return sys.stdin.readline().rstrip("\r\n")
@@ -344,7 +344,7 @@ def serve_main(argv: list[str]) -> int:
 
     try:
         cfg = load_config(args.config or os.environ.get("PANEBOARD_CONFIG"))
-        from .notify.service import NotifySettings
+        from .notify import NotifySettings
 
         NotifySettings.from_config(cfg.notify)  # a bad [notify] table fails here, in one line
         if args.trusted_proxies is not None:
@@ -355,8 +355,6 @@ def serve_main(argv: list[str]) -> int:
     host = args.host or cfg.server.host
     port = cfg.server.port if args.port is None else args.port
     if args.migrate:
-        from .store.migrate import upgrade
-
         try:
             upgrade(url)
         except DatabaseError as exc:
@@ -367,7 +365,7 @@ def serve_main(argv: list[str]) -> int:
         require_existing(url)
     except DatabaseError as exc:
         return _err("serve", str(exc))
-    from .serving.run import run_server
+    from .serve import run_server
 
     try:
         return run_server(cfg, url, host, port)

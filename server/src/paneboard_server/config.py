@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .serving.proxies import parse_networks
+from .serving import parse_networks
 
 
 class ConfigError(Exception):

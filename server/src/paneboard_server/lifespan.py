@@ -14,25 +14,19 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from .answers.desk import AnswerDesk
-from .answers.offer import Offers
-from .answers.screens import ScreenHub
-from .auth.revocation import Revocation, collector_holders
-from .auth.throttle import LoginThrottle
+from .answers import AnswerDesk, Offers, ScreenHub
+from .auth import LoginThrottle, Revocation
 from .config import Config
-from .ingest.uplink import IngestRegistry
-from .notify.feed import feed
-from .notify.service import NotifyService
-from .panes.core import Core
+from .ingest import IngestRegistry
+from .notify import NotifyService, feed
+from .panes import Core, retention_loop
 from .services import Services
-from .store.database import create_engine, is_sqlite
-from .store.migrate import check_schema
-from .store.retention import retention_loop
-from .stream.snapshots import SnapshotCache
+from .store import check_schema, create_engine, is_sqlite
+from .stream import SnapshotCache
 
 if TYPE_CHECKING:  # imported only on PostgreSQL, below
-    from .answers.replicas import Replicas
-    from .store.fanout import Fanout
+    from .answers import Replicas
+    from .panes import Fanout
 
 
 @asynccontextmanager
@@ -45,7 +39,7 @@ async def running(cfg: Config, url: str, clock: Callable[[], float]) -> AsyncIte
     registry = IngestRegistry(core)
     core.start()
     revocation = Revocation(engine, lim.revocation_check)
-    revocation.extra.append(lambda: collector_holders(registry))
+    revocation.extra.append(registry.holders)
     notify = NotifyService(engine, cfg.notify, clock=clock)
     await notify.start()
     feed(notify, core)
@@ -63,8 +57,8 @@ async def running(cfg: Config, url: str, clock: Callable[[], float]) -> AsyncIte
     fanout: Fanout | None = None
     replicas: Replicas | None = None
     if not is_sqlite(url):  # several processes may share the database: hear the others
-        from .answers.replicas import Replicas
-        from .store.fanout import Fanout
+        from .answers import Replicas
+        from .panes import Fanout
 
         fanout = Fanout(core, registry)
         replicas = Replicas(core, screens, answers)

@@ -17,19 +17,17 @@ from fastapi import Depends, HTTPException
 from starlette.applications import Starlette
 from starlette.requests import HTTPConnection
 
-from .answers.desk import AnswerDesk
-from .answers.screens import ScreenHub
-from .auth.revocation import Revocation
-from .auth.throttle import LoginThrottle
+from .answers import AnswerDesk, ScreenHub
+from .auth import LoginThrottle, Revocation
 from .config import Config
-from .ingest.uplink import IngestRegistry
-from .notify.service import NotifyService
-from .panes.core import Core
-from .stream.snapshots import SnapshotCache
+from .ingest import IngestRegistry
+from .notify import NotifyService
+from .panes import Core
+from .stream import SnapshotCache
 
 if TYPE_CHECKING:  # imported only on PostgreSQL, where they run (lifespan.py)
-    from .answers.replicas import Replicas
-    from .store.fanout import Fanout
+    from .answers import Replicas
+    from .panes import Fanout
 
 
 @dataclass(frozen=True)

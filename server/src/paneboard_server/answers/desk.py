@@ -33,9 +33,9 @@ from paneboard_protocol.pane import PaneKey
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
-from ..auth.accounts import Principal
-from ..ledger.store import mark_answered
-from ..panes.core import Core
+from ..auth import Principal
+from ..ledger import mark_answered
+from ..panes import Core
 from ..store import schema as s
 from .screens import ScreenHub
 

@@ -43,8 +43,8 @@ import msgspec
 from paneboard_protocol.wire import Screen
 from sqlalchemy import select, text
 
-from ..auth.accounts import Principal
-from ..ingest.wire import WireError, parse
+from ..auth import Principal
+from ..ingest import WireError, parse
 from ..store import schema as s
 from .desk import REPLY_WAIT, AnswerDesk
 from .screens import WATCH_FOR, ScreenHub, Shown

@@ -24,7 +24,7 @@ from paneboard_protocol import wire as pwire
 from paneboard_protocol.pane import PaneKey
 from paneboard_protocol.wire import Answered, Screen
 
-from ..panes.core import Core
+from ..panes import Core
 
 #: a watch lasts this long after a page last asked
 WATCH_FOR = 30.0

@@ -1,1 +1,24 @@
-"""HTTP routes beyond the core ones: screens and answers, stats, notifications, metrics, pages."""
+"""Every HTTP and WebSocket route, by part, and the access rules they share (`access.py`).
+
+The top of the server: its routes read the running `Services`, so nothing below
+imports api. The entry point is the route modules themselves, each one part's
+`make_router` (`app.ROUTERS` puts them in order), plus `errors` (one error shape,
+`errors.install`, `errors.Files`) and `pages` (`pages.web_dir`, the dashboard's files).
+"""
+
+from . import errors, health, ingest, login, metrics, notify, pages, panes, screens, seen, stats, stream
+
+__all__ = [
+    "errors",
+    "health",
+    "ingest",
+    "login",
+    "metrics",
+    "notify",
+    "pages",
+    "panes",
+    "screens",
+    "seen",
+    "stats",
+    "stream",
+]

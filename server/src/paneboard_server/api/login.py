@@ -19,10 +19,9 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from ..auth import accounts
-from ..auth.access import SESSION_COOKIE, Viewer, Writer, origin_ok
-from ..auth.cookies import clear_session, set_session
+from ..auth import SESSION_COOKIE, accounts, clear_session, set_session
 from ..services import Svc
+from .access import Viewer, Writer, origin_ok
 from .errors import READ, WRITE, responses
 
 log = logging.getLogger("paneboard.server")

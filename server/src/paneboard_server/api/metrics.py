@@ -12,8 +12,8 @@ from paneboard_protocol.pane import STATES
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from ..auth.access import Viewer
 from ..services import Svc
+from .access import Viewer
 from .errors import READ, json_responses
 
 

@@ -15,14 +15,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from ..auth.access import require_viewer, require_writer
-from ..auth.accounts import Principal
-from ..notify import store
-from ..notify.quiet import QuietHours, parse_hhmm
-from ..notify.service import NotifyService
-from ..notify.targets import check_endpoint
-from ..notify.webpush import Subscription
+from ..auth import Principal
+from ..notify import NotifyService, QuietHours, Subscription, check_endpoint, parse_hhmm, store
 from ..services import Svc
+from .access import require_viewer, require_writer
 from .errors import ID_MAX, READ, WRITE, responses
 
 MAX_MINUTES = 60 * 24 * 365

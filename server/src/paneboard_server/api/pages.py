@@ -21,9 +21,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from ..auth import accounts
-from ..auth.access import SESSION_COOKIE
-from ..auth.cookies import set_session
+from ..auth import SESSION_COOKIE, accounts, set_session
 from ..services import Svc
 from .notice import notice_page
 

@@ -16,9 +16,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query
 from paneboard_protocol.pane import HISTORY_FIELDS
 
-from ..auth.access import Viewer
 from ..services import Svc
 from ..store import schema as s
+from .access import Viewer
 from .errors import ID_MAX, READ, responses
 
 

@@ -18,12 +18,11 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from paneboard_protocol import wire as pwire
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..answers.desk import audit
-from ..answers.screens import screen_json
-from ..auth.access import require_viewer, writer_refusal
-from ..auth.accounts import Principal
-from ..panes.model import Pane
+from ..answers import audit, screen_json
+from ..auth import Principal
+from ..panes import Pane
 from ..services import Services, Svc
+from .access import require_viewer, writer_refusal
 from .errors import ID_MAX, READ, WRITE, responses
 
 Viewer = Annotated[Principal, Depends(require_viewer)]

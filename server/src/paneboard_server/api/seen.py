@@ -14,9 +14,9 @@ from fastapi import APIRouter, HTTPException
 from paneboard_protocol import wire as pwire
 from paneboard_protocol.pane import PaneKey
 
-from ..auth.access import Writer
-from ..panes.core import Seen
+from ..panes import Seen
 from ..services import Services, Svc
+from .access import Writer
 from .errors import WRITE, responses
 
 STORE_WAIT = 10.0  # seconds the request waits for the writer to commit the change

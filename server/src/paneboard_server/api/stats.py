@@ -21,12 +21,12 @@ from fastapi import APIRouter, Depends, Query, Response
 from paneboard_protocol.pane import KIND_MAX, NAME_MAX
 from sqlalchemy import select
 
-from ..auth.access import require_viewer
-from ..auth.accounts import Principal
-from ..ledger.stats import Query as StatsQuery
-from ..ledger.stats import compute, fetch, options, overlapping
+from ..auth import Principal
+from ..ledger import Query as StatsQuery
+from ..ledger import compute, fetch, options, overlapping
 from ..services import Services, Svc
 from ..store import schema as s
+from .access import require_viewer
 from .errors import READ, responses
 
 Reader = Annotated[Principal, Depends(require_viewer)]

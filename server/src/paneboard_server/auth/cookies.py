@@ -1,7 +1,7 @@
 """A browser session's two cookies: set on login (or a viewer link), cleared on logout.
 
 `pb_session` is the session id, HttpOnly; `pb_csrf` is the double-submit token the page
-reads and sends back as `X-CSRF-Token` (access.py). Both are SameSite=Strict, Secure
+reads and sends back as `X-CSRF-Token` (api/access.py). Both are SameSite=Strict, Secure
 when `server.cookie_secure`, and last `server.session_days`.
 """
 
@@ -10,7 +10,9 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from ..config import Config
-from .access import CSRF_COOKIE, SESSION_COOKIE
+
+SESSION_COOKIE = "pb_session"
+CSRF_COOKIE = "pb_csrf"
 
 
 def set_session(resp: Response, cfg: Config, sid: str, csrf: str) -> None:

@@ -122,17 +122,3 @@ async def _live_tokens(conn: AsyncConnection, ids: Iterable[int]) -> dict[int, s
         q = select(t.c.id, t.c.token_hash).where(t.c.id.in_(items[i : i + CHUNK]), t.c.revoked_at.is_(None))
         found.update((r.id, r.token_hash) for r in (await conn.execute(q)).all())
     return found
-
-
-def collector_holders(registry: Any) -> list[Holder]:
-    """The connected collectors of an `IngestRegistry`, as holders of their tokens."""
-    from ..ingest.uplink import CLOSE_UNAUTHORIZED
-
-    out = []
-    for c in list(registry.connections.values()):
-        p = Principal("collector", c.name, c.collector_id, readonly=False, credential=c.credential)
-        out.append(
-            # c=c binds this turn's connection; mypy cannot type a lambda's defaulted parameter
-            Holder(p, lambda _why, c=c: c.close(CLOSE_UNAUTHORIZED, "unauthorized: token revoked"), "ingest")  # type: ignore[misc]
-        )
-    return out

@@ -28,8 +28,8 @@ from sqlalchemy import select
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .. import __version__
-from ..auth.accounts import lookup_token, note_use_while_connected
-from ..panes.core import Core, HostsDown, HostsUp, Ingest, Refused, Unstorable
+from ..auth import Holder, Principal, lookup_token, note_use_while_connected
+from ..panes import Core, HostsDown, HostsUp, Ingest, Refused, Unstorable
 from ..store import schema as s
 from .wire import PROTOCOL, WireError, parse, reason
 
@@ -189,6 +189,21 @@ class IngestRegistry:
             t.cancel()
         for c in list(self.connections.values()):
             c.close(1001, "server shutting down")
+
+    def holders(self) -> list[Holder]:
+        """The connected collectors as holders of their tokens: `Revocation` ends them."""
+
+        def end(c: Connection) -> Callable[[str], None]:
+            return lambda _why: c.close(CLOSE_UNAUTHORIZED, "unauthorized: token revoked")
+
+        return [
+            Holder(
+                Principal("collector", c.name, c.collector_id, readonly=False, credential=c.credential),
+                end(c),
+                "ingest",
+            )
+            for c in list(self.connections.values())
+        ]
 
 
 def _bearer(ws: WebSocket) -> str:

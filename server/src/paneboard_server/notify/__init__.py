@@ -5,4 +5,27 @@ Split so the decisions are pure and testable without a browser or a network:
 channel config and matching), `limits` (rate limit and de-duplication), `watch`
 (which viewers have a tab looking), `vapid` + `webpush` (Web Push), `apprise_send`
 (Apprise), and `service` which ties them to the store and the live stream.
+
+The entry point: `NotifyService` and its `NotifySettings`, `feed` (the writer's
+committed changes into it), `store` (the module: subscriptions, mutes, quiet hours,
+the log, as the notification routes call them), and what those routes check a request
+with: `Subscription`, `check_endpoint`, `QuietHours`, `parse_hhmm`.
 """
+
+from . import store
+from .feed import feed
+from .quiet import QuietHours, parse_hhmm
+from .service import NotifyService, NotifySettings
+from .targets import check_endpoint
+from .webpush import Subscription
+
+__all__ = [
+    "NotifyService",
+    "NotifySettings",
+    "QuietHours",
+    "Subscription",
+    "check_endpoint",
+    "feed",
+    "parse_hhmm",
+    "store",
+]

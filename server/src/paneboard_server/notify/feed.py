@@ -13,8 +13,7 @@ from .events import StateChange
 from .service import NotifyService
 
 if TYPE_CHECKING:
-    from ..panes.core import Core
-    from ..panes.writer import Change
+    from ..panes import Change, Core
 
 
 def _on_changes(svc: NotifyService, changes: list[Change]) -> None:

@@ -40,7 +40,7 @@ from .watch import WatchTracker
 if TYPE_CHECKING:
     import aiohttp
 
-    from ..answers.offer import Offers
+    from ..answers import Offers
 
 log = logging.getLogger("paneboard.notify")
 

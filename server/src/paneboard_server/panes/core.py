@@ -28,9 +28,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..config import Config
+from ..store import is_sqlite
 from ..store import schema as s
-from ..store.database import is_sqlite
-from ..stream.hub import Hub
+from ..stream import Hub
 from . import reclassify, writer
 from .commands import DISCONNECTED, HostsDown, HostsUp, Ingest, Op, Purge, Reevaluate, Refresh, Refused, Seen
 from .flush import NOTIFY_CHANNEL
@@ -90,7 +90,7 @@ class Core:
         self.input_hosts: dict[int, frozenset[str]] = {}
         # tmux sessions already in the tmux_sessions table: (host id, tmux server, name).
         self.sessions: set[tuple[int, str, str]] = set()
-        self.open_waits: set[int] | None = None  # panes with an open wait (ledger_store; read lazily)
+        self.open_waits: set[int] | None = None  # panes with an open wait (waits.py; read lazily)
         self.stats = {
             "reports": 0,
             "batches": 0,

@@ -18,9 +18,9 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..ledger import store as ledger_store
+from ..store import Bulk
 from ..store import schema as s
-from ..store.bulk import Bulk
+from . import waits
 from .model import Pane
 from .state import PaneState
 from .tx import Tx
@@ -129,9 +129,9 @@ async def flush(core: PaneState, tx: Tx) -> None:
         tx.after.append(lambda: core.sessions.update(new_sessions))
     if tx.history:
         await _INSERT_HISTORY.run(conn, tx.history)
-        await ledger_store.record(tx)  # the waits these rows open or close, in the same commit
+        await waits.record(tx)  # the waits these rows open or close, in the same commit
     if tx.retexts:
-        await ledger_store.retext(tx)  # after `record`: a wait opened in this batch takes it too
+        await waits.retext(tx)  # after `record`: a wait opened in this batch takes it too
     if tx.collectors:
         await write_collectors(core, conn, tx)
     if core.is_pg and changed:

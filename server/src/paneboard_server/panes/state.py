@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..config import Config
-from ..stream.hub import Hub
+from ..stream import Hub
 from .model import Host, Pane
 from .staleness import Deadlines
 

@@ -19,7 +19,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..ledger.intervals import WAITING
+from ..ledger import WAITING
 from ..store import schema as s
 from .model import Host, Pane
 from .state import PaneState

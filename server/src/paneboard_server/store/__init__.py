@@ -1,1 +1,36 @@
-"""The database: schema, engine, migrations, retention, cross-replica notifications."""
+"""The database: schema, engine, migrations.
+
+The entry point of the part every other one stands on: `schema` (the tables, as the
+module they are read from: `from ..store import schema as s`), the engine and where
+the database is (`database.py`), Alembic driven from code (`migrate.py`), and the
+writer's many-row statements run through the driver (`bulk.py`).
+"""
+
+from . import schema
+from .bulk import Bulk
+from .database import (
+    DatabaseError,
+    create_engine,
+    is_sqlite,
+    redact,
+    require_existing,
+    resolve_url,
+    warn_exposure,
+)
+from .migrate import check_schema, current_revision, head_revision, upgrade
+
+__all__ = [
+    "Bulk",
+    "DatabaseError",
+    "check_schema",
+    "create_engine",
+    "current_revision",
+    "head_revision",
+    "is_sqlite",
+    "redact",
+    "require_existing",
+    "resolve_url",
+    "schema",
+    "upgrade",
+    "warn_exposure",
+]

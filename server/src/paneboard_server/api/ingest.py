@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, WebSocket
 
+from ..ingest import handle
 from ..services import Svc
-from .uplink import handle
 
 
 def make_router() -> APIRouter:

@@ -1,4 +1,4 @@
-"""Running the application under uvicorn: the listening socket, logging, limits.
+"""`paneboard serve`: the application run under uvicorn, with the listening socket, logs, limits.
 
 The socket is bound here, before uvicorn starts, so a port that cannot be bound is
 one line and a non-zero exit (uvicorn would log it among its start-up messages). The
@@ -13,12 +13,9 @@ import contextlib
 import gc
 import socket
 
-from ..config import Config
-from ..store.database import create_engine, warn_exposure
-from ..store.migrate import check_schema
-from . import logsafe
-from .conn_limits import protocols
-from .proxies import TrustedProxies
+from .config import Config
+from .serving import TrustedProxies, logsafe, protocols
+from .store import check_schema, create_engine, warn_exposure
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -72,7 +69,7 @@ def tune_gc() -> None:
 def run_server(cfg: Config, url: str, host: str, port: int) -> int:
     import uvicorn
 
-    from ..app import create_app
+    from .app import create_app
 
     async def precheck() -> None:
         engine = create_engine(url)

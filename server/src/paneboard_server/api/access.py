@@ -13,12 +13,9 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyCookie, HTTPBearer
 
+from ..auth import SESSION_COOKIE, Principal, lookup_token, same, session_principal
 from ..services import services_of
-from .accounts import Principal, lookup_token, session_principal
-from .credentials import same
 
-SESSION_COOKIE = "pb_session"
-CSRF_COOKIE = "pb_csrf"
 CSRF_HEADER = "x-csrf-token"
 
 # The two ways in, as the OpenAPI document states them (either one will do). They only

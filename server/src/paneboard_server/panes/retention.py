@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, func, select
 
-from . import schema as s
-
-if TYPE_CHECKING:
-    from ..panes.core import Core
+from ..store import schema as s
+from .commands import Purge
+from .core import Core
 
 log = logging.getLogger("paneboard.retention")
 
@@ -86,8 +84,6 @@ async def prune_once(core: Core) -> int:
     async with engine.begin() as conn:
         await conn.execute(delete(s.web_sessions).where(s.web_sessions.c.expires_at < now))
     # Panes gone long ago: deleted by the writer, which owns the in-memory mirror.
-    from ..panes.core import Purge
-
     done = asyncio.get_running_loop().create_future()
     op = Purge(
         now - cfg.gone_pane_days * 86400, on_fail=lambda e: None if done.done() else done.set_exception(e)

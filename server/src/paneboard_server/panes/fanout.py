@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import asyncpg
 from paneboard_protocol import wire as pwire
 from paneboard_protocol.pane import PaneKey
 from sqlalchemy.engine import make_url
 
-from ..panes.core import NOTIFY_CHANNEL, SEEN_CHANNEL, Core, Refresh
+from .core import NOTIFY_CHANNEL, SEEN_CHANNEL, Core, Refresh
+
+if TYPE_CHECKING:
+    import asyncpg
 
 log = logging.getLogger("paneboard.fanout")
 
@@ -84,6 +86,8 @@ class Fanout:
             await self.conn.execute("SELECT pg_notify($1, $2)", SEEN_CHANNEL, str(pane_id))
 
     async def run(self) -> None:
+        import asyncpg  # here, not at the top: a server on SQLite never needs it
+
         delay = 0.5
         first = True
         while True:

@@ -1,0 +1,193 @@
+"""The writer keeps the ledger's `waits` table true to history, inside its transaction.
+
+The history rows a batch writes and the intervals they open or close commit together,
+so a restart in the middle of a block finds the block still open (`end_t` NULL) and
+the next history row closes it; nothing is lost or counted twice. Rows arriving in
+order (the usual case) are one `ledger.step` each against the pane's open interval.
+A row older than what the ledger already holds for its pane (a late row, another
+replica's clock) rebuilds that pane's intervals from its retained history with
+`ledger.derive`, keeping any `answered_by` already recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..ledger import WAITING, Event, Interval, derive, order, step
+from ..store import Bulk
+from ..store import schema as s
+from .tx import Tx
+
+W = s.waits
+_CLOSE = Bulk(
+    update(W)
+    .where(W.c.id == bindparam("wid"))
+    .values(end_t=bindparam("end_t"), ended=bindparam("ended"), end_state=bindparam("end_state"))
+)
+# a new interval: every column but its id and who answered it (set later, by an answer)
+_OPEN = Bulk(insert(W), [c.name for c in W.c if c.name not in ("id", "answered_by")])
+
+
+def _interval(r: Any) -> Interval:
+    return Interval(r.state, r.start_t, r.agent, r.kind, r.msg, r.end_t, r.ended, r.end_state)
+
+
+def _matters(rows: list[dict[str, Any]], open_: bool) -> bool:
+    """Whether a pane's new rows can open or close a wait: any of them is one, or the
+    ledger has the pane waiting (which a late row may have made it, whatever the pane
+    is now: `prev_state` alone is not enough)."""
+    return open_ or any(r["state"] in WAITING or r.get("prev_state") in WAITING for r in rows)
+
+
+async def _open_waits(tx: Tx) -> set[int]:
+    core = tx.core
+    if core.open_waits is None:
+        found = await tx.conn.execute(
+            select(W.c.pane_id).where(W.c.end_t.is_(None), W.c.pane_id.is_not(None))
+        )
+        core.open_waits = {r[0] for r in found.all()}
+    return core.open_waits
+
+
+async def record(tx: Tx) -> None:
+    """Bring the ledger up to date with `tx.history` (already inserted, same transaction)."""
+    by_pane: dict[int, list[dict[str, Any]]] = {}
+    for h in tx.history:
+        by_pane.setdefault(h["pane_id"], []).append(h)
+    known = await _open_waits(tx)
+    wanted = {pid: rows for pid, rows in by_pane.items() if _matters(rows, pid in known)}
+    if not wanted:
+        return
+    now_open: dict[int, bool] = {}
+    conn = tx.conn
+    lowest = min(r["t"] for rows in wanted.values() for r in rows)
+    existing: dict[int, list[Any]] = {}
+    found = await conn.execute(
+        select(W).where(W.c.pane_id.in_(sorted(wanted)), or_(W.c.end_t.is_(None), W.c.end_t > lowest))
+    )
+    for r in found.all():
+        existing.setdefault(r.pane_id, []).append(r)
+    inserts: list[dict[str, Any]] = []
+    closes: list[dict[str, Any]] = []
+    for pid, rows in wanted.items():
+        events = order([Event.from_row(r) for r in rows])
+        first = events[0].t
+        mine = existing.get(pid, [])
+        opened = [r for r in mine if r.end_t is None]
+        late = any(r.end_t is not None and r.end_t > first for r in mine) or any(
+            r.start_t > first for r in opened
+        )
+        if late or len(opened) > 1:
+            ivs = await rebuild(conn, pid, _ident(tx, pid))
+            now_open[pid] = bool(ivs) and ivs[-1].end_t is None
+            continue
+        db_open = opened[0] if opened else None
+        cur = _interval(db_open) if db_open is not None else None
+        cur_id = db_open.id if db_open is not None else None
+        for ev in events:
+            closed, nxt = step(cur, ev)
+            if closed is not None:
+                if cur_id is not None:
+                    closes.append({"wid": cur_id, **_ends(closed)})
+                else:
+                    inserts.append({**_ident(tx, pid), **_cols(closed)})
+            if nxt is not cur:
+                cur, cur_id = nxt, None
+        if cur is not None and cur_id is None:
+            inserts.append({**_ident(tx, pid), **_cols(cur)})
+        now_open[pid] = cur is not None
+    await _CLOSE.run(conn, closes)
+    await _OPEN.run(conn, inserts)
+
+    def remember() -> None:  # after the commit: a failed batch must not change it
+        for pid, is_open in now_open.items():
+            (known.add if is_open else known.discard)(pid)
+
+    tx.after.append(remember)
+
+
+async def retext(tx: Tx) -> None:
+    """The question text of panes still waiting changed without a history row: their
+    open waits take it, so a ledger row keeps the text the card showed (a THINKTERM
+    contract's `blocked` has no text; the question is read off the screen a moment later)."""
+    await tx.conn.execute(
+        update(W).where(W.c.pane_id == bindparam("pid"), W.c.end_t.is_(None)).values(msg=bindparam("text")),
+        [{"pid": pid, "text": text} for pid, text in sorted(tx.retexts.items())],
+    )
+
+
+async def rebuild(conn: AsyncConnection, pane_id: int, ident: dict[str, Any]) -> list[Interval]:
+    """Re-derive one pane's intervals from its retained history; returns them."""
+    h = s.history
+    rows = (
+        await conn.execute(
+            select(h.c.id, h.c.t, h.c.agent, h.c.state, h.c.kind, h.c.msg, h.c.reason)
+            .where(h.c.pane_id == pane_id)
+            .order_by(h.c.t, h.c.id)
+        )
+    ).all()
+    if not rows:
+        return []
+    since = rows[0]._mapping["t"]
+    # What history does not hold is kept from the rows re-derived: who answered, and the
+    # question text read after the row that opened the wait (`retext`).
+    keep = {
+        (r.state, r.start_t): (r.answered_by, r.msg)
+        for r in (
+            await conn.execute(
+                select(W.c.state, W.c.start_t, W.c.answered_by, W.c.msg).where(
+                    W.c.pane_id == pane_id, W.c.start_t >= since
+                )
+            )
+        ).all()
+    }
+    # What began before the oldest retained row cannot be re-derived: it stays as it is.
+    await conn.execute(delete(W).where(and_(W.c.pane_id == pane_id, W.c.start_t >= since)))
+    ivs = derive([Event.from_row(r) for r in rows])
+    if ivs:
+        await conn.execute(
+            insert(W),
+            [
+                {
+                    **ident,
+                    **_cols(iv),
+                    "msg": iv.msg or keep.get((iv.state, iv.start_t), (None, None))[1],
+                    "answered_by": keep.get((iv.state, iv.start_t), (None, None))[0],
+                }
+                for iv in ivs
+            ],
+        )
+    return ivs
+
+
+def _ident(tx: Tx, pane_id: int) -> dict[str, Any]:
+    """Where the pane is, copied onto its intervals so they outlive it."""
+    p = tx.pane_by_id(pane_id)
+    if p is None:
+        return {"pane_id": pane_id, "host": "?", "tmux": "?", "pane": "?", "session": None}
+    host = tx.host_by_id(p.host_id)
+    return {
+        "pane_id": pane_id,
+        "host": host.name if host is not None else "?",
+        "tmux": p.tmux,
+        "pane": p.pane,
+        "session": p.session or None,
+    }
+
+
+def _cols(iv: Interval) -> dict[str, Any]:
+    return {
+        "agent": iv.agent,
+        "state": iv.state,
+        "kind": iv.kind,
+        "msg": iv.msg,
+        "start_t": iv.start_t,
+        **_ends(iv),
+    }
+
+
+def _ends(iv: Interval) -> dict[str, Any]:
+    return {"end_t": iv.end_t, "ended": iv.ended, "end_state": iv.end_state}
