@@ -1,6 +1,9 @@
 """The SQL a committed batch writes: pane rows with their new revs, records, hosts,
 tmux sessions, history and collectors' stream positions, in as few statements as the
-batch allows (every statement is a round trip through a busy event loop).
+batch allows, sent in two goes (`store.Pipeline`): everything the batch changed with
+the ledger's read of the waits it may open or close, then the ledger's writes and the
+stream positions. On SQLite every trip to the driver's thread waits for a turn of a busy
+event loop; two trips a batch, not one per statement.
 
 SQLite and PostgreSQL differ in three places: revs come from a sequence on PostgreSQL
 (several processes share it) and from the process's counter on SQLite; inserts that may
@@ -18,7 +21,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..store import Bulk
+from ..store import Bulk, Pipeline
 from ..store import schema as s
 from . import waits
 from .model import Pane
@@ -36,7 +39,16 @@ _UPDATE_PANES = Bulk(
 _INSERT_HISTORY = Bulk(insert(s.history), [c.name for c in s.history.c if c.name != "id"])
 _RECORD_COLS = ["pane_id", "record_id", "state", "kind", "app", "msg", "title", "data"]
 _INSERT_RECORDS = Bulk(insert(s.pane_records), _RECORD_COLS)
-_DELETE_RECORDS = delete(s.pane_records).where(s.pane_records.c.pane_id.in_(bindparam("ids", expanding=True)))
+_DELETE_RECORDS = Bulk(delete(s.pane_records).where(s.pane_records.c.pane_id == bindparam("pid")))
+# Another process on the same database may have added a session already: ignore that.
+_INSERT_SESSIONS = {
+    "sqlite": Bulk(
+        sqlite_insert(s.tmux_sessions).on_conflict_do_nothing(), ["host_id", "tmux", "name", "last_seen"]
+    ),
+    "postgresql": Bulk(
+        pg_insert(s.tmux_sessions).on_conflict_do_nothing(), ["host_id", "tmux", "name", "last_seen"]
+    ),
+}
 _UPDATE_HOSTS = Bulk(
     update(s.hosts)
     .where(s.hosts.c.id == bindparam("hid"))
@@ -75,65 +87,46 @@ async def flush(core: PaneState, tx: Tx) -> None:
             revs = list(range(core.rev + 1, core.rev + 1 + len(changed)))
         for pid, rev in zip(changed, revs, strict=True):
             tx.panes[pid].rev = rev
-        await _UPDATE_PANES.run(conn, [{"pid": pid, **tx.panes[pid].row()} for pid in changed])
+    pipe = Pipeline(conn)
+    ledger = await waits.read(tx, pipe) if tx.history else None
+    pipe.add(_UPDATE_PANES, [{"pid": pid, **tx.panes[pid].row()} for pid in changed])
     if tx.records_dirty:
         ids = sorted(tx.records_dirty)
-        await conn.execute(_DELETE_RECORDS, {"ids": ids})
-        rows = []
-        for pid in ids:
-            seen: set[str] = set()
-            for r in tx.panes[pid].records:
-                rid = str(r.get("id") or "")[:_RECORD_ID]
-                if rid in seen:
-                    continue
-                seen.add(rid)
-                rows.append(
-                    {
-                        "pane_id": pid,
-                        "record_id": rid,
-                        "state": _s(r.get("state"), _RECORD_STATE),
-                        "kind": _s(r.get("kind"), _RECORD_KIND),
-                        "app": _s(r.get("app"), 128),
-                        "msg": _s(r.get("msg"), 4096),
-                        "title": _s(r.get("title"), 4096),
-                        "data": r,
-                    }
-                )
-        await _INSERT_RECORDS.run(conn, rows)
-    if tx.host_dirty:
-        await _UPDATE_HOSTS.run(
-            conn,
-            [
-                {
-                    "hid": h.id,
-                    "reachable": h.reachable,
-                    "error": h.error,
-                    "last_seen": h.last_seen,
-                    "unreachable_since": h.unreachable_since,
-                }
-                for h in (tx.hosts[i] for i in sorted(tx.host_dirty))
-            ],
-        )
+        pipe.add(_DELETE_RECORDS, [{"pid": pid} for pid in ids])
+        pipe.add(_INSERT_RECORDS, _record_rows(tx, ids))
+    pipe.add(
+        _UPDATE_HOSTS,
+        [
+            {
+                "hid": h.id,
+                "reachable": h.reachable,
+                "error": h.error,
+                "last_seen": h.last_seen,
+                "unreachable_since": h.unreachable_since,
+            }
+            for h in (tx.hosts[i] for i in sorted(tx.host_dirty))
+        ],
+    )
     new_sessions = {
         (p.host_id, p.tmux, p.session)
         for p in (tx.panes[i] for i in changed)
         if p.session and (p.host_id, p.tmux, p.session) not in core.sessions
     }
     if new_sessions:
-        # Another process on the same database may have added one already: ignore that.
-        ins = (pg_insert if core.is_pg else sqlite_insert)(s.tmux_sessions).on_conflict_do_nothing()
-        await conn.execute(
-            ins,
+        pipe.add(
+            _INSERT_SESSIONS["postgresql" if core.is_pg else "sqlite"],
             [{"host_id": h, "tmux": tm, "name": n, "last_seen": tx.now} for h, tm, n in sorted(new_sessions)],
         )
         tx.after.append(lambda: core.sessions.update(new_sessions))
-    if tx.history:
-        await _INSERT_HISTORY.run(conn, tx.history)
-        await waits.record(tx)  # the waits these rows open or close, in the same commit
+    pipe.add(_INSERT_HISTORY, tx.history)
+    await pipe.send()
+    if ledger is not None:
+        await waits.record(tx, ledger, pipe)  # the waits these rows open or close, in the same commit
     if tx.retexts:
-        await waits.retext(tx)  # after `record`: a wait opened in this batch takes it too
+        waits.retext(tx, pipe)  # after `record`: a wait opened in this batch takes it too
     if tx.collectors:
-        await write_collectors(core, conn, tx)
+        await write_collectors(core, conn, tx, pipe)
+    await pipe.send()
     if core.is_pg and changed:
         for chunk in _chunks([str(pid) for pid in changed], 7000):
             await conn.execute(
@@ -142,9 +135,35 @@ async def flush(core: PaneState, tx: Tx) -> None:
             )
 
 
-async def write_collectors(core: PaneState, conn: AsyncConnection, tx: Tx) -> None:
+def _record_rows(tx: Tx, ids: list[int]) -> list[dict[str, Any]]:
+    """The pane_records rows of the panes `ids`: one per record id, the first kept."""
+    rows = []
+    for pid in ids:
+        seen: set[str] = set()
+        for r in tx.panes[pid].records:
+            rid = str(r.get("id") or "")[:_RECORD_ID]
+            if rid in seen:
+                continue
+            seen.add(rid)
+            rows.append(
+                {
+                    "pane_id": pid,
+                    "record_id": rid,
+                    "state": _s(r.get("state"), _RECORD_STATE),
+                    "kind": _s(r.get("kind"), _RECORD_KIND),
+                    "app": _s(r.get("app"), 128),
+                    "msg": _s(r.get("msg"), 4096),
+                    "title": _s(r.get("title"), 4096),
+                    "data": r,
+                }
+            )
+    return rows
+
+
+async def write_collectors(core: PaneState, conn: AsyncConnection, tx: Tx, pipe: Pipeline) -> None:
     """Stream positions of every collector in the batch: one statement per shape,
-    not one (or two) per collector."""
+    not one (or two) per collector. A collector new to this process is upserted at once
+    (rare); the others' positions are queued on `pipe`."""
     if core.collector_rows is None:
         core.collector_rows = {r[0] for r in (await conn.execute(select(s.collectors.c.token_id))).all()}
     known = core.collector_rows
@@ -168,7 +187,7 @@ async def write_collectors(core: PaneState, conn: AsyncConnection, tx: Tx) -> No
                 .where(s.collectors.c.token_id == bindparam("cid"))
                 .values({k: bindparam(k) for k in shape})
             )
-        await stmt.run(conn, [{"cid": cid, **v} for cid, v in old if tuple(sorted(v)) == shape])
+        pipe.add(stmt, [{"cid": cid, **v} for cid, v in old if tuple(sorted(v)) == shape])
     if new:
         added = {r["token_id"] for r in new}
         tx.after.insert(0, lambda: known.update(added))

@@ -11,13 +11,14 @@ replica's clock) rebuilds that pane's intervals from its retained history with
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..ledger import WAITING, Event, Interval, derive, order, step
-from ..store import Bulk
+from ..store import Bulk, Pipeline
 from ..store import schema as s
 from .tx import Tx
 
@@ -31,8 +32,30 @@ _CLOSE = Bulk(
 _OPEN = Bulk(insert(W), [c.name for c in W.c if c.name not in ("id", "answered_by")])
 
 
-def _interval(r: Any) -> Interval:
-    return Interval(r.state, r.start_t, r.agent, r.kind, r.msg, r.end_t, r.ended, r.end_state)
+class _Wait(NamedTuple):
+    """The columns of a stored wait that `record` reads, in its query's order."""
+
+    id: int
+    pane_id: int
+    state: str
+    start_t: float
+    agent: str | None
+    kind: str | None
+    msg: str | None
+    end_t: float | None
+    ended: str | None
+    end_state: str | None
+
+    def interval(self) -> Interval:
+        return Interval(
+            self.state, self.start_t, self.agent, self.kind, self.msg, self.end_t, self.ended, self.end_state
+        )
+
+
+_WAIT_COLUMNS = [W.c[name] for name in _Wait._fields]
+_RETEXT = Bulk(
+    update(W).where(W.c.pane_id == bindparam("pid"), W.c.end_t.is_(None)).values(msg=bindparam("text"))
+)
 
 
 def _matters(rows: list[dict[str, Any]], open_: bool) -> bool:
@@ -52,27 +75,45 @@ async def _open_waits(tx: Tx) -> set[int]:
     return core.open_waits
 
 
-async def record(tx: Tx) -> None:
-    """Bring the ledger up to date with `tx.history` (already inserted, same transaction)."""
+@dataclass
+class Reading:
+    """What `record` needs, read alongside the batch's other statements (`read`)."""
+
+    known: set[int]  # panes with an open wait, as of the last commit
+    wanted: dict[int, list[dict[str, Any]]]  # the history rows of panes that may open or close one
+    existing: list[_Wait]  # their open waits, and any closed after the earliest of the rows
+
+
+async def read(tx: Tx, pipe: Pipeline) -> Reading | None:
+    """Queue on `pipe` the read of the stored waits `tx.history` may open or close (None:
+    it can open or close none). Only the waits table is read, which the batch's other
+    statements do not write, so it rides with them."""
     by_pane: dict[int, list[dict[str, Any]]] = {}
     for h in tx.history:
         by_pane.setdefault(h["pane_id"], []).append(h)
     known = await _open_waits(tx)
     wanted = {pid: rows for pid, rows in by_pane.items() if _matters(rows, pid in known)}
     if not wanted:
-        return
+        return None
+    lowest = min(r["t"] for rows in wanted.values() for r in rows)
+    query = select(*_WAIT_COLUMNS).where(
+        W.c.pane_id.in_(sorted(wanted)), or_(W.c.end_t.is_(None), W.c.end_t > lowest)
+    )
+    return Reading(known, wanted, pipe.fetch(query, _Wait._make))
+
+
+async def record(tx: Tx, reading: Reading, pipe: Pipeline) -> None:
+    """Bring the ledger up to date with `tx.history` (inserted, same transaction): the
+    waits it opens and closes are queued on `pipe`; a pane with late rows is rebuilt
+    from its history at once."""
     now_open: dict[int, bool] = {}
     conn = tx.conn
-    lowest = min(r["t"] for rows in wanted.values() for r in rows)
-    existing: dict[int, list[Any]] = {}
-    found = await conn.execute(
-        select(W).where(W.c.pane_id.in_(sorted(wanted)), or_(W.c.end_t.is_(None), W.c.end_t > lowest))
-    )
-    for r in found.all():
+    existing: dict[int, list[_Wait]] = {}
+    for r in reading.existing:
         existing.setdefault(r.pane_id, []).append(r)
     inserts: list[dict[str, Any]] = []
     closes: list[dict[str, Any]] = []
-    for pid, rows in wanted.items():
+    for pid, rows in reading.wanted.items():
         events = order([Event.from_row(r) for r in rows])
         first = events[0].t
         mine = existing.get(pid, [])
@@ -85,7 +126,7 @@ async def record(tx: Tx) -> None:
             now_open[pid] = bool(ivs) and ivs[-1].end_t is None
             continue
         db_open = opened[0] if opened else None
-        cur = _interval(db_open) if db_open is not None else None
+        cur = db_open.interval() if db_open is not None else None
         cur_id = db_open.id if db_open is not None else None
         for ev in events:
             closed, nxt = step(cur, ev)
@@ -99,8 +140,9 @@ async def record(tx: Tx) -> None:
         if cur is not None and cur_id is None:
             inserts.append({**_ident(tx, pid), **_cols(cur)})
         now_open[pid] = cur is not None
-    await _CLOSE.run(conn, closes)
-    await _OPEN.run(conn, inserts)
+    pipe.add(_CLOSE, closes)
+    pipe.add(_OPEN, inserts)
+    known = reading.known
 
     def remember() -> None:  # after the commit: a failed batch must not change it
         for pid, is_open in now_open.items():
@@ -109,14 +151,12 @@ async def record(tx: Tx) -> None:
     tx.after.append(remember)
 
 
-async def retext(tx: Tx) -> None:
+def retext(tx: Tx, pipe: Pipeline) -> None:
     """The question text of panes still waiting changed without a history row: their
     open waits take it, so a ledger row keeps the text the card showed (a THINKTERM
-    contract's `blocked` has no text; the question is read off the screen a moment later)."""
-    await tx.conn.execute(
-        update(W).where(W.c.pane_id == bindparam("pid"), W.c.end_t.is_(None)).values(msg=bindparam("text")),
-        [{"pid": pid, "text": text} for pid, text in sorted(tx.retexts.items())],
-    )
+    contract's `blocked` has no text; the question is read off the screen a moment later).
+    Queued after `record`'s writes: a wait opened in this batch takes it too."""
+    pipe.add(_RETEXT, [{"pid": pid, "text": text} for pid, text in sorted(tx.retexts.items())])
 
 
 async def rebuild(conn: AsyncConnection, pane_id: int, ident: dict[str, Any]) -> list[Interval]:

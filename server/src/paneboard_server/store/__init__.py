@@ -3,11 +3,11 @@
 The entry point of the part every other one stands on: `schema` (the tables, as the
 module they are read from: `from ..store import schema as s`), the engine and where
 the database is (`database.py`), Alembic driven from code (`migrate.py`), and the
-writer's many-row statements run through the driver (`bulk.py`).
+writer's many-row statements run through the driver and sent together (`bulk.py`).
 """
 
 from . import schema
-from .bulk import Bulk
+from .bulk import Bulk, Pipeline
 from .database import (
     DatabaseError,
     create_engine,
@@ -22,6 +22,7 @@ from .migrate import check_schema, current_revision, head_revision, upgrade
 __all__ = [
     "Bulk",
     "DatabaseError",
+    "Pipeline",
     "check_schema",
     "create_engine",
     "current_revision",
