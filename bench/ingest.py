@@ -55,44 +55,70 @@ def free_port() -> int:
 
 
 # --- the SSE readers (a child process) ----------------------------------------------------
-async def sse_client(port: int, token: str, until: float, stats: dict[str, Any], start_at: float) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(
-        f"GET /api/stream HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
-        "Accept: text/event-stream\r\n\r\n".encode()
-    )
-    await writer.drain()
-    buf = b""
-    lat: list[float] = stats["lat"]
-    while time.time() < until:
-        try:
-            chunk = await asyncio.wait_for(reader.read(1 << 18), max(0.1, until - time.time()))
-        except TimeoutError:
-            break
-        if not chunk:
-            stats["eof"] += 1
-            break
+class SSEReader(asyncio.Protocol):
+    """One live-stream client: reads every byte the server sends and times every probe.
+
+    The readers stand for browsers on other machines, but here they share the server's
+    two cores, so they are kept cheap: a protocol fed by the loop (no StreamReader and no
+    `wait_for` task per read, which cost the readers 0.58 of a core at 10,000 reports/s),
+    one `find` pass over each frame for the probes, nothing else parsed."""
+
+    def __init__(self, request: bytes, stats: dict[str, Any], start_at: float, closed: asyncio.Future[None]):
+        self.request = request
+        self.stats = stats
+        self.lat: list[float] = stats["lat"]
+        self.start_at = start_at
+        self.closed = closed
+        self.buf = b""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.write(self.request)
+
+    def data_received(self, data: bytes) -> None:
         now = time.time()
-        stats["bytes"] += len(chunk)
-        buf += chunk
+        self.stats["bytes"] += len(data)
+        buf = self.buf + data if self.buf else data
         end = buf.rfind(b"\n\n")
         if end < 0:
-            continue
-        frames, buf = buf[: end + 2], buf[end + 2 :]
-        if now < start_at:
-            continue
-        stats["panes"] += frames.count(b'"pane":"')
+            self.buf = buf
+            return
+        frames, self.buf = buf[: end + 2], buf[end + 2 :]
+        if now < self.start_at:
+            return
         i = frames.find(b'"msg":"p')
         while i >= 0:
             j = frames.find(b'"', i + 8)
             with contextlib.suppress(ValueError):
-                lat.append(now - float(frames[i + 8 : j]))
+                self.lat.append(now - float(frames[i + 8 : j]))
             i = frames.find(b'"msg":"p', j)
-    writer.close()
+
+    def eof_received(self) -> bool | None:
+        self.stats["eof"] += 1
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+async def sse_client(port: int, token: str, until: float, stats: dict[str, Any], start_at: float) -> None:
+    loop = asyncio.get_running_loop()
+    request = (
+        f"GET /api/stream HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+        "Accept: text/event-stream\r\n\r\n".encode()
+    )
+    closed: asyncio.Future[None] = loop.create_future()
+    transport, _ = await loop.create_connection(
+        lambda: SSEReader(request, stats, start_at, closed), "127.0.0.1", port
+    )
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(closed), max(0.1, until - time.time()))
+    transport.close()
 
 
 def sse_worker(ports: list[int], token: str, clients: int, until: float, start_at: float, out: str) -> None:
-    stats: dict[str, Any] = {"lat": [], "bytes": 0, "panes": 0, "eof": 0}
+    stats: dict[str, Any] = {"lat": [], "bytes": 0, "eof": 0}
 
     async def main() -> None:
         await asyncio.gather(
@@ -430,7 +456,6 @@ def run_one(
             "servers": servers,
             "offered": rate,
             "reports_per_s": (after - before) / args.duration,
-            "sse_panes_per_s": stats["panes"] / args.duration / max(1, args.sse),
             "p50_ms": pct(lat, 0.5) * 1000,
             "p99_ms": pct(lat, 0.99) * 1000,
             "samples": len(lat),
