@@ -69,7 +69,7 @@ class SSEReader(asyncio.Protocol):
         self.lat: list[float] = stats["lat"]
         self.start_at = start_at
         self.closed = closed
-        self.buf = b""
+        self.parts: list[bytes] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -78,12 +78,16 @@ class SSEReader(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         now = time.time()
         self.stats["bytes"] += len(data)
-        buf = self.buf + data if self.buf else data
-        end = buf.rfind(b"\n\n")
-        if end < 0:
-            self.buf = buf
+        # A frame (~0.3 MB at 10,000 reports/s) arrives in several reads: keep them apart
+        # and look for the frames' end only in what is new (and the byte before it), so a
+        # frame costs one copy and one scan, not one per read.
+        before = self.parts[-1][-1:] if self.parts else b""
+        end = (before + data).rfind(b"\n\n") - len(before)
+        if end < -1:
+            self.parts.append(data)
             return
-        frames, self.buf = buf[: end + 2], buf[end + 2 :]
+        frames = b"".join([*self.parts, data[: end + 2]])
+        self.parts = [data[end + 2 :]] if end + 2 < len(data) else []
         if now < self.start_at:
             return
         i = frames.find(b'"msg":"p')
