@@ -85,16 +85,16 @@ async def measure(batches: int, batch: int, panes: int, collectors: int) -> dict
             rec = {**record, "state": st, "kind": kind, "msg": "r", "updated": now, "seq": n}
             ups.append(
                 PaneUpdate(
-                    PaneKey(f"host{cid}", "default", f"%{p}"),
-                    "main",
-                    "0:agent",
-                    "claude",
-                    st,  # type: ignore[arg-type]  # one of the states
-                    kind,
-                    "r",
-                    "protocol",
-                    True,
-                    now,
+                    key=PaneKey(f"host{cid}", "default", f"%{p}"),
+                    session="main",
+                    window="0:agent",
+                    agent="claude",
+                    state=st,
+                    kind=kind,
+                    msg="r",
+                    source="protocol",
+                    observable=True,
+                    t=now,
                     process="claude",
                     evidence={**evidence, "records": [rec]},
                 )

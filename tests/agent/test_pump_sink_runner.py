@@ -14,7 +14,18 @@ from paneboard_agent.transport.shell import ShellRunner
 
 
 def _update(pane: str, state: str | None, t: float = 1.0, window: str = "0:w") -> PaneUpdate:
-    return PaneUpdate(PaneKey("h", "default", pane), "s", window, None, state, None, None, None, True, t)
+    return PaneUpdate(
+        key=PaneKey("h", "default", pane),
+        session="s",
+        window=window,
+        agent=None,
+        state=state,
+        kind=None,
+        msg=None,
+        source=None,
+        observable=True,
+        t=t,
+    )
 
 
 class _Recorder:

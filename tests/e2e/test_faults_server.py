@@ -36,7 +36,16 @@ def update(pane: str, state: str, msg: str) -> dict[str, Any]:
     from paneboard_agent.sink import PaneKey, PaneUpdate
 
     return PaneUpdate(
-        PaneKey("load", "default", pane), "s", "0", "claude", state, None, msg, "protocol", True, time.time()
+        key=PaneKey("load", "default", pane),
+        session="s",
+        window="0",
+        agent="claude",
+        state=state,
+        kind=None,
+        msg=msg,
+        source="protocol",
+        observable=True,
+        t=time.time(),
     ).wire_json()
 
 

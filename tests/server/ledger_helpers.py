@@ -44,7 +44,16 @@ def update(
     t: float = T0,
 ) -> PaneUpdate:
     return PaneUpdate(
-        PaneKey(host, "default", pane), session, "0", agent, state, kind, msg, "protocol", True, t
+        key=PaneKey(host, "default", pane),
+        session=session,
+        window="0",
+        agent=agent,
+        state=state,
+        kind=kind,
+        msg=msg,
+        source="protocol",
+        observable=True,
+        t=t,
     )
 
 

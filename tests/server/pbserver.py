@@ -202,16 +202,16 @@ def pane_update(
     from paneboard_agent.sink import PaneKey, PaneUpdate
 
     return PaneUpdate(
-        PaneKey(host, "default", pane),
-        "main",
-        "0",
-        agent,
-        state,
-        kind,
-        msg,
-        "protocol",
-        True,
-        t or time.time(),
+        key=PaneKey(host, "default", pane),
+        session="main",
+        window="0",
+        agent=agent,
+        state=state,
+        kind=kind,
+        msg=msg,
+        source="protocol",
+        observable=True,
+        t=t or time.time(),
         evidence=evidence or {},
     )
 

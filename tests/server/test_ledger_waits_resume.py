@@ -6,9 +6,9 @@ question text arrives after the row that opened it keeps that text in the ledger
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from typing import Any
 
+import msgspec
 from ledger_helpers import T0, Clock, pane_id, report, submit, update, waits
 from paneboard_protocol.pane import PaneUpdate
 from paneboard_protocol.wire import HostState
@@ -31,7 +31,7 @@ def run(db_url: str, clock: Clock, body: Any) -> None:
 
 def seen_at(u: PaneUpdate, since: float) -> PaneUpdate:
     """The update as a collector sends it: with its own `since` (when *it* saw the state begin)."""
-    return dataclasses.replace(u, since=since)
+    return msgspec.structs.replace(u, since=since)
 
 
 async def snapshot(core: Any, stream: str, seq: int, reachable: bool, panes: list[PaneUpdate]) -> None:

@@ -11,8 +11,6 @@ import dataclasses
 import re
 import subprocess
 import sys
-import types
-import typing
 from pathlib import Path
 
 import msgspec
@@ -34,63 +32,75 @@ def test_classifier_produces_every_classification_field() -> None:
 
 
 def test_update_carries_exactly_the_update_fields_in_order() -> None:
-    assert [f.name for f in dataclasses.fields(PaneUpdate)] == ["key", *d.UPDATE_FIELDS]
-    u = PaneUpdate(PaneKey("h", "default", "%1"), "s", "w", None, "idle", None, None, None, True, 1.0)
+    shared = [f.name for f in msgspec.structs.fields(d.PaneFields)]
+    assert [f.name for f in msgspec.structs.fields(PaneUpdate)] == [*shared, "key", "t"]
+    assert (*shared, "t") == d.UPDATE_FIELDS
+    u = PaneUpdate(
+        key=PaneKey("h", "default", "%1"),
+        session="s",
+        window="w",
+        agent=None,
+        state="idle",
+        kind=None,
+        msg=None,
+        source=None,
+        observable=True,
+        t=1.0,
+    )
     assert set(u.wire_json()) == {"key", *d.UPDATE_FIELDS}
     assert msgspec.json.decode(msgspec.json.encode(u), type=PaneUpdate) == u  # the wire's own class
 
 
-_TYPES = {"str": str, "int": int, "float": float, "bool": bool, "json": dict, "list": (tuple, list)}
+def test_both_ends_carry_the_one_definition() -> None:
+    """The collector's report and the server's pane are the same written-out fields: both
+    classes inherit `PaneFields`; the server's adds what only it keeps (`StoredPane`) and
+    its row's identity. `FIELDS` is read from them, nowhere else."""
+    shared = [f.name for f in msgspec.structs.fields(d.PaneFields)]
+    kept = [f.name for f in msgspec.structs.fields(d.StoredPane)]
+    assert kept[: len(shared)] == shared
+    assert [f.name for f in msgspec.structs.fields(Pane)] == [*kept, "id", "host_id", "tmux", "pane"]
+    assert [f.name for f in d.FIELDS] == [*shared, "t", *kept[len(shared) :]]
+    assert issubclass(PaneUpdate, d.PaneFields) and issubclass(Pane, d.StoredPane)
 
 
-_LITERAL = {typing.Literal: str}  # every Literal of the pane is one of names
-
-
-def _base_types(hint: object) -> set[object]:
-    """`str | None` -> {str, None}; `tuple[dict, ...]` -> {tuple}."""
-    args = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-    return {
-        None if a is type(None) else _LITERAL.get(typing.get_origin(a), typing.get_origin(a) or a)
-        for a in args
-    }
-
-
-def _held_to_the_definition(cls: type, identity: list[str], which: list[d.Field], server: bool) -> None:
-    """A written-out pane class carries exactly these fields of the definition, in its
-    order, each with the definition's type (None allowed where the definition allows it) and
-    default (a server pane holds None where the wire would default)."""
-    fields = dataclasses.fields(cls)
-    assert [f.name for f in fields] == [*identity, *(f.name for f in which)]
-    hints = typing.get_type_hints(cls)
-    for spec in which:
-        got = _base_types(hints[spec.name])
-        want = _TYPES[spec.type]
-        assert (got - {None}) <= set(want if isinstance(want, tuple) else (want,)) and got - {None}, spec.name
-        # a stored value may be NULL where the column is nullable; a wire value only
-        # where, besides, its default is None (pane.Field)
-        may_be_none = spec.nullable and (server or spec.default is None)
-        assert (None in got) == may_be_none, f"{spec.name}: None allowed is {may_be_none}"
-        f = next(x for x in fields if x.name == spec.name)
-        if f.default is not dataclasses.MISSING:
-            value = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            value = f.default_factory()
-        else:
-            assert spec.required and not server, f"{spec.name} has no default"
-            continue
-        expected = (None if spec.nullable else spec.default) if server else spec.default
-        if spec.type == "list":
-            expected = list(spec.default) if server else tuple(spec.default)
-        if spec.type == "json" and isinstance(spec.default, dict):
-            expected = {}
-        assert value == expected and type(value) is type(expected), (spec.name, value, expected)
-
-
-def test_the_written_out_classes_are_the_definition() -> None:
-    _held_to_the_definition(PaneUpdate, ["key"], [f for f in d.FIELDS if f.update], server=False)
-    _held_to_the_definition(
-        Pane, ["id", "host_id", "tmux", "pane"], [f for f in d.FIELDS if f.row or f.api], server=True
+def test_the_table_read_from_the_classes() -> None:
+    """What `FIELDS` reads from the annotations: each flag at work somewhere."""
+    f = d.BY_NAME
+    # required on the wire, yet a pane only heard of has none: a nullable column
+    assert f["session"].required and f["session"].nullable and f["session"].default == ""
+    assert f["agent"].required and f["agent"].nullable and f["agent"].default is None
+    assert f["observable"].required and not f["observable"].nullable and f["observable"].default is True
+    assert f["t"].update and f["t"].required and not (f["t"].row or f["t"].api or f["t"].nullable)
+    assert f["title"].update and not f["title"].required and f["title"].type == "str"
+    assert f["progress"].type == "int" and f["since"].type == "float" and f["observable"].type == "bool"
+    assert f["records"].type == "list" and f["records"].api and not f["records"].row
+    assert f["records"].default == () and not f["records"].nullable
+    assert f["evidence"].type == "json" and f["evidence"].row and not f["evidence"].api
+    assert (f["state"].sql_len, f["kind"].sql_len, f["source"].sql_len) == (
+        d.STATE_MAX,
+        d.KIND_MAX,
+        d.STATE_MAX,
     )
+    assert f["rev"].sql_big and not f["rev"].update and f["rev"].default == 0
+    assert f["last_known"].api and not f["last_known"].row and f["last_known"].nullable
+    assert d.HISTORY_FIELDS == ("agent", "state", "kind", "msg", "source")
+    assert not any(x.update for x in d.FIELDS if x.name in ("last_seen", "rev", "gone_at", "last_known"))
+
+
+def test_a_pane_only_heard_of_knows_nothing() -> None:
+    p = Pane.heard_of(1, 2, "default", "%1")
+    assert (p.session, p.window, p.agent, p.state, p.observable, p.records, p.rev) == (
+        None,
+        None,
+        None,
+        None,
+        True,
+        (),
+        0,
+    )
+    q = p.copy()
+    q.state = "idle"
+    assert p.state is None  # the batch's copy, not the mirror
 
 
 def test_a_misspelt_or_mistyped_field_fails_the_type_check(tmp_path: Path) -> None:
@@ -103,7 +113,7 @@ def test_a_misspelt_or_mistyped_field_fails_the_type_check(tmp_path: Path) -> No
         "    a = p.stat_e\n"
         "    b = u.msg + 1\n"
         "    c = w.ops[0].update.prgress\n"
-        "    return PaneUpdate(PaneKey('h', 't', '%1'), sesion='s')\n"
+        "    return PaneUpdate(key=PaneKey('h', 't', '%1'), sesion='s')\n"
     )
     run = subprocess.run(
         [sys.executable, "-m", "mypy", "--no-incremental", "--no-error-summary", str(src)],
@@ -130,7 +140,18 @@ def test_the_limits_written_in_the_annotations_are_the_wire_s() -> None:
         "title": d.TEXT_MAX,
         "process": d.TEXT_MAX,
     }
-    u = PaneUpdate(PaneKey("h", "t", "%1"), "", "", None, None, None, None, None, True, 1.0)
+    u = PaneUpdate(
+        key=PaneKey("h", "t", "%1"),
+        session="",
+        window="",
+        agent=None,
+        state=None,
+        kind=None,
+        msg=None,
+        source=None,
+        observable=True,
+        t=1.0,
+    )
     base = msgspec.to_builtins(u)
     for name, limit in d.WIRE_TEXT_MAX.items():
         _decode({**base, name: "x" * limit})
@@ -159,7 +180,7 @@ def _rejected(data: dict) -> bool:
 
 
 def test_server_pane_stores_and_shows_the_definitions_fields() -> None:
-    p = Pane(1, 2, "default", "%1")
+    p = Pane.heard_of(1, 2, "default", "%1")
     assert tuple(p.row()) == d.ROW_FIELDS
     api = p.api(Host(2, 9, "h"))
     extra = ["reachable", "stale", "unreachable_since"]

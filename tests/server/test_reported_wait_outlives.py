@@ -21,17 +21,17 @@ def stored(**over: Any) -> Pane:
         "msg": "Deploy?",
         "source": "protocol",
         "observable": True,
-        "records": [RECORD],
+        "records": (RECORD,),
         "evidence": {"process": {"name": "python3", "pid": 4242}},
     }
     fields.update(over)
-    return Pane(1, 1, "default", "%1", **fields)
+    return Pane.heard_of(1, 1, "default", "%1", **fields)
 
 
-def seen(pid: int = 4242, **over: Any) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+def seen(pid: int = 4242, **over: Any) -> tuple[dict[str, Any], tuple[Any, ...], dict[str, Any]]:
     fields: dict[str, Any] = {"agent": None, "state": None, "kind": None, "msg": None, "observable": True}
     fields.update(over)
-    return fields, [], {"process": {"name": "python3", "pid": pid}}
+    return fields, (), {"process": {"name": "python3", "pid": pid}}
 
 
 def test_the_same_process_still_in_front_keeps_its_reported_wait() -> None:

@@ -33,7 +33,18 @@ async def ingest_one(app: Any, state: str, pane: str = "%1") -> int:
     core = services_of(app).core
     loop = asyncio.get_running_loop()
     done = loop.create_future()
-    u = PaneUpdate(PaneKey("h", "default", pane), "", "", "claude", state, None, None, "protocol", True, 1.0)
+    u = PaneUpdate(
+        key=PaneKey("h", "default", pane),
+        session="",
+        window="",
+        agent="claude",
+        state=state,
+        kind=None,
+        msg=None,
+        source="protocol",
+        observable=True,
+        t=1.0,
+    )
     core.submit(Ingest(1, "s", 1, snapshot_hosts=None, panes=[u], on_commit=lambda: done.set_result(None)))
     await asyncio.wait_for(done, 10)
     return next(p.id for p in core.panes.values() if p.pane == pane)

@@ -6,7 +6,6 @@ only the refused pane is dropped. Against real SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import time
 from typing import Any
@@ -270,7 +269,7 @@ def test_a_failed_batch_is_bisected_and_only_the_refused_pane_is_dropped(db_url:
             for seq in range(1, n + 1):
                 panes = [pane_update("h", f"%{seq}.{i}", "working") for i in range(3)]
                 if seq == 200:  # an integer no column holds (validation stops it at 100)
-                    panes[1] = dataclasses.replace(panes[1], progress=2**70)
+                    panes[1] = msgspec.structs.replace(panes[1], progress=2**70)
                 ops.append(
                     Ingest(
                         1,

@@ -42,16 +42,16 @@ def evidence_for(state: str, *, observable: bool, ts: int | None) -> tuple[dict[
 async def ingest(core: Any, pane: str, evidence: dict[str, Any], cls: Any) -> int:
     done = asyncio.get_running_loop().create_future()
     u = PaneUpdate(
-        PaneKey("far", "default", pane),
-        "",
-        "",
-        cls.agent,
-        cls.state,
-        cls.kind,
-        None,
-        cls.source,
-        cls.observable,
-        T0,
+        key=PaneKey("far", "default", pane),
+        session="",
+        window="",
+        agent=cls.agent,
+        state=cls.state,
+        kind=cls.kind,
+        msg=None,
+        source=cls.source,
+        observable=cls.observable,
+        t=T0,
         since=cls.since,
         evidence=evidence,
     )

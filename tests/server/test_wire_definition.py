@@ -22,7 +22,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _builder_messages() -> list[w.CollectorMessage]:
     key = PaneKey("h", "default", "%1")
-    update = PaneUpdate(key, "s", "w", None, "idle", None, None, None, True, 2.0)
+    update = PaneUpdate(
+        key=key,
+        session="s",
+        window="w",
+        agent=None,
+        state="idle",
+        kind=None,
+        msg=None,
+        source=None,
+        observable=True,
+        t=2.0,
+    )
     return [
         w.hello("stream-1", "0.1", ["h"]),
         w.snapshot(1, 2.0, {"h": w.host_state(True, None)}, [update]),

@@ -1,23 +1,36 @@
 """A pane's state, defined once: every field, where it travels, and its limits.
 
-The server's panes/history tables, `GET /api/panes`, the live stream and the history
-rows are derived from `FIELDS`; what is written out is held to
-it by a test (`tests/server/test_pane_definition.py`): the pane's two typed classes —
-`PaneUpdate` here (with its `PaneKey`), what the collector sends, and the server's
-mutable `Pane` — the Alembic migrations and the page's JS. Adding a pane field is its
-`Field` here, its line in the class(es) that carry it, and one storage migration.
+The fields are written out once, in typed classes: `PaneFields` (what a pane says),
+`PaneUpdate` (the collector's report and the wire's pane: those fields, its `PaneKey`
+and its time) and `StoredPane` (the pane as the server keeps it: those fields and what
+the server adds; the server's `Pane` adds its row's identity). Adding a pane field is one
+line in one of them and one storage migration. `FIELDS`, read from their annotations,
+is what the server's panes/history tables, `GET /api/panes`, the live stream and the
+history rows are derived from; `tests/server/test_pane_definition.py` holds the
+migrations (through the schema) and the page's JS to it.
 
-Pure data: no I/O. A field's limit is written once, in `PaneUpdate`'s annotation of it
-(`msgspec.Meta`): the server decodes a collector's message straight into `PaneUpdate`,
-every bound checked while the JSON is parsed (`paneboard_server.ingest.wire`), and the
-collector cuts its text to the same bounds (`WIRE_TEXT_MAX`, read from the annotations).
-msgspec is the protocol package's one dependency.
+Pure data: no I/O. A field's limit is written once, in its annotation (`msgspec.Meta`):
+the server decodes a collector's message straight into `PaneUpdate`, every bound checked
+while the JSON is parsed (`paneboard_server.ingest.wire`), and the collector cuts its
+text to the same bounds (`WIRE_TEXT_MAX`, read from the annotations). Where a field goes
+besides the wire is its `Goes`. msgspec is the protocol package's one dependency.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, get_args, get_origin
+import types
+from dataclasses import dataclass
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    TypeAlias,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 import msgspec
 from msgspec import Meta
@@ -79,19 +92,134 @@ else:
 
 
 @dataclass(frozen=True, slots=True)
-class Field:
-    """One pane field and where it goes.
+class Goes:
+    """Where a pane field goes besides the wire, written in the field's annotation
+    (`Annotated[Text | None, Goes(row=True, api=True)]`); `FIELDS` is read from these.
 
-    `nullable`: the column may hold NULL (a wire value may be null only when its
-    default is None). `type` is one of "str", "int", "float", "bool", "json" (a dict) or "list" (of dicts).
-    `classification`: produced by the classifier (`Classification.to_json`).
-    `update`: sent by the collector (`PaneUpdate`, the wire's pane object); with
-    `required` it has no default in `PaneUpdate` (its positional block); its limits are
-    in `PaneUpdate`'s annotations, and nowhere else (`WIRE_TEXT_MAX` reads them).
     `row`: a panes-table column the server writes. `api`: shown by `GET /api/panes` and
-    the stream. `history`: copied into each history row. `sql_len` the column width
-    (None: unbounded text); `sql_big` an integer column is 64-bit.
+    the stream. `history`: copied into each history row. `classification`: produced by
+    the classifier (`Classification.to_json`). `sql_len`: the column width (None: text);
+    `sql_big`: a 64-bit integer column. `nullable`: the column may hold NULL though the
+    value is never None (a pane the server has only heard of has none yet). `blank`: the
+    stand-in a refused pane is probed with, when the class gives the field no default.
     """
+
+    row: bool = False
+    api: bool = False
+    history: bool = False
+    classification: bool = False
+    sql_len: int | None = None
+    sql_big: bool = False
+    nullable: bool = False
+    blank: Any = None
+
+
+SHOWN = Goes(row=True, api=True)  # stored and shown
+#: what the classifier says of a pane, stored and shown
+CLASSIFIED = Goes(row=True, api=True, classification=True)
+#: ... and copied into every history row (a name of a state or kind: a narrow column)
+TOLD = Goes(row=True, api=True, classification=True, history=True)
+TOLD_STATE = Goes(row=True, api=True, classification=True, history=True, sql_len=STATE_MAX)
+TOLD_KIND = Goes(row=True, api=True, classification=True, history=True, sql_len=KIND_MAX)
+
+
+class PaneFields(msgspec.Struct, kw_only=True):
+    """What a pane says: its place in tmux and its classification. Defined once, here: the
+    collector reports these fields (`PaneUpdate`) and the server keeps them (`StoredPane`,
+    its `Pane`), so a field added here reaches both ends, the tables (with its migration),
+    the API and the stream. Each field's limits are its wire's (`msgspec.Meta`, checked
+    while a collector's message is decoded), where it goes is its `Goes`.
+
+    The first fields are the `--stdout` contract (docs/collector.md); `evidence` is the
+    classifier's JSON evidence, from which the server re-derives the classification as its
+    clock moves (TA-12/TA-13 staleness) with the same shared code.
+    """
+
+    session: Annotated[Name, Goes(row=True, api=True, nullable=True, blank="")]
+    window: Annotated[Text, Goes(row=True, api=True, nullable=True, blank="")]
+    agent: Annotated[Name | None, TOLD]
+    state: Annotated[State | None, TOLD_STATE]
+    kind: Annotated[KindName | None, TOLD_KIND]
+    msg: Annotated[Text | None, TOLD]
+    source: Annotated[Source | None, TOLD_STATE]
+    observable: Annotated[bool, Goes(row=True, api=True, classification=True, blank=True)]
+    title: Annotated[Text | None, CLASSIFIED] = None
+    progress: Annotated[Percent | None, CLASSIFIED] = None
+    since: Annotated[Time | None, CLASSIFIED] = None
+    process: Annotated[Text | None, SHOWN] = None
+    records: Annotated[
+        tuple[dict[str, RecordValue], ...], Meta(max_length=RECORDS_MAX), Goes(api=True, classification=True)
+    ] = ()
+    evidence: Annotated[dict[str, Json], Goes(row=True, nullable=True)] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class PaneKey:
+    """A pane's identity: tmux pane ids (`%3`) are unique per tmux server, not per host."""
+
+    host: KeyName
+    tmux: KeyName  # the tmux server: socket name (-L) or path (-S), "default" otherwise
+    pane: PaneId  # tmux pane id, e.g. "%3"
+
+    def __str__(self) -> str:
+        return f"{self.host}/{self.tmux}/{self.pane}"
+
+
+# msgspec makes a frozen Struct over a mutable one (immutable: assigning a field raises);
+# mypy applies the dataclass rule that forbids it
+class PaneUpdate(PaneFields, frozen=True, kw_only=True):  # type: ignore[misc]
+    """One pane as its collector currently sees it, at `t`: what goes on the wire (the
+    server decodes a message straight into this class) and what `--stdout` prints."""
+
+    key: PaneKey
+    t: Time
+
+    def stdout_json(self) -> dict[str, Any]:
+        """The object `paneboard agent --stdout` prints, exactly the keys docs/collector.md lists."""
+        return {
+            "host": self.key.host,
+            "session": self.session,
+            "window": self.window,
+            "pane": self.key.pane,
+            "agent": self.agent,
+            "state": self.state,
+            "kind": self.kind,
+            "msg": self.msg,
+            "source": self.source,
+            "observable": self.observable,
+            "t": self.t,
+        }
+
+    def wire_json(self) -> dict[str, Any]:
+        """The pane as plain JSON values, exactly as the uplink encodes it (the uplink sends
+        the object itself; this is for a frame built by hand, as tests and benchmarks do)."""
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
+
+
+class StoredPane(PaneFields, kw_only=True):
+    """A pane as the server keeps it: what its collector last said (or the server's own
+    re-derivation of it), and what the server adds. Mutable: the writer changes its batch's
+    copies. The server's `Pane` adds the row's identity."""
+
+    last_seen: Annotated[float | None, SHOWN] = None
+    rev: Annotated[int, Goes(row=True, api=True, sql_big=True)] = 0
+    gone_at: Annotated[float | None, Goes(row=True)] = None
+    # What a pane that lost its state where it cannot be seen (behind ssh) was last:
+    # {agent, state, kind, msg, since, at}; kept in memory (rebuilt from history on
+    # start), shown only while the pane has no state and is not observable.
+    last_known: Annotated[dict[str, Any] | None, Goes(api=True)] = None
+
+
+# --- the table of fields, read from the classes -------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One pane field and where it goes, as read from its class (`FIELDS`).
+
+    `type` is one of "str", "int", "float", "bool", "json" (a dict) or "list" (of dicts).
+    `nullable`: the column may hold NULL (the value may be None, or `Goes.nullable`). `update`: sent by the
+    collector (a field of `PaneUpdate`), `required` there with no default. The rest is
+    the field's `Goes`."""
 
     name: str
     type: str
@@ -107,34 +235,75 @@ class Field:
     sql_big: bool = False
 
 
-_CLS: dict[str, Any] = {"classification": True, "update": True, "required": True, "row": True, "api": True}
+def _unwrap(t: Any) -> tuple[Any, bool, tuple[Any, ...]]:
+    """(the bare type, whether None is allowed, the Annotated metadata) of an annotation."""
+    extras: tuple[Any, ...] = ()
+    while get_origin(t) is Annotated:
+        extras += t.__metadata__
+        t = get_args(t)[0]
+    nullable = False
+    if get_origin(t) in (Union, types.UnionType):
+        args = [a for a in get_args(t) if a is not type(None)]
+        nullable = len(args) < len(get_args(t))
+        t = args[0] if len(args) == 1 else t
+    while get_origin(t) is Annotated:
+        extras += t.__metadata__
+        t = get_args(t)[0]
+    return t, nullable, extras
 
-#: The fields in `PaneUpdate`'s positional order (after its key).
-FIELDS: tuple[Field, ...] = (
-    Field("session", "str", "", update=True, required=True, row=True, api=True),
-    Field("window", "str", "", update=True, required=True, row=True, api=True),
-    Field("agent", "str", **_CLS, history=True),
-    Field("state", "str", **_CLS, history=True, sql_len=STATE_MAX),
-    Field("kind", "str", **_CLS, history=True, sql_len=KIND_MAX),
-    Field("msg", "str", **_CLS, history=True),
-    Field("source", "str", **_CLS, history=True, sql_len=STATE_MAX),
-    Field("observable", "bool", True, nullable=False, **_CLS),
-    Field("t", "float", update=True, required=True, nullable=False),
-    Field("title", "str", classification=True, update=True, row=True, api=True),
-    Field("progress", "int", classification=True, update=True, row=True, api=True),
-    Field("since", "float", classification=True, update=True, row=True, api=True),
-    Field("process", "str", update=True, row=True, api=True),
-    Field("records", "list", (), nullable=False, classification=True, update=True, api=True),
-    Field("evidence", "json", {}, update=True, row=True),
-    Field("last_seen", "float", row=True, api=True),
-    Field("rev", "int", 0, nullable=False, row=True, api=True, sql_big=True),
-    Field("gone_at", "float", row=True),
-    # What a pane that lost its state where it cannot be seen (behind ssh) was last:
-    # {agent, state, kind, msg, since, at}; kept in memory (rebuilt from history on
-    # start), shown only while the pane has no state and is not observable.
-    Field("last_known", "json", api=True),
-)
 
+def _kind(t: Any) -> str:
+    origin = get_origin(t) or t
+    if origin is Literal or origin is str:
+        return "str"
+    if origin is bool:
+        return "bool"
+    if origin is int:
+        return "int"
+    if origin is float:
+        return "float"
+    if origin in (tuple, list):
+        return "list"
+    if origin is dict:
+        return "json"
+    raise TypeError(f"a pane field of type {t!r}: add it to pane._kind")
+
+
+def _describe() -> tuple[Field, ...]:
+    """Every field of `PaneUpdate` (but its key) and of `StoredPane`, in that order."""
+    out: dict[str, Field] = {}
+    for cls in (PaneUpdate, StoredPane):
+        hints = get_type_hints(cls, include_extras=True)
+        for info in msgspec.structs.fields(cls):
+            if info.name == "key" or info.name in out:
+                continue
+            t, nullable, extras = _unwrap(hints[info.name])
+            goes = next((e for e in extras if isinstance(e, Goes)), Goes())
+            if info.default_factory is not msgspec.NODEFAULT:
+                value, has_default = info.default_factory(), True
+            elif info.default is not msgspec.NODEFAULT:
+                value, has_default = info.default, True
+            else:
+                value, has_default = goes.blank, False
+            out[info.name] = Field(
+                info.name,
+                _kind(t),
+                value,
+                nullable=nullable or goes.nullable,
+                classification=goes.classification,
+                update=cls is PaneUpdate,
+                required=cls is PaneUpdate and not has_default,
+                row=goes.row,
+                api=goes.api,
+                history=goes.history,
+                sql_len=goes.sql_len,
+                sql_big=goes.sql_big,
+            )
+    return tuple(out.values())
+
+
+#: Every pane field: `PaneUpdate`'s (what the collector sends), then what the server adds.
+FIELDS: tuple[Field, ...] = _describe()
 BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
 
 
@@ -177,84 +346,19 @@ def default(f: Field) -> Any:
     return f.default
 
 
-@dataclass(frozen=True, slots=True)
-class PaneKey:
-    """A pane's identity: tmux pane ids (`%3`) are unique per tmux server, not per host."""
-
-    host: KeyName
-    tmux: KeyName  # the tmux server: socket name (-L) or path (-S), "default" otherwise
-    pane: PaneId  # tmux pane id, e.g. "%3"
-
-    def __str__(self) -> str:
-        return f"{self.host}/{self.tmux}/{self.pane}"
-
-
-@dataclass(frozen=True, slots=True)
-class PaneUpdate:
-    """One pane's classification as the collector currently sees it.
-
-    Its fields are the `update` fields of `FIELDS`, in the
-    definition's order (the required ones positional), written out with their types so
-    a type checker knows each one; `tests/server/test_pane_definition.py` holds the two
-    together (names, order, types, defaults). The first fields are the `--stdout`
-    contract (docs/collector.md); `evidence` is the classifier's JSON-serialisable
-    evidence snapshot, from which the server re-derives the classification as its clock
-    moves (TA-12/TA-13 staleness) with the same shared code.
-    """
-
-    key: PaneKey
-    session: Name
-    window: Text
-    agent: Name | None
-    state: State | None
-    kind: KindName | None
-    msg: Text | None
-    source: Source | None
-    observable: bool
-    t: Time
-    title: Text | None = None
-    progress: Percent | None = None
-    since: Time | None = None
-    process: Text | None = None
-    records: Annotated[tuple[dict[str, RecordValue], ...], Meta(max_length=RECORDS_MAX)] = ()
-    evidence: dict[str, Json] = field(default_factory=dict)
-
-    def stdout_json(self) -> dict[str, Any]:
-        """The object `paneboard agent --stdout` prints, exactly the keys docs/collector.md lists."""
-        return {
-            "host": self.key.host,
-            "session": self.session,
-            "window": self.window,
-            "pane": self.key.pane,
-            "agent": self.agent,
-            "state": self.state,
-            "kind": self.kind,
-            "msg": self.msg,
-            "source": self.source,
-            "observable": self.observable,
-            "t": self.t,
-        }
-
-    def wire_json(self) -> dict[str, Any]:
-        """The pane as plain JSON values, exactly as the uplink encodes it (the uplink sends
-        the object itself; this is for a frame built by hand, as tests and benchmarks do)."""
-        out: dict[str, Any] = msgspec.to_builtins(self)
-        return out
-
-
 def _text_limits() -> dict[str, int]:
     """Each free-text field of `PaneUpdate` (a bounded `str`, not a `Literal`) and its
-    limit, read from the class's own annotations: the one place a limit is written.
-    The annotations are read as written (`Text | None`), by name: evaluating them would
-    build the nested JSON types, which is slow."""
+    limit, read from the class's own annotations: the one place a limit is written."""
     out: dict[str, int] = {}
-    for f in fields(PaneUpdate):
-        for part in str(f.type).split("|"):
-            t = globals().get(part.strip())
-            if get_origin(t) is Annotated and get_args(t)[0] is str:
-                limit = next(m.max_length for m in get_args(t)[1:] if isinstance(m, Meta))
-                if limit is not None:
-                    out[f.name] = limit
+    hints = get_type_hints(PaneUpdate, include_extras=True)
+    for f in FIELDS:
+        if not f.update:
+            continue
+        t, _nullable, extras = _unwrap(hints[f.name])
+        if t is str:
+            limit = next((m.max_length for m in extras if isinstance(m, Meta) and m.max_length), None)
+            if limit is not None:
+                out[f.name] = limit
     return out
 
 

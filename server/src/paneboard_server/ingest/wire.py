@@ -13,7 +13,6 @@ field. docs/wire.md is the prose description of the same protocol.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
@@ -343,7 +342,7 @@ def _pane(at: str, u: PaneUpdate) -> PaneUpdate:
         records = tuple(_check(f"{at}.records.{i}", _clean_record, r) for i, r in enumerate(u.records))
         if records != u.records:
             changes["records"] = records
-    return dataclasses.replace(u, **changes) if changes else u
+    return msgspec.structs.replace(u, **changes) if changes else u
 
 
 _encode = msgspec.json.Encoder().encode

@@ -58,7 +58,7 @@ def apply_update(tx: Tx, p: Pane, u: PaneUpdate, reason: str = "report", resumed
             fields["since"] = None  # the server's own verdict starts now
     if resumed and p.gone_at is None and same_prompt(p, fields):
         fields["since"] = p.since
-    records = [dict(r) for r in u.records]
+    records = tuple(dict(r) for r in u.records)
     if resumed and p.gone_at is None and reported_wait_outlives(p, fields, records, u.evidence):
         for k in ("agent", "state", "kind", "msg", "source"):
             fields[k] = getattr(p, k)
@@ -77,7 +77,9 @@ def _pid(evidence: Any) -> int:
     return pid if isinstance(pid, int) and not isinstance(pid, bool) else 0
 
 
-def reported_wait_outlives(p: Pane, fields: dict[str, Any], records: list[Any], evidence: Any) -> bool:
+def reported_wait_outlives(
+    p: Pane, fields: dict[str, Any], records: tuple[dict[str, Any], ...], evidence: Any
+) -> bool:
     """A collector that (re)started knows nothing of a `blocked` its pane's program
     reported over OSC 7501 before it attached (tmux keeps no raw output), while the
     stored pane still holds it. A record lives as long as the process that wrote it
@@ -412,7 +414,7 @@ class Refresh(Op):
             recs.setdefault(r.pane_id, []).append(dict(r.data or {}))
         for r in wanted:
             p = pane_from_row(r)
-            p.records = recs.get(p.id, [])
+            p.records = tuple(recs.get(p.id, ()))
             tx.panes[p.id] = p
             tx.refreshed.add(p.id)
         return True

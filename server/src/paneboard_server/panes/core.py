@@ -131,7 +131,7 @@ class Core:
             rows = (await conn.execute(select(s.panes))).all()
             for r in sorted(rows, key=lambda r: (r.gone_at is not None, r.gone_at or 0)):
                 p = pane_from_row(r)
-                p.records = recs.get(p.id, [])
+                p.records = tuple(recs.get(p.id, ()))
                 self.put_pane(p)
             for p in self.panes.values():
                 if p.state is None and not p.observable and p.gone_at is None:

@@ -32,7 +32,7 @@ NOTIFY_CHANNEL = "paneboard_change"
 
 # The statements every batch runs, built once: building one and deriving its cache key
 # costs 50-110 us, paid per batch (several a second per collector) when built inline.
-_PANE_COLS = list(Pane(0, 0, "", "").row())
+_PANE_COLS = list(Pane.heard_of(0, 0, "", "").row())
 _UPDATE_PANES = Bulk(
     update(s.panes).where(s.panes.c.id == bindparam("pid")).values({c: bindparam(c) for c in _PANE_COLS})
 )

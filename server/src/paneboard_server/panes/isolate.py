@@ -12,8 +12,8 @@ those panes are refused (`writer.py`).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 
+import msgspec
 from paneboard_protocol.pane import FIELDS, default
 
 from .commands import Ingest
@@ -106,7 +106,7 @@ async def refused_field(core: WriterState, op: Ingest, i: int) -> str | None:
     for f in _PROBED:
         if getattr(u, f.name) == default(f):
             continue
-        plain = dataclasses.replace(u, **{f.name: default(f)})
+        plain = msgspec.structs.replace(u, **{f.name: default(f)})
         if await probe(core, op.probe([i], plain)) is None:
             return f.name
     return None

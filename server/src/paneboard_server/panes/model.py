@@ -7,11 +7,13 @@ and need no locks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+import copy
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import Any
 
 from paneboard_protocol import pane as pane_def
+from paneboard_protocol.pane import StoredPane
 
 
 @dataclass(slots=True)
@@ -47,43 +49,25 @@ class Host:
         }
 
 
-@dataclass(slots=True)
-class Pane:
-    """The server's in-memory pane: its identity, then every field of
-    `paneboard_protocol.pane.FIELDS` that is stored (`row`) or shown (`api`), in the
-    definition's order, with its type. Written out so a type checker knows each field
-    (a misspelt one fails `mypy`); `tests/server/test_pane_definition.py` holds it to the
-    definition (names, order, types, defaults). A pane the server has only heard of holds
-    None where the wire would default; records are a list, changed in place."""
+class Pane(StoredPane, kw_only=True):
+    """The server's in-memory pane: a `StoredPane` (every field of the pane definition the
+    server keeps, written once in `paneboard_protocol.pane`) and its row's identity. A
+    pane the server has only heard of (`heard_of`) holds None where nothing is known."""
 
     id: int
     host_id: int
     tmux: str
     pane: str
-    session: str | None = None
-    window: str | None = None
-    agent: str | None = None
-    state: str | None = None
-    kind: str | None = None
-    msg: str | None = None
-    source: str | None = None
-    observable: bool = True
-    title: str | None = None
-    progress: int | None = None
-    since: float | None = None
-    process: str | None = None
-    records: list[dict[str, Any]] = field(default_factory=list)
-    evidence: dict[str, Any] | None = field(default_factory=dict)
-    last_seen: float | None = None
-    rev: int = 0
-    gone_at: float | None = None
-    last_known: dict[str, Any] | None = None
+
+    @classmethod
+    def heard_of(cls, id: int, host_id: int, tmux: str, pane: str, **kept: Any) -> Pane:
+        """A pane known only by its key (made for a message before the message's fields
+        are applied, or read back from such a row): nothing known of it yet."""
+        return cls(id=id, host_id=host_id, tmux=tmux, pane=pane, **{**_NOTHING_KNOWN, **kept})
 
     def copy(self) -> Pane:
-        """A shallow copy (the writer's batch changes copies, never the mirror). Every
-        field read in one C call and passed positionally: 0.6 us against 3.1 for
-        `dataclasses.replace`, once per pane per batch."""
-        return Pane(*_all_values(self))
+        """A shallow copy (the writer's batch changes copies, never the mirror)."""
+        return copy.copy(self)
 
     def triple(self) -> tuple[str | None, str | None, str | None]:
         return (self.agent, self.state, self.kind)
@@ -107,7 +91,11 @@ _API = pane_def.API_FIELDS
 
 
 _row_values = attrgetter(*_ROW)
-_all_values = attrgetter(*(f.name for f in fields(Pane)))
+#: The fields a pane has no default for, as a pane the server has only heard of holds them.
+_NOTHING_KNOWN: dict[str, Any] = {
+    **{f.name: None for f in pane_def.FIELDS if f.required and f.name != "t"},
+    "observable": True,
+}
 _api_values = attrgetter(*_API)
 
 

@@ -153,7 +153,7 @@ class Tx:
         ids = {(r.host_id, r.tmux, r.pane): r.id for r in found}
         for key in missing:
             h, tm, pn = key
-            p = Pane(ids[key], h, tm, pn, last_seen=self.now, gone_at=self.now)
+            p = Pane.heard_of(ids[key], h, tm, pn, last_seen=self.now, gone_at=self.now)
             self.panes[p.id] = p
             self.new_keys[key] = p.id
             self.records_dirty.add(p.id)  # an evicted pane's old records must not linger
@@ -287,7 +287,7 @@ class Tx:
 def pane_from_row(r: Any) -> Pane:
     """A `panes` row as a Pane (records are read apart, from `pane_records`)."""
     m = r._mapping
-    p = Pane(r.id, r.host_id, r.tmux, r.pane, **{k: m[k] for k in ROW_FIELDS})
+    p = Pane.heard_of(r.id, r.host_id, r.tmux, r.pane, **{k: m[k] for k in ROW_FIELDS})
     p.observable = bool(p.observable)
     p.evidence = dict(p.evidence or {})
     p.rev = p.rev or 0
