@@ -214,6 +214,8 @@ class Decoder:
         while i < n:
             state = self._state
             if state == _GROUND:
+                # ground scan: j = next ESC to look at, or -1 (bench/decoder.py --compiled
+                # measures this block replaced by a C function; keep it self-contained)
                 while True:
                     if i >= hi - 1:  # no pair starting at i inside the window (i only grows)
                         lo, hi = i, i + _SCAN_WINDOW
@@ -227,6 +229,7 @@ class Decoder:
                     if hi == n:
                         break
                     i = hi - 1  # the window's last byte may start a pair with the next one
+                # end of ground scan
                 if j < 0:
                     if data[n - 1] == _ESC and n - 1 >= i:
                         self._tail = b"\x1b"
