@@ -11,7 +11,13 @@ control mode delivers them, and prints in one run:
   nothing else: the ceiling for a scanner written in Python);
 * pyte `ByteStream` + `Screen` MB/s (a full terminal emulator);
 * decoder / bare scan and decoder / pyte;
-* events per second on an OSC-dense corpus (a report on every line).
+* events per second on an OSC-dense corpus (a report on every line);
+* with `--compiled`: the same decoder with its ground scan in C (`decoder_scan.c`, built
+  here with the machine's `cc` into a temporary directory, never shipped; see
+  `decoder_compiled.py`), SSE2 and scalar, beside the pure one, after checking that it
+  gives the same events as the pure decoder on both corpora and the test fixtures and
+  passes the decoder's tests (`pytest tests/protocol -k decoder` run against it). No C
+  compiler or no Python headers: it says so and measures the pure decoder only.
 
 Figures are best-of-N runs timed in process CPU time (other load on a shared machine
 matters less than with wall-clock time); compare within one run.
@@ -21,8 +27,12 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
+import os
 import random
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -111,12 +121,64 @@ def chunks_of(data: bytes, size: int) -> list[bytes]:
     return [data[i : i + size] for i in range(0, len(data), size)]
 
 
-def run_decoder(chunks: list[bytes]) -> int:
-    d = Decoder()
+def run_decoder(chunks: list[bytes], cls: type[Decoder] = Decoder) -> int:
+    d = cls()
     n = 0
     for c in chunks:
         n += len(d.feed(c))
     return n + len(d.close())
+
+
+def events_of(cls: type[Decoder], chunks: list[bytes]) -> list[object]:
+    d = cls(rejections=True)
+    out: list[object] = []
+    for c in chunks:
+        out += d.feed(c)
+    return out + d.close()
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def fixture_streams() -> list[bytes]:
+    """The decoder inputs of the test fixtures: trace outputs and captured screens."""
+    streams = []
+    for path in sorted((ROOT / "tests/protocol/traces").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            output = json.loads(line).get("output") if line.strip() else None
+            if output:
+                streams.append(output.encode("utf-8", "surrogateescape"))
+    streams += [p.read_bytes() for p in sorted((ROOT / "tests/protocol/fixtures").rglob("*")) if p.is_file()]
+    return streams
+
+
+def check_compiled(variants: dict[str, type[Decoder]], so: Path, corpora: list[bytes]) -> None:
+    """Same events as the pure decoder, and the decoder's tests pass; else exit."""
+    streams = fixture_streams()
+    for name, cls in variants.items():
+        for data in corpora + streams:
+            for size in (7, 4096, 16384, 65536, len(data) or 1):
+                chunks = chunks_of(data, size)
+                if events_of(cls, chunks) != events_of(Decoder, chunks):
+                    sys.exit(
+                        f"{name}: events differ from the pure decoder ({len(data)} bytes, {size} chunks)"
+                    )
+    print(
+        f"compiled scans: same events as the pure decoder on both corpora and {len(streams)} fixture streams"
+    )
+    for name, fn in (("SSE2", "find"), ("scalar", "find_scalar")):
+        env = dict(os.environ, PB_DECODER_SCAN_SO=str(so), PB_DECODER_SCAN_FN=fn)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "bench"), env.get("PYTHONPATH")]))
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "decoder_compiled"]
+        done = subprocess.run(
+            [*cmd, "tests/protocol", "-k", "decoder"], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-500:]
+        if done.returncode != 0:
+            sys.exit(
+                f"decoder tests against the {name} scan failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+            )
+        print(f"decoder tests against the {name} compiled scan: {last}")
 
 
 def run_bare_scan(chunks: list[bytes]) -> int:
@@ -158,8 +220,26 @@ def main() -> None:
     p.add_argument(
         "--repeat", type=int, default=int(short(7, 3)), help="runs per measurement; the best is kept"
     )
+    p.add_argument(
+        "--compiled",
+        action="store_true",
+        help="also build the ground scan in C with cc (temporary, not shipped) and measure it",
+    )
     args = p.parse_args()
     print(machine_line("start"))
+    variants: dict[str, type[Decoder]] = {}
+    tmp = tempfile.TemporaryDirectory(prefix="pb-decoder-scan-")
+    so = None
+    if args.compiled:
+        from decoder_compiled import build, compiled_decoder
+
+        module, how = build(Path(tmp.name))
+        if module is None:
+            print(f"--compiled: skipped, {how}")
+        else:
+            print(f"--compiled: built with `{how}` (SIMD: {'SSE2' if module.simd else 'none'})")
+            so = Path(module.__file__ or "")
+            variants = {"C": compiled_decoder(module.find), "C scalar": compiled_decoder(module.find_scalar)}
 
     corpus = tui_corpus(int(args.mb * 1e6))
     mb = len(corpus) / 1e6
@@ -170,23 +250,32 @@ def main() -> None:
         f"(one per {len(corpus) / max(n_osc, 1) / 1024:.1f} KiB), "
         f"{run_decoder(chunks_of(corpus, 65536))} events"
     )
+    if variants and so is not None:
+        check_compiled(variants, so, [corpus[:1_000_000], dense_corpus(2000)])
     pyte_chunks = chunks_of(corpus[: int(args.pyte_mb * 1e6)], 16384)
     pyte_mb = sum(map(len, pyte_chunks)) / 1e6
     t_pyte = interleaved_best({"pyte": lambda: run_pyte(pyte_chunks)}, 1)["pyte"]
     pyte_rate = pyte_mb / t_pyte
     print(f"pyte ByteStream+Screen(80x24): {pyte_rate:.2f} MB/s (on {pyte_mb:.1f} MB, 16 KiB chunks)")
+    extra = "".join(f" {name + ' MB/s':>14} {name + '/bare':>14}" for name in variants)
     print(
         f"{'chunk':>8} {'decoder MB/s':>13} {'bare scan MB/s':>15} {'decoder/bare':>13} {'decoder/pyte':>13}"
+        + extra
     )
     for size in (4096, 16384, 65536):
         chunks = chunks_of(corpus, size)
-        t = interleaved_best(
-            {"decoder": lambda c=chunks: run_decoder(c), "bare": lambda c=chunks: run_bare_scan(c)},
-            args.repeat,
-        )
+        fns: dict[str, Callable[[], int]] = {
+            "decoder": lambda c=chunks: run_decoder(c),
+            "bare": lambda c=chunks: run_bare_scan(c),
+        }
+        for name, cls in variants.items():
+            fns[name] = lambda c=chunks, k=cls: run_decoder(c, k)
+        t = interleaved_best(fns, args.repeat)
         dec, bare = mb / t["decoder"], mb / t["bare"]
+        cols = "".join(f" {mb / t[name]:>14.1f} {mb / t[name] / bare:>13.2f}x" for name in variants)
         print(
             f"{size // 1024:>5} KiB {dec:>13.1f} {bare:>15.1f} {dec / bare:>12.2f}x {dec / pyte_rate:>12.0f}x"
+            + cols
         )
     print("goals: decoder/bare >= 0.5x, decoder/pyte >= 200x")
 
@@ -203,6 +292,13 @@ def main() -> None:
         f"{n_dense / t['decoder']:,.0f} events/s, {dense_mb / t['decoder']:.1f} MB/s "
         f"(bare scan {dense_mb / t['bare']:.1f} MB/s)"
     )
+    if variants:
+        t = interleaved_best(
+            {name: lambda k=cls: run_decoder(dense_chunks, k) for name, cls in variants.items()},
+            max(2, args.repeat // 2),
+        )
+        print("  compiled: " + ", ".join(f"{name} {n_dense / t[name]:,.0f} events/s" for name in variants))
+    tmp.cleanup()
     print(machine_line("end"))
 
 

@@ -129,6 +129,22 @@ def test_F_1_csi_final_bracket_is_not_osc():
     assert decode(b"\x1b[]7501;state=idle\x07") == []
 
 
+@pytest.mark.parametrize("shift", [-3, -2, -1, 0, 1])
+@pytest.mark.parametrize("intro", [b"\x1bc", b"\x1b\r]0;t\x07", b"\x1b]0;t\x07"])
+def test_F_1_no_escape_unseen_at_the_scan_window_edges(shift, intro):
+    # The ground scan translates a chunk in windows (decoder._SCAN_WINDOW bytes): an
+    # escape at, or straddling, a window's edge in one large chunk is still seen.
+    from paneboard_protocol.decoder import _SCAN_WINDOW
+
+    data = b""
+    for edge in (_SCAN_WINDOW, 2 * _SCAN_WINDOW - 1):
+        data += b"x" * (edge + shift - len(data)) + intro
+    data += b"\x1b[m" * 3
+    events = decode(data)
+    assert [e.offset for e in events] == [_SCAN_WINDOW + shift, 2 * _SCAN_WINDOW - 1 + shift]
+    assert events == decode_chunked(data, [4096])
+
+
 # -- F-2: string sequences skipped whole ---------------------------------------------------
 
 

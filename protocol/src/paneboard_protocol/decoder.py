@@ -4,8 +4,8 @@
 the same events as one call with the whole stream (F-4): all state that spans a chunk
 boundary lives on the instance, and every buffer is bounded (F-3), so memory stays flat
 on any input. Plain text is never looked at byte by byte in Python: the ground state
-jumps from one interesting escape to the next with one compiled regex, and string
-states jump to their next terminator the same way.
+jumps from one interesting escape to the next with one `translate` and `find` over the
+chunk, and string states jump to their next terminator with a compiled regex.
 
 Framing (7-bit controls only, as tmux tokenises; F-1):
 
@@ -41,9 +41,17 @@ _HEADER = 48  # payload bytes kept after an overflow, to name the protocol in th
 
 _ESC, _BEL, _CAN, _SUB, _BSL = 0x1B, 0x07, 0x18, 0x1A, 0x5C
 
-# One char class after the ESC keeps the regex engine on its fast path (as fast as a bare
-# `find`): an interesting final byte, or a C0 control between ESC and its final byte.
-_GROUND_RE = re.compile(rb"\x1b[\]P_^Xc\x00-\x17\x19\x1c-\x1f]")
+# The ground state looks for ESC followed by an interesting final byte or by a C0 control
+# between ESC and its final byte. `re` checks that at every ESC (one byte in twelve of a
+# TUI's output) in a byte loop; instead the chunk is translated once (ESC stays ESC, such a
+# second byte becomes 0x01, every other byte 0x00) and `find(b"\x1b\x01")` then stops at
+# exactly those ESCs: none is skipped unseen (F-1), and the other escapes cost nothing.
+# The translation is made in windows of at most _SCAN_WINDOW bytes, so a huge chunk is
+# not copied whole (F-3); a chunk up to that size is translated in one go, without a slice.
+_GROUND_SECOND = b"]P_^Xc" + bytes(range(0x18)) + b"\x19\x1c\x1d\x1e\x1f"
+_GROUND_MAP = bytes(1 if b in _GROUND_SECOND else _ESC if b == _ESC else 0 for b in range(256))
+_GROUND_PAIR = b"\x1b\x01"
+_SCAN_WINDOW = 1 << 17
 _FILL_RUN = re.compile(rb"[\x00-\x17\x19\x1c-\x1f]{0,%d}" % _MAX_ESC_FILL)
 _FINALS = frozenset(b"]P_^Xc")
 _OSC_END_RE = re.compile(rb"[\x07\x18\x1a\x1b]")
@@ -201,21 +209,37 @@ class Decoder:
             self._tail = b""
         n = len(data)
         i = 0
+        # data[lo:hi].translate(_GROUND_MAP), made when the ground state first needs it.
+        scan, lo, hi = b"", 0, 0
         while i < n:
             state = self._state
             if state == _GROUND:
-                m = _GROUND_RE.search(data, i)
-                if m is None:
+                # ground scan: j = next ESC to look at, or -1 (bench/decoder.py --compiled
+                # measures this block replaced by a C function; keep it self-contained)
+                while True:
+                    if i >= hi - 1:  # no pair starting at i inside the window (i only grows)
+                        lo, hi = i, i + _SCAN_WINDOW
+                        if hi > n:
+                            hi = n
+                        scan = data[lo:hi].translate(_GROUND_MAP)  # data itself when it fits
+                    j = scan.find(_GROUND_PAIR, i - lo)
+                    if j >= 0:
+                        j += lo
+                        break
+                    if hi == n:
+                        break
+                    i = hi - 1  # the window's last byte may start a pair with the next one
+                # end of ground scan
+                if j < 0:
                     if data[n - 1] == _ESC and n - 1 >= i:
                         self._tail = b"\x1b"
                         self._tail_off = base + n - 1
                     break
-                j = m.start()
-                e = m.end()
-                final = data[e - 1]
+                e = j + 2
+                final = data[j + 1]
                 if final < 0x20:
                     # C0 between ESC and its final byte is executed, the escape kept (as in
-                    # a VT parser and tmux). Rare, so handled here rather than in the regex.
+                    # a VT parser and tmux). Rare, so handled here rather than in the scan.
                     e = _FILL_RUN.match(data, e - 1).end()  # type: ignore[union-attr]  # {0,n}: matches at any offset
                     if e == n:
                         self._tail = data[j:]
@@ -301,7 +325,7 @@ class Decoder:
                     i += 1
                 else:
                     self._osc_cut(out, data[i : i + 1])
-                    data, base, n, i = b"\x1b" + data[i:], self._esc_off, n - i + 1, 0
+                    data, base, n, i, lo, hi = b"\x1b" + data[i:], self._esc_off, n - i + 1, 0, 0, 0
             elif state == _STR:
                 m = _STR_END_RE.search(data, i)
                 if m is None:
@@ -322,7 +346,7 @@ class Decoder:
                 if data[i] == _BSL:
                     i += 1
                 else:
-                    data, base, n, i = b"\x1b" + data[i:], self._esc_off, n - i + 1, 0
+                    data, base, n, i, lo, hi = b"\x1b" + data[i:], self._esc_off, n - i + 1, 0, 0, 0
             elif state == _DCS:
                 k = self._pfx
                 take = min(len(_PT_PREFIX) - k, n - i)
@@ -373,7 +397,7 @@ class Decoder:
                     i += 1
                 else:
                     self._pt_abort(out, f"cut by an undoubled ESC {quote(data[i : i + 1])}")
-                    data, base, n, i = b"\x1b" + data[i:], self._esc_off, n - i + 1, 0
+                    data, base, n, i, lo, hi = b"\x1b" + data[i:], self._esc_off, n - i + 1, 0, 0, 0
         return out
 
     def close(self) -> list[Event]:
