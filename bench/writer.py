@@ -27,18 +27,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ingest import evidence_template
 from machine import machine_line
-
-
-def _evidence() -> dict[str, Any]:
-    from paneboard_protocol.classifier import PaneClassifier
-    from paneboard_protocol.events import StatusReport
-
-    c = PaneClassifier()
-    now = time.time()
-    c.set_process(now, "claude", 100, observable=True)
-    c.feed(now, [StatusReport(0, None, "working", app="claude-code")])
-    return c.evidence()
 
 
 async def measure(batches: int, batch: int, panes: int, collectors: int) -> dict[str, float]:
@@ -67,7 +57,7 @@ async def measure(batches: int, batch: int, panes: int, collectors: int) -> dict
     await core.load()
     core.hub = Hub()
     core.hub.subscribe()  # one live-stream client, so the change frame is built
-    evidence = _evidence()
+    evidence = evidence_template()
     record = evidence["records"][0]
     states = ["working", "blocked", "working", "idle", "done"]
     seqs = dict.fromkeys(ids, 0)

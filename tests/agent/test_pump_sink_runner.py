@@ -11,21 +11,11 @@ from paneboard_agent.sink import PaneKey, PaneUpdate
 from paneboard_agent.stdout_sink import StdoutSink
 from paneboard_agent.transport.local import LocalTransport
 from paneboard_agent.transport.shell import ShellRunner
+from support.reports import pane_report
 
 
 def _update(pane: str, state: str | None, t: float = 1.0, window: str = "0:w") -> PaneUpdate:
-    return PaneUpdate(
-        key=PaneKey("h", "default", pane),
-        session="s",
-        window=window,
-        agent=None,
-        state=state,
-        kind=None,
-        msg=None,
-        source=None,
-        observable=True,
-        t=t,
-    )
+    return pane_report(pane, state, t=t, window=window)
 
 
 class _Recorder:

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 import websockets
+from support.reports import pane_report
 from support.wait import wait_for
 
 from .stack import Beating, open_board, wait_card
@@ -33,19 +34,8 @@ LOAD_PANES = 5
 
 
 def update(pane: str, state: str, msg: str) -> dict[str, Any]:
-    from paneboard_agent.sink import PaneKey, PaneUpdate
-
-    return PaneUpdate(
-        key=PaneKey("load", "default", pane),
-        session="s",
-        window="0",
-        agent="claude",
-        state=state,
-        kind=None,
-        msg=msg,
-        source="protocol",
-        observable=True,
-        t=time.time(),
+    return pane_report(
+        pane, state, host="load", t=time.time(), window="0", agent="claude", msg=msg, source="protocol"
     ).wire_json()
 
 

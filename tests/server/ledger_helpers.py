@@ -11,6 +11,7 @@ from paneboard_protocol.pane import PaneKey, PaneUpdate
 from paneboard_server.panes.core import Ingest, Seen
 from paneboard_server.store import schema as s
 from sqlalchemy import select
+from support.reports import pane_report
 
 T0 = 1_900_000_000.0
 _seq = itertools.count(1)
@@ -43,17 +44,17 @@ def update(
     session: str = "main",
     t: float = T0,
 ) -> PaneUpdate:
-    return PaneUpdate(
-        key=PaneKey(host, "default", pane),
+    return pane_report(
+        pane,
+        state,
+        host=host,
+        t=t,
         session=session,
         window="0",
         agent=agent,
-        state=state,
         kind=kind,
         msg=msg,
         source="protocol",
-        observable=True,
-        t=t,
     )
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from support.reports import pane_report
 
 
 def free_port() -> int:
@@ -199,19 +200,17 @@ def pane_update(
     t: float | None = None,
     evidence: dict[str, Any] | None = None,
 ) -> Any:
-    from paneboard_agent.sink import PaneKey, PaneUpdate
-
-    return PaneUpdate(
-        key=PaneKey(host, "default", pane),
+    return pane_report(
+        pane,
+        state,
+        host=host,
+        t=t or time.time(),
         session="main",
         window="0",
         agent=agent,
-        state=state,
         kind=kind,
         msg=msg,
         source="protocol",
-        observable=True,
-        t=t or time.time(),
         evidence=evidence or {},
     )
 

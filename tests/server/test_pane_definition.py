@@ -21,6 +21,7 @@ from paneboard_protocol.events import BLOCKED_KINDS, REPORT_STATES
 from paneboard_server.panes import reclassify
 from paneboard_server.panes.model import Host, Pane
 from paneboard_server.store import schema
+from support.reports import pane_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,18 +36,7 @@ def test_update_carries_exactly_the_update_fields_in_order() -> None:
     shared = [f.name for f in msgspec.structs.fields(d.PaneFields)]
     assert [f.name for f in msgspec.structs.fields(PaneUpdate)] == [*shared, "key", "t"]
     assert (*shared, "t") == d.UPDATE_FIELDS
-    u = PaneUpdate(
-        key=PaneKey("h", "default", "%1"),
-        session="s",
-        window="w",
-        agent=None,
-        state="idle",
-        kind=None,
-        msg=None,
-        source=None,
-        observable=True,
-        t=1.0,
-    )
+    u = pane_report("%1", "idle")
     assert set(u.wire_json()) == {"key", *d.UPDATE_FIELDS}
     assert msgspec.json.decode(msgspec.json.encode(u), type=PaneUpdate) == u  # the wire's own class
 

@@ -9,13 +9,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-from paneboard_protocol.pane import PaneKey, PaneUpdate
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
 from paneboard_server.panes.core import Ingest
 from paneboard_server.services import services_of
 from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
+from support.reports import pane_report
 
 PASSWORD = "correct horse battery"
 
@@ -33,18 +33,7 @@ async def ingest_one(app: Any, state: str, pane: str = "%1") -> int:
     core = services_of(app).core
     loop = asyncio.get_running_loop()
     done = loop.create_future()
-    u = PaneUpdate(
-        key=PaneKey("h", "default", pane),
-        session="",
-        window="",
-        agent="claude",
-        state=state,
-        kind=None,
-        msg=None,
-        source="protocol",
-        observable=True,
-        t=1.0,
-    )
+    u = pane_report(pane, state, session="", window="", agent="claude", source="protocol")
     core.submit(Ingest(1, "s", 1, snapshot_hosts=None, panes=[u], on_commit=lambda: done.set_result(None)))
     await asyncio.wait_for(done, 10)
     return next(p.id for p in core.panes.values() if p.pane == pane)

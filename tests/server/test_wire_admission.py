@@ -15,9 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from paneboard_protocol import wire as w
-from paneboard_protocol.pane import PaneKey, PaneUpdate
+from paneboard_protocol.pane import PaneUpdate
 from paneboard_protocol.text import sanitize_text
 from paneboard_server.ingest import wire as sw
+from support.reports import pane_report
 
 # Any character a frame can carry (lone surrogates cannot be encoded, so none).
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
@@ -31,17 +32,16 @@ JSON = st.recursive(
 
 @st.composite
 def updates(draw: st.DrawFn) -> PaneUpdate:
-    return PaneUpdate(
-        key=PaneKey(draw(NAME), "default", "%" + str(draw(st.integers(0, 99)))),
+    return pane_report(
+        "%" + str(draw(st.integers(0, 99))),
+        draw(st.sampled_from([None, "working", "blocked", "idle", "done", "error"])),
+        host=draw(NAME),
         session=draw(TEXT),
         window=draw(TEXT),
         agent=draw(st.none() | TEXT),
-        state=draw(st.sampled_from([None, "working", "blocked", "idle", "done", "error"])),
         kind=draw(st.none() | TEXT),
         msg=draw(st.none() | TEXT),
         source="protocol",
-        observable=True,
-        t=1.0,
         title=draw(st.none() | TEXT),
         records=tuple(draw(st.lists(st.dictionaries(TEXT, JSON, max_size=3), max_size=2))),
         evidence=draw(st.dictionaries(TEXT, JSON, max_size=4)),
@@ -87,18 +87,7 @@ def test_a_plain_frame_skips_the_admission_and_one_escape_does_not() -> None:
     assert sw._plain('{"a":"b c"}') and sw._plain(b'{"a":"b c"}')
     for text in ('{"a":"\\u0000"}', '{"a":"\\n"}', '{"a":"\x7f"}', '{"a":"é"}', '{"a":"\\""}'):
         assert not sw._plain(text) and not sw._plain(text.encode())
-    u = PaneUpdate(
-        key=PaneKey("h", "default", "%1"),
-        session="s",
-        window="w",
-        agent=None,
-        state="idle",
-        kind=None,
-        msg="ok\u202e?",
-        source=None,
-        observable=True,
-        t=1.0,
-    )
+    u = pane_report("%1", "idle", msg="ok\u202e?")
     got = sw.parse(w.encode(w.snapshot(1, 1.0, {}, [u])), 1 << 20, 10)
     assert isinstance(got, w.Snapshot) and got.panes[0].msg == "ok?"
     assert msgspec.json.decode(w.encode(u)) != msgspec.to_builtins(got.panes[0])  # it was cleaned
