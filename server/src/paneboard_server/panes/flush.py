@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from paneboard_protocol.pane import KIND_MAX, NAME_MAX, STATE_MAX
+from paneboard_protocol.pane import KIND_MAX, NAME_MAX, ROW_FIELDS, STATE_MAX
 from sqlalchemy import bindparam, delete, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -24,7 +24,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..store import Bulk, Pipeline
 from ..store import schema as s
 from . import waits
-from .model import Pane
 from .state import PaneState
 from .tx import Tx
 
@@ -32,22 +31,18 @@ NOTIFY_CHANNEL = "paneboard_change"
 
 # The statements every batch runs, built once: building one and deriving its cache key
 # costs 50-110 us, paid per batch (several a second per collector) when built inline.
-_PANE_COLS = list(Pane.heard_of(0, 0, "", "").row())
 _UPDATE_PANES = Bulk(
-    update(s.panes).where(s.panes.c.id == bindparam("pid")).values({c: bindparam(c) for c in _PANE_COLS})
+    update(s.panes).where(s.panes.c.id == bindparam("pid")).values({c: bindparam(c) for c in ROW_FIELDS})
 )
 _INSERT_HISTORY = Bulk(insert(s.history), [c.name for c in s.history.c if c.name != "id"])
 _RECORD_COLS = ["pane_id", "record_id", "state", "kind", "app", "msg", "title", "data"]
 _INSERT_RECORDS = Bulk(insert(s.pane_records), _RECORD_COLS)
 _DELETE_RECORDS = Bulk(delete(s.pane_records).where(s.pane_records.c.pane_id == bindparam("pid")))
 # Another process on the same database may have added a session already: ignore that.
+_SESSION_COLS = ["host_id", "tmux", "name", "last_seen"]
 _INSERT_SESSIONS = {
-    "sqlite": Bulk(
-        sqlite_insert(s.tmux_sessions).on_conflict_do_nothing(), ["host_id", "tmux", "name", "last_seen"]
-    ),
-    "postgresql": Bulk(
-        pg_insert(s.tmux_sessions).on_conflict_do_nothing(), ["host_id", "tmux", "name", "last_seen"]
-    ),
+    "sqlite": Bulk(sqlite_insert(s.tmux_sessions).on_conflict_do_nothing(), _SESSION_COLS),
+    "postgresql": Bulk(pg_insert(s.tmux_sessions).on_conflict_do_nothing(), _SESSION_COLS),
 }
 _UPDATE_HOSTS = Bulk(
     update(s.hosts)

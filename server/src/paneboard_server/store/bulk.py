@@ -38,7 +38,6 @@ class _Compiled:
     sql: str
     values: Callable[[Mapping[str, Any]], Any]  # a row's values in parameter order
     processors: tuple[tuple[int, Callable[[Any], Any]], ...]  # (position, bind processor)
-    width: int
 
 
 class Bulk:
@@ -66,36 +65,31 @@ class Bulk:
                     processors.append((i, process))
             get = itemgetter(*names)
             values = get if len(names) > 1 else (lambda row: (get(row),))
-            found = self._by_dialect[key] = _Compiled(str(c), values, tuple(processors), len(names))
+            found = self._by_dialect[key] = _Compiled(str(c), values, tuple(processors))
         return found
 
-    def params(self, dialect: Dialect, rows: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
-        """The rows as the driver takes them: tuples in parameter order, values processed."""
+    def prepare(
+        self, dialect: Dialect, rows: Sequence[Mapping[str, Any]]
+    ) -> tuple[str, list[tuple[Any, ...]]]:
+        """The statement's SQL and the rows as the driver takes them: tuples in parameter
+        order, each value through its column type's bind processor."""
         c = self._compiled(dialect)
         values = c.values
         if not c.processors:
-            return [values(r) for r in rows]
+            return c.sql, [values(r) for r in rows]
         out = []
         for r in rows:
             row = list(values(r))
             for i, process in c.processors:
                 row[i] = process(row[i])
             out.append(tuple(row))
-        return out
-
-    async def run(self, conn: AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Run the statement once per row, in one `executemany` (nothing for no rows): on
-        SQLite one trip to aiosqlite's thread, where SQLAlchemy's cursor takes three."""
-        pipe = Pipeline(conn)
-        pipe.add(self, rows)
-        await pipe.send()
+        return c.sql, out
 
 
-async def _driver(conn: AsyncConnection) -> Any:
-    """The aiosqlite connection under `conn` (in its transaction), or None on another driver."""
-    if conn.dialect.driver != "aiosqlite":
-        return None
-    return (await conn.get_raw_connection()).driver_connection
+def _threaded(dialect: Dialect) -> bool:
+    """Whether statements reach the database through a driver thread (aiosqlite), where
+    statements queued together cost one wait."""
+    return dialect.driver == "aiosqlite"
 
 
 @dataclass
@@ -110,8 +104,8 @@ class Pipeline:
         if not rows:
             return
         dialect = self.conn.dialect
-        sql, params = stmt._compiled(dialect).sql, stmt.params(dialect, rows)
-        if dialect.driver == "aiosqlite":
+        sql, params = stmt.prepare(dialect, rows)
+        if _threaded(dialect):
             self._jobs.append(lambda driver: driver.executemany(sql, params))
         else:
             self._jobs.append(lambda _: self.conn.exec_driver_sql(sql, params))
@@ -121,7 +115,7 @@ class Pipeline:
         list is filled in by `send`."""
         out: list[T] = []
         dialect = self.conn.dialect
-        if dialect.driver != "aiosqlite":
+        if not _threaded(dialect):
 
             async def read(_: Any) -> None:
                 out.extend(make(tuple(r)) for r in (await self.conn.execute(query)).all())
@@ -141,11 +135,11 @@ class Pipeline:
         jobs, self._jobs = self._jobs, []
         if not jobs:
             return
-        driver = await _driver(self.conn)
-        if driver is None:
+        if not _threaded(self.conn.dialect):
             for job in jobs:
                 await job(None)
             return
+        driver = (await self.conn.get_raw_connection()).driver_connection
         # queued to the driver's thread in this order (tasks start in the order made);
         # every one is awaited, so a failure is raised only once all have run
         results = await asyncio.gather(*(job(driver) for job in jobs), return_exceptions=True)
