@@ -236,20 +236,23 @@ class Field:
 
 
 def _unwrap(t: Any) -> tuple[Any, bool, tuple[Any, ...]]:
-    """(the bare type, whether None is allowed, the Annotated metadata) of an annotation."""
-    extras: tuple[Any, ...] = ()
-    while get_origin(t) is Annotated:
-        extras += t.__metadata__
-        t = get_args(t)[0]
+    """(the bare type, whether None is allowed, the Annotated metadata) of an annotation:
+    `Annotated[Name | None, Goes(...)]` -> (str, True, (Meta(...), Goes(...)))."""
+    extras: list[Any] = []
+
+    def bare(t: Any) -> Any:
+        while get_origin(t) is Annotated:
+            extras.extend(t.__metadata__)
+            t = get_args(t)[0]
+        return t
+
+    t = bare(t)
     nullable = False
     if get_origin(t) in (Union, types.UnionType):
         args = [a for a in get_args(t) if a is not type(None)]
         nullable = len(args) < len(get_args(t))
-        t = args[0] if len(args) == 1 else t
-    while get_origin(t) is Annotated:
-        extras += t.__metadata__
-        t = get_args(t)[0]
-    return t, nullable, extras
+        t = bare(args[0]) if len(args) == 1 else t
+    return t, nullable, tuple(extras)
 
 
 def _kind(t: Any) -> str:
