@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, and_, delete, func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..store import schema as s
 from .commands import Purge
@@ -18,27 +19,29 @@ from .core import Core
 log = logging.getLogger("paneboard.retention")
 
 
+async def _delete_history(engine: AsyncEngine, where: ColumnElement[bool], batch: int) -> int:
+    """Delete the history rows matching `where`, `batch` at a time, each batch its own
+    short transaction; returns how many went."""
+    removed = 0
+    while True:
+        async with engine.begin() as conn:
+            found = await conn.execute(select(s.history.c.id).where(where).limit(batch))
+            ids = [r[0] for r in found.all()]
+            if ids:
+                await conn.execute(delete(s.history).where(s.history.c.id.in_(ids)))
+        removed += len(ids)
+        if len(ids) < batch:
+            return removed
+        await asyncio.sleep(0)
+
+
 async def prune_once(core: Core) -> int:
     """One full pass; returns the number of history rows removed."""
     cfg = core.cfg.retention
     now = core.clock()
-    removed = 0
     cutoff = now - cfg.max_age_days * 86400
     engine = core.engine
-    while True:
-        async with engine.begin() as conn:
-            ids = [
-                r[0]
-                for r in (
-                    await conn.execute(select(s.history.c.id).where(s.history.c.t < cutoff).limit(cfg.batch))
-                ).all()
-            ]
-            if ids:
-                await conn.execute(delete(s.history).where(s.history.c.id.in_(ids)))
-        removed += len(ids)
-        if len(ids) < cfg.batch:
-            break
-        await asyncio.sleep(0)
+    removed = await _delete_history(engine, s.history.c.t < cutoff, cfg.batch)
     await prune_waits(core, cutoff)  # not counted: `removed` is history rows
     async with engine.begin() as conn:  # the answer audit is kept as long as the history
         await conn.execute(delete(s.answers).where(s.answers.c.t < cutoff))
@@ -63,24 +66,8 @@ async def prune_once(core: Core) -> int:
             ).scalar()
         if cut is None:
             continue
-        while True:
-            async with engine.begin() as conn:
-                ids = [
-                    r[0]
-                    for r in (
-                        await conn.execute(
-                            select(s.history.c.id)
-                            .where(s.history.c.pane_id == pane_id, s.history.c.id <= cut)
-                            .limit(cfg.batch)
-                        )
-                    ).all()
-                ]
-                if ids:
-                    await conn.execute(delete(s.history).where(s.history.c.id.in_(ids)))
-            removed += len(ids)
-            if len(ids) < cfg.batch:
-                break
-            await asyncio.sleep(0)
+        where = and_(s.history.c.pane_id == pane_id, s.history.c.id <= cut)
+        removed += await _delete_history(engine, where, cfg.batch)
     async with engine.begin() as conn:
         await conn.execute(delete(s.web_sessions).where(s.web_sessions.c.expires_at < now))
     # Panes gone long ago: deleted by the writer, which owns the in-memory mirror.
