@@ -134,6 +134,15 @@ def sse_worker(ports: list[int], token: str, clients: int, until: float, start_a
 
 
 # --- the collectors (this process) -----------------------------------------------------------
+def _encode(message: dict[str, Any]) -> str:
+    """A message as the collector encodes it (msgspec): 1.6 us a report against 14.9 with
+    `json.dumps`, which made the bench's collectors take 0.15 of a core more than the real
+    ones would, on the cores they share with the server."""
+    import msgspec
+
+    return msgspec.json.encode(message).decode()
+
+
 def evidence_template() -> dict[str, Any]:
     from paneboard_protocol.classifier import PaneClassifier
     from paneboard_protocol.events import StatusReport
@@ -265,7 +274,7 @@ async def _send_loop(
                 }
                 ops.append({"op": "pane", "update": update})
             seq += 1
-            await ws.send(json.dumps({"type": "delta", "seq": seq, "ops": ops}))
+            await ws.send(_encode({"type": "delta", "seq": seq, "ops": ops}))
             counters["sent"] += k
         nxt += tick
         await asyncio.sleep(max(0.0, nxt - time.monotonic()))
