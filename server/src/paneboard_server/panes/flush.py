@@ -34,6 +34,7 @@ NOTIFY_CHANNEL = "paneboard_change"
 _UPDATE_PANES = Bulk(
     update(s.panes).where(s.panes.c.id == bindparam("pid")).values({c: bindparam(c) for c in ROW_FIELDS})
 )
+_UPDATE_PANES_ORDER = (*ROW_FIELDS, "pid")
 _INSERT_HISTORY = Bulk(insert(s.history), [c.name for c in s.history.c if c.name != "id"])
 _RECORD_COLS = ["pane_id", "record_id", "state", "kind", "app", "msg", "title", "data"]
 _INSERT_RECORDS = Bulk(insert(s.pane_records), _RECORD_COLS)
@@ -84,7 +85,8 @@ async def flush(core: PaneState, tx: Tx) -> None:
             tx.panes[pid].rev = rev
     pipe = Pipeline(conn)
     ledger = await waits.read(tx, pipe) if tx.history else None
-    pipe.add(_UPDATE_PANES, [{"pid": pid, **tx.panes[pid].row()} for pid in changed])
+    rows = [(*tx.panes[pid].row_values(), pid) for pid in changed]
+    pipe.add_values(_UPDATE_PANES, _UPDATE_PANES_ORDER, rows)
     if tx.records_dirty:
         ids = sorted(tx.records_dirty)
         pipe.add(_DELETE_RECORDS, [{"pid": pid} for pid in ids])

@@ -76,6 +76,10 @@ class Pane(StoredPane, kw_only=True):
         """The panes-table columns this object owns (what an update writes)."""
         return _row(self)
 
+    def row_values(self) -> tuple[Any, ...]:
+        """`row`'s values alone, in `ROW_FIELDS` order: one C call, no mapping."""
+        return _row_values(self)
+
     def api(self, host: Host | None, collector: str | None = None) -> dict[str, Any]:
         """The pane as `GET /api/panes` and the live stream show it.
 
