@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 #: The states that wait on a person.
 WAITING: tuple[str, ...] = ("blocked", "done")
@@ -27,9 +27,12 @@ WAITING: tuple[str, ...] = ("blocked", "done")
 ENDINGS: tuple[str, ...] = ("answered", "cancelled", "exited", "gone", "stale", "seen", "resumed")
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One history row: what the pane became at `t` and why (`reason`)."""
+class Event(NamedTuple):
+    """One history row: what the pane became at `t` and why (`reason`).
+
+    A named tuple, not a frozen dataclass: the writer makes one for every history row of
+    a pane that may open or close a wait, and a frozen dataclass's constructor (a
+    `object.__setattr__` per field) was ~9 % of the writer's time (bench/writer.py)."""
 
     t: float
     agent: str | None

@@ -18,7 +18,7 @@ from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..ledger import WAITING, Event, Interval, derive, order, step
-from ..store import Bulk, Pipeline
+from ..store import Bulk, Pipeline, Query
 from ..store import schema as s
 from .tx import Tx
 
@@ -53,6 +53,13 @@ class _Wait(NamedTuple):
 
 
 _WAIT_COLUMNS = [W.c[name] for name in _Wait._fields]
+# the open waits of some panes, and any closed after a time (`read`)
+_READ = Query(
+    select(*_WAIT_COLUMNS).where(
+        W.c.pane_id.in_(bindparam("pids", expanding=True)),
+        or_(W.c.end_t.is_(None), W.c.end_t > bindparam("lowest")),
+    )
+)
 _RETEXT = Bulk(
     update(W).where(W.c.pane_id == bindparam("pid"), W.c.end_t.is_(None)).values(msg=bindparam("text"))
 )
@@ -96,10 +103,7 @@ async def read(tx: Tx, pipe: Pipeline) -> Reading | None:
     if not wanted:
         return None
     lowest = min(r["t"] for rows in wanted.values() for r in rows)
-    query = select(*_WAIT_COLUMNS).where(
-        W.c.pane_id.in_(sorted(wanted)), or_(W.c.end_t.is_(None), W.c.end_t > lowest)
-    )
-    return Reading(known, wanted, pipe.fetch(query, _Wait._make))
+    return Reading(known, wanted, pipe.fetch(_READ, _Wait._make, {"pids": sorted(wanted), "lowest": lowest}))
 
 
 async def record(tx: Tx, reading: Reading, pipe: Pipeline) -> None:

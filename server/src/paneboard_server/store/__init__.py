@@ -7,7 +7,7 @@ writer's many-row statements run through the driver and sent together (`bulk.py`
 """
 
 from . import schema
-from .bulk import Bulk, Pipeline
+from .bulk import Bulk, Pipeline, Query
 from .database import (
     DatabaseError,
     create_engine,
@@ -23,6 +23,7 @@ __all__ = [
     "Bulk",
     "DatabaseError",
     "Pipeline",
+    "Query",
     "check_schema",
     "create_engine",
     "current_revision",
