@@ -133,7 +133,8 @@ panes = Table(
     Column("pane", String(PANE_ID_MAX), nullable=False),
     *pane_columns(ROW_FIELDS),
     UniqueConstraint("host_id", "tmux", "pane", name="uq_panes_key"),
-    Index("ix_panes_rev", "rev"),
+    # no index on rev: revs are looked up in memory, and each update would pay for one
+    # (panes_0005)
 )
 
 # The pane's current OSC 7501 records (P7501-6: one per id, root id is "").
