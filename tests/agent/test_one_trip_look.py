@@ -64,25 +64,37 @@ def test_held_reports_cost_one_round_trip_per_poll_over_ssh(
 ) -> None:
     """Each poll serving held reports sends one command over the link: the look (no
     control-client listing, no `ps` of its own), and in it the listing comes first."""
-    events: list[tuple[str, Any]] = []
+    # Looks may overlap (overlap.py): each command is filed under the look whose task sent it.
+    polls: dict[tuple[int, bool, bool], list[tuple[str, Any]]] = {}
+    current: dict[asyncio.Task[Any], tuple[int, bool, bool]] = {}
     armed = [False]
-    real_sync, real_run, real_command = TmuxWatcher._sync, SSHTransport.run, ControlClient.command
+    real_look, real_run, real_command = TmuxWatcher._look_for, SSHTransport.run, ControlClient.command
 
-    async def sync(self: TmuxWatcher) -> None:
-        poll = (len(events), bool(self._held), armed[0])
-        events.append(("poll", poll))
-        await real_sync(self)
-        events.append(("end", poll))
+    async def look_for(self: TmuxWatcher, poll: Any) -> Any:
+        key = (len(polls), bool(poll.waiting), armed[0])
+        polls[key] = []
+        task = asyncio.current_task()
+        assert task is not None
+        current[task] = key
+        try:
+            return await real_look(self, poll)
+        finally:
+            del current[task]
+
+    def note(kind: str, what: Any) -> None:
+        key = current.get(asyncio.current_task())  # type: ignore[arg-type]
+        if key is not None and _is_look_part(kind, what):
+            polls[key].append((kind, what))
 
     async def run(self: SSHTransport, argv: list[str], *args: Any, **kwargs: Any) -> Any:
-        events.append(("run", list(argv)))
+        note("run", list(argv))
         return await real_run(self, argv, *args, **kwargs)
 
     async def command(self: ControlClient, cmd: str, *args: Any, **kwargs: Any) -> Any:
-        events.append(("control", cmd))
+        note("control", cmd)
         return await real_command(self, cmd, *args, **kwargs)
 
-    monkeypatch.setattr(TmuxWatcher, "_sync", sync)
+    monkeypatch.setattr(TmuxWatcher, "_look_for", look_for)
     monkeypatch.setattr(SSHTransport, "run", run)
     monkeypatch.setattr(ControlClient, "command", command)
     steps = [(0.3, osc7501(f"state={'working' if i % 2 else 'done'}:app=builder")) for i in range(12)]
@@ -108,16 +120,6 @@ def test_held_reports_cost_one_round_trip_per_poll_over_ssh(
         return pane
 
     asyncio.run(scenario())
-    polls: dict[tuple[int, bool, bool], list[tuple[str, Any]]] = {}
-    current: tuple[int, bool, bool] | None = None
-    for kind, what in events:
-        if kind == "poll":
-            current = what
-            polls[current] = []
-        elif kind == "end":
-            current = None
-        elif current is not None and _is_look_part(kind, what):
-            polls[current].append((kind, what))
     served = [trips for (_, held, armed_then), trips in polls.items() if held and armed_then]
     assert len(served) >= 5, served
     for trips in served:

@@ -135,6 +135,56 @@ SCENARIOS: dict[str, tuple[list[tuple[Any, ...]], list[dict[str, Any]]]] = {
             {"state": NO_UPDATE},
         ],
     ),
+    # Looks overlap (overlap.py): each serves what was held when it started, and they
+    # come back in the order they started.
+    "overlapping looks: the later one serves the report the earlier one started before": (
+        [
+            (0, "listed", info(), SHELL),
+            (1, "output", osc7501("state=working")),  # the shell's (a prompt hook)
+            (1.01, "polling"),  # look A
+            (1.015, "output", BLOCKED),  # the script's, started after A looked
+            (1.02, "polling"),  # look B, under way beside A
+            (1.03, "listed", info(), SHELL),  # A's
+            (1.03, "released"),
+            (1.04, "listed", info(), SCRIPT),  # B's
+            (1.04, "released"),
+        ],
+        [
+            {"state": None},
+            {"hold": True},
+            {"state": NO_UPDATE},
+            {"state": NO_UPDATE, "hold": False},
+            {"state": NO_UPDATE},
+            {"state": NO_UPDATE},
+            {"state": "working", "hold": True},  # A: the shell's report only; B serves the other
+            {"state": None},  # the script is in front: the shell's record ended
+            {"state": "blocked", "hold": False},
+        ],
+    ),
+    "a look under way never serves a report that came after it started": (
+        [
+            (0, "listed", info(command="builder"), APP),
+            (1, "output", osc7501("state=working:app=builder")),
+            (1.01, "polling"),  # look A
+            (1.02, "polling"),  # look B (nothing new for this pane)
+            (1.03, "released"),  # A: everything held goes
+            (1.035, "output", osc7501("state=done:app=builder")),  # after A and B started
+            (1.04, "polling"),  # look C
+            (1.05, "released"),  # B: it started before the `done`
+            (1.06, "released"),  # C
+        ],
+        [
+            {"state": None},
+            {"hold": True},
+            {"state": NO_UPDATE},
+            {"state": NO_UPDATE},
+            {"state": "working", "hold": False},
+            {"state": NO_UPDATE, "hold": True},
+            {"state": NO_UPDATE},
+            {"state": NO_UPDATE, "hold": True},  # still held: only C may serve it
+            {"state": "done", "hold": False},
+        ],
+    ),
     "plain text that arrives while a poll runs does not keep the pane held": (
         [
             (0, "listed", info(), SHELL),
@@ -431,3 +481,25 @@ def test_text_longer_than_the_wire_takes_is_cut_to_its_limit() -> None:
     assert update.session == "s" * NAME_MAX
     window_max = WIRE_TEXT_MAX["window"]
     assert window_max is not None and update.window == ("0:" + "w" * 5000)[:window_max]
+
+
+def test_unserved_names_a_report_no_look_under_way_was_started_for() -> None:
+    """The watcher starts a look only for panes holding such a report: a pane whose
+    reports a look already under way serves does not make another start."""
+    t = PaneTracker(KEY, "main", RULES)
+    t.listed(T0, info(command="builder"), APP)
+    assert not t.unserved()
+    assert t.output(T0 + 0.01, osc7501("state=working:app=builder"))
+    assert t.unserved()
+    t.polling()
+    assert not t.unserved()
+    t.output(T0 + 0.02, b"plain text\r\n")
+    assert not t.unserved()  # text attributes nothing: no look needed for it
+    t.output(T0 + 0.03, osc7501("state=done:app=builder"))
+    assert t.unserved()
+    t.polling()
+    assert not t.unserved()
+    assert t.released(T0 + 0.04)  # the first look: the `done` waits for the second
+    assert not t.unserved()
+    assert not t.released(T0 + 0.05)
+    assert t.take_update().state == "done"

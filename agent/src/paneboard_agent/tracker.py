@@ -72,7 +72,8 @@ class PaneTracker:
         self.last_update: PaneUpdate | None = None
         self.unlisted_polls = 0
         self.held: list[Any] | None = None  # events waiting for a fresh observation
-        self._cut = 0  # how many of `held` arrived before the poll now running started
+        # per look in flight, oldest first: how many of `held` arrived before it started
+        self._cuts: list[int] = []
         self.settle_at: float | None = None
         self.deadline_at: float | None = None
         self.capturing = False
@@ -104,8 +105,7 @@ class PaneTracker:
             if self.held is not None and len(self.held) < MAX_HELD:
                 self.held += events
             elif HOLD_REPORTS and self.held is None and any(isinstance(e, REPORTS) for e in events):
-                self.held = list(events)
-                self._cut = 0
+                self.held = list(events)  # looks still under way started before it: cut 0
                 hold = True
             else:
                 self.classifier.feed(now, events)
@@ -115,21 +115,36 @@ class PaneTracker:
         return hold
 
     def polling(self) -> None:
-        """A poll starts: its look at the process serves the events held so far."""
-        self._cut = len(self.held or ())
+        """A poll starts: its look at the process serves the events held so far.
+
+        Looks may overlap (the manager starts one for new reports while an earlier one is
+        still on its way): each serves what was held when it started, and they finish in
+        the order they started, so `released` pairs with the oldest `polling`."""
+        self._cuts.append(len(self.held or ()))
+
+    def unserved(self) -> bool:
+        """A report is held that no look already under way was started for: only a new
+        look can serve it (one begun before the report came may predate its writer)."""
+        if self.held is None:
+            return False
+        start = self._cuts[-1] if self._cuts else 0
+        return any(isinstance(e, REPORTS) for e in self.held[start:])
 
     def released(self, now: float, everything: bool = False) -> bool:
-        """The poll announced by `polling` has run (`everything`: no poll is coming).
+        """The oldest poll announced by `polling` has run (`everything`: no poll is coming).
 
         Feeds the events held before that poll started; those that arrived while it ran
-        stay held for the next one. True: some are still held (the manager polls again).
+        stay held for a later one. True: some are still held (the manager polls again,
+        unless a look already under way serves them).
         """
         held = self.held or []
-        cut = len(held) if everything else self._cut
+        cut = len(held) if everything else min(self._cuts.pop(0) if self._cuts else 0, len(held))
         if not any(isinstance(e, REPORTS) for e in held[cut:]):
             cut = len(held)  # what came during the poll attributes nothing: no need to wait
         events, rest = held[:cut], held[cut:]
-        self.held, self._cut = (rest or None), 0
+        self.held = rest or None
+        # the looks still under way started later: they serve what is left, shifted
+        self._cuts = [] if everything else [max(0, c - cut) for c in self._cuts]
         if events:
             self.classifier.feed(now, events)
             self._evaluate(now)
@@ -174,6 +189,7 @@ class PaneTracker:
     def disconnected(self) -> None:
         """The link to tmux broke: bytes were missed, timers and captures are void."""
         self.decoder = Decoder()  # never join two halves of a sequence
+        self._cuts = []  # the looks under way died with the link
         self._recapture = True
         self.settle_at = self.deadline_at = None
         self.capturing = self._capture_wanted = False

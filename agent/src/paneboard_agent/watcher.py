@@ -21,6 +21,7 @@ import contextlib
 import logging
 import random
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from paneboard_protocol.identity import process_identity
@@ -40,6 +41,7 @@ from paneboard_agent.control import (
     tmux_base,
 )
 from paneboard_agent.health import HealthMeter
+from paneboard_agent.overlap import LookPipeline
 from paneboard_agent.pane_tasks import PaneTasks, WatchedPane
 from paneboard_agent.panes import (
     PaneInfo,
@@ -54,6 +56,18 @@ from paneboard_agent.tracker import PaneTracker
 from paneboard_agent.transport import FatalTransportError, TransportError
 
 log = logging.getLogger("paneboard.agent")
+
+#: what a look saw: tmux's listing, the processes (None: no usable `ps`), the round trip
+_Seen = tuple[list[PaneInfo], dict[int, Any] | None, float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Poll:
+    """One poll: the panes whose held reports its look serves, and whether it lists all."""
+
+    waiting: set[WatchedPane]
+    full: bool
+
 
 #: notifications after which the session list may have changed
 SESSION_NOTICES = frozenset(
@@ -73,6 +87,8 @@ PANE_NOTICES = SESSION_NOTICES | {
 }
 #: at most one poll of panes and processes per this many seconds
 POLL_SPACING = 0.05
+#: looks (listing and `ps`) under way at once per tmux server (overlap.py)
+LOOKS_AT_ONCE = 2
 #: what a wake-up waits for more notifications of the same burst before polling
 BURST_PAUSE = 0.005
 
@@ -111,6 +127,7 @@ class TmuxWatcher:
         self.capture = PaneCapture(self.t, self.base, options.captures_at_once)
         self.tasks = PaneTasks(self.panes, lambda u: self.pump.changed(u), self.capture, self.host)
         self._held: set[WatchedPane] = set()  # panes holding reports until the next poll
+        self._looks = LookPipeline(LOOKS_AT_ONCE, self._wake.set)
         self._full_due = 0.0
         # the classifier sees a name only; "docker exec"-style entries are judged here
         self._classifier_transports = [t for t in options.transports if " " not in t]
@@ -198,10 +215,11 @@ class TmuxWatcher:
                 # of the host is whole, never a pane without the state it still shows.
                 self._set_status(True, None)
             else:
-                await self._sync()
+                await self._poll()
             if not self._wake.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.opt.poll_interval)
+            self._looks.check()  # a look that failed woke us: the link is down
             # Polls are capped at ~20/s under heavy reporting, and a burst (a new window
             # brings several notifications) gets a moment to become one re-list; but a
             # lone report after a quiet spell is not made to wait out the whole cap,
@@ -223,6 +241,7 @@ class TmuxWatcher:
         log.info("%s: no tmux server yet (%s); waiting for one", self.host, missing)
 
     async def _teardown(self) -> None:
+        await self._looks.cancel()
         self._release_held(set(self._held), everything=True)  # no look is coming: as they are
         await asyncio.gather(*(self.clients.detach(name, forget=False) for name in self.clients))
         for pane in self.panes.values():
@@ -317,7 +336,26 @@ class TmuxWatcher:
         return pane
 
     async def _sync(self) -> None:
-        """One poll. A full poll (every poll interval, when sessions changed, or when
+        """One poll, from start to applied (the connection's first, before any other)."""
+        poll = await self._begin_poll(self._sessions_due())
+        self._end_poll(poll, await self._look_for(poll))
+
+    async def _poll(self) -> None:
+        """One poll, its look overlapping the one still under way (overlap.py): the
+        reports held since that one started need not wait for it to come back."""
+        sessions = self._sessions_due()
+        if sessions:
+            await self._looks.drain()  # control clients come and go: not under a look
+        else:
+            await self._looks.room()
+        poll = await self._begin_poll(sessions)
+        if poll.full or poll.waiting:
+            self._looks.start(self._look_for(poll), lambda got: self._end_poll(poll, got))
+        else:
+            self._end_poll(poll, None)
+
+    async def _begin_poll(self, sessions: bool) -> _Poll:
+        """A poll starts. A full poll (every poll interval, when sessions changed, or when
         tmux announced a change of windows or panes) lists every pane and runs `ps` for
         every pane. A light one (woken early by held reports) asks tmux only about the
         panes holding reports (`list-panes -f`, tmux 3.2+) and runs `ps` only for them:
@@ -328,8 +366,9 @@ class TmuxWatcher:
         """
         self._polls += 1
         # Only the reports held before this poll starts are served by its look: one that
-        # arrives while it runs waits for the next (see PaneTracker.output).
-        waiting = set(self._held)
+        # arrives while it runs waits for the next (see PaneTracker.output); one a look
+        # already under way serves is not this poll's.
+        waiting = {pane for pane in self._held if pane.tracker.unserved()}
         for pane in waiting:
             pane.tracker.polling()
         now_m = time.monotonic()
@@ -342,18 +381,34 @@ class TmuxWatcher:
         if full:
             self._full_due = now_m + self.opt.poll_interval
             self._need_listing = False
-        if self._need_sessions or not self.clients or self._polls % 25 == 0:
+        if sessions:  # decided before any look under way was waited for
             self._need_sessions = False
             await self._sync_sessions()
+        return _Poll(waiting, full)
+
+    def _sessions_due(self) -> bool:
+        """The next poll lists the sessions: when tmux said they changed, when no control
+        client is attached, and every 25th poll anyway."""
+        return self._need_sessions or not self.clients or (self._polls + 1) % 25 == 0
+
+    async def _look_for(self, poll: _Poll) -> _Seen | None:
+        if poll.full:
+            return await self._look(None)
+        if poll.waiting:
+            return await self._look({p.tracker.key.pane for p in poll.waiting})
+        return None
+
+    def _end_poll(self, poll: _Poll, seen: _Seen | None) -> None:
+        """The poll's look came back: apply it, then let its held reports go."""
         rtt = None
-        if full:
-            infos, procs, rtt = await self._look(None)
-            self._apply(infos, procs, time.time(), {i.pane_id for i in infos})
-        elif waiting:
-            ids = {p.tracker.key.pane for p in waiting}
-            infos, procs, _ = await self._look(ids)
-            self._apply(infos, procs, time.time(), ids, partial=True)
-        self._release_held(waiting)
+        if seen is not None:
+            infos, procs, rtt = seen
+            if poll.full:
+                self._apply(infos, procs, time.time(), {i.pane_id for i in infos})
+            else:
+                ids = {p.tracker.key.pane for p in poll.waiting}
+                self._apply(infos, procs, time.time(), ids, partial=True)
+        self._release_held(poll.waiting)
         self.health.answered(time.time(), rtt)
         self._report_health()
 
@@ -398,9 +453,7 @@ class TmuxWatcher:
                 log.warning("%s: tmux server %s is gone; waiting for it", self.host, self.target.label)
         self._server_up = running
 
-    async def _look(
-        self, only: set[str] | None
-    ) -> tuple[list[PaneInfo], dict[int, Any] | None, float | None]:
+    async def _look(self, only: set[str] | None) -> _Seen:
         """The panes (every one, or those `only` names) and then their processes: `ps` is
         the later word (see panes._observe_leader). With the round trip a full poll's
         look took through the link (health.py), None for a light one.
