@@ -55,8 +55,10 @@ def test_a_compiled_query_spreads_its_list_and_finds_what_sqlalchemy_finds() -> 
     for ks, lo in (([3], 0.0), ([1, 5, 6], 4.5), (list(range(7)), 9.0)):
         sql, args = q.prepare(dialect, {"ks": ks, "lo": lo})
         assert sql.count("?") == len(args) == len(ks) + 1
-        literal = select(t.c.id).where(t.c.k.in_(ks), t.c.x > lo).compile(
-            dialect=dialect, compile_kwargs={"literal_binds": True}
+        literal = (
+            select(t.c.id)
+            .where(t.c.k.in_(ks), t.c.x > lo)
+            .compile(dialect=dialect, compile_kwargs={"literal_binds": True})
         )
         expected = sorted(r[0] for r in db.execute(str(literal)))
         assert expected and sorted(r[0] for r in db.execute(sql, args)) == expected
