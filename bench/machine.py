@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 SHORT = os.environ.get("PB_BENCH_SHORT", "") not in ("", "0")
@@ -35,15 +36,41 @@ def _stat() -> tuple[int, int]:
 _START = _stat()
 
 
+def _reference_work() -> int:
+    """A fixed piece of plain Python (small tuples, str(), a dict), what servers and
+    collectors spend their time on."""
+    d: dict[int, tuple[int, str]] = {}
+    for i in range(200_000):
+        d[i & 1023] = (i, str(i))
+    return len(d)
+
+
+def reference_ms(rounds: int = 3) -> float:
+    """Milliseconds of `_reference_work`, the best of `rounds`: the machine's speed for
+    Python right now. The same code's figures moved 2x between days here (other tenants,
+    clock speed) with the load average near 1, so a figure in µs is only comparable
+    with others taken at the same reference."""
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        _reference_work()
+        best = min(best, time.perf_counter() - t0)
+    return best * 1000
+
+
 def machine_line(tag: str = "start") -> str:
-    """Cores, load averages and (at the end) how busy the whole machine was meanwhile."""
+    """Cores, load averages, the Python reference speed and (at the end) how busy the
+    whole machine was meanwhile."""
     one, five, _ = os.getloadavg()
     total, idle = _stat()
     busy = ""
     if tag != "start" and total > _START[0]:
         busy = f", machine CPU busy {1 - (idle - _START[1]) / (total - _START[0]):.0%} during the run"
     mode = ", short mode (PB_BENCH_SHORT)" if SHORT else ""
-    return f"machine at {tag}: {os.cpu_count()} cores, load {one:.2f} (1 min) {five:.2f} (5 min){busy}{mode}"
+    return (
+        f"machine at {tag}: {os.cpu_count()} cores, load {one:.2f} (1 min) {five:.2f} (5 min),"
+        f" Python reference {reference_ms():.0f} ms (bench/machine.py; lower is faster){busy}{mode}"
+    )
 
 
 def cpu_seconds(pid: int) -> float:
