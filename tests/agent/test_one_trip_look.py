@@ -82,7 +82,8 @@ def test_held_reports_cost_one_round_trip_per_poll_over_ssh(
             del current[task]
 
     def note(kind: str, what: Any) -> None:
-        key = current.get(asyncio.current_task())  # type: ignore[arg-type]
+        task = asyncio.current_task()
+        key = current.get(task) if task is not None else None
         if key is not None and _is_look_part(kind, what):
             polls[key].append((kind, what))
 
