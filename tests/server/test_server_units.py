@@ -217,6 +217,43 @@ def test_the_writer_runs_the_commit_hook_of_every_kind_of_operation(db_url: str)
     asyncio.run(go())
 
 
+def test_the_notifier_hears_every_change_only_while_answers_need_it(db_url: str) -> None:
+    """The writer's feed builds a change for the notifier only when it is its business: a
+    change into blocked, done or error, or any change while operators with devices may be
+    offered answers (an offer must know when the pane last stopped being blocked)."""
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(Config(), resolve_url(db_url))
+        async with app.router.lifespan_context(app):
+            svc = services_of(app)
+            core, notify = svc.core, svc.notify
+            loop = asyncio.get_running_loop()
+            seq = 0
+
+            async def report(state: str) -> None:
+                nonlocal seq
+                seq += 1
+                done = loop.create_future()
+                up = pane_update("h", "%1", state, kind="permission" if state == "blocked" else None)
+                core.submit(Ingest(1, "s", seq, panes=[up], on_commit=lambda: done.set_result(None)))
+                await asyncio.wait_for(done, 10)
+
+            queued: list[str | None] = []
+            notify.pane_changed = lambda change: queued.append(change.state)  # type: ignore[method-assign]
+            for state in ("working", "blocked", "working", "done"):
+                await report(state)
+            assert queued == ["blocked", "done"]
+            queued.clear()
+            notify.operator_devices = True
+            assert notify.offers is not None
+            for state in ("working", "blocked", "working"):
+                await report(state)
+            assert queued == ["working", "blocked", "working"]
+
+    asyncio.run(go())
+
+
 def test_a_refused_ingest_runs_no_commit_hook_but_tells_its_sender(db_url: str) -> None:
     """A refused message changed nothing: its sender hears of it through on_fail only."""
     from paneboard_server.panes.core import HostsUp, Refused

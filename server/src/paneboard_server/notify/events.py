@@ -9,6 +9,11 @@ from typing import Any
 NOTIFY_STATES = frozenset({"blocked", "done", "error"})
 
 
+def is_notable(state: str | None, prev_state: str | None) -> bool:
+    """Only a change *into* blocked, error or done is worth interrupting someone for."""
+    return state in NOTIFY_STATES and state != prev_state
+
+
 @dataclass(frozen=True, slots=True)
 class StateChange:
     """A pane moved from `prev_state` to `state` (both may be None: no agent)."""
@@ -26,8 +31,7 @@ class StateChange:
 
     @property
     def notable(self) -> bool:
-        """Only a change *into* blocked, error or done is worth interrupting someone for."""
-        return self.state in NOTIFY_STATES and self.state != self.prev_state
+        return is_notable(self.state, self.prev_state)
 
     def title(self) -> str:
         who = self.agent or "shell"

@@ -22,6 +22,8 @@ def _on_changes(svc: NotifyService, changes: list[Change]) -> None:
         if c.gone or c.reason == "refresh":
             continue  # a pane leaving, or a re-send of what we had: nothing new to tell
         p = c.pane
+        if not svc.wants(p.get("state"), c.prev_state):
+            continue
         svc.pane_changed(
             StateChange(
                 pane_id=str(p["id"]),

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import apprise_send, escalation, store, targets, webpush
-from .events import StateChange
+from .events import StateChange, is_notable
 from .grouping import group_text, reason_of
 from .limits import Limiter, TokenBucket
 from .quiet import shared_quiet, viewer_quiet
@@ -157,6 +157,12 @@ class NotifyService:
             self._http = None
 
     # -- input -------------------------------------------------------------------------
+
+    def wants(self, state: str | None, prev_state: str | None) -> bool:
+        """Whether a change from `prev_state` to `state` is any of the notifier's business:
+        asked before the change is built, since most are not (the writer calls this for
+        every committed change, thousands a second under load)."""
+        return (self.offers is not None and self.operator_devices) or is_notable(state, prev_state)
 
     def pane_changed(self, change: StateChange) -> None:
         """Called by the server for each state change; never blocks, never raises."""

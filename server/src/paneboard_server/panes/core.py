@@ -208,10 +208,11 @@ class Core:
         h = self.hosts.get(p.host_id)
         if h is None:
             return
-        order = self.gone_order.setdefault(h.collector_id, OrderedDict())
-        if p.gone_at is None:
-            order.pop(p.id, None)
+        if p.gone_at is None:  # every live pane of every change: no new OrderedDict for it
+            if (order := self.gone_order.get(h.collector_id)) is not None:
+                order.pop(p.id, None)
             return
+        order = self.gone_order.setdefault(h.collector_id, OrderedDict())
         order[p.id] = None
         order.move_to_end(p.id)
         cap = self.cfg.limits.gone_in_memory
