@@ -217,6 +217,70 @@ def test_the_writer_runs_the_commit_hook_of_every_kind_of_operation(db_url: str)
     asyncio.run(go())
 
 
+def test_operations_queued_behind_a_batch_wait_and_commit_together(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Group commit under load: what queued while a batch ran, and what comes soon
+    after, waits until `BATCH_SPACING` after that batch began and then shares one
+    transaction, instead of each taking a commit of its own as it arrives."""
+    from paneboard_server.panes import writer
+    from paneboard_server.panes.core import HostsUp
+
+    monkeypatch.setattr(writer, "BATCH_SPACING", 1.0)  # far longer than the submits take
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(Config(), resolve_url(db_url))
+        async with app.router.lifespan_context(app):
+            core = services_of(app).core
+            loop = asyncio.get_running_loop()
+            first = loop.create_future()
+            done = [loop.create_future() for _ in range(3)]
+            ops = [HostsUp(1, on_commit=lambda fut=fut: fut.set_result(None)) for fut in done]
+
+            def committed() -> None:
+                core.submit(ops[0])  # queued before the writer is free again: it is behind
+                first.set_result(None)
+
+            up = pane_update("h", "%1", "working")
+            core.submit(Ingest(1, "s", 1, panes=[up], on_commit=committed))
+            await asyncio.wait_for(first, 10)
+            before = core.stats["batches"]
+            for op in ops[1:]:
+                await asyncio.sleep(0.01)  # each alone in the queue when it comes
+                core.submit(op)
+            await asyncio.wait_for(asyncio.gather(*done), 10)
+            assert core.stats["batches"] - before == 1
+
+    asyncio.run(go())
+
+
+def test_an_idle_writer_commits_at_once(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spacing holds back only work that queued behind a batch: an operation that
+    finds the writer idle commits at once, the first one and one right after a batch
+    alike (with an hour's spacing both still commit)."""
+    from paneboard_server.panes import writer
+    from paneboard_server.panes.core import HostsUp
+
+    monkeypatch.setattr(writer, "BATCH_SPACING", 3600.0)
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(Config(), resolve_url(db_url))
+        async with app.router.lifespan_context(app):
+            core = services_of(app).core
+            loop = asyncio.get_running_loop()
+            first, second = loop.create_future(), loop.create_future()
+            up = pane_update("h", "%1", "working")
+            core.submit(Ingest(1, "s", 1, panes=[up], on_commit=lambda: first.set_result(None)))
+            await asyncio.wait_for(first, 10)
+            await asyncio.sleep(0.05)  # the writer is back waiting on an empty queue
+            core.submit(HostsUp(1, on_commit=lambda: second.set_result(None)))
+            await asyncio.wait_for(second, 10)
+
+    asyncio.run(go())
+
+
 def test_the_notifier_hears_every_change_only_while_answers_need_it(db_url: str) -> None:
     """The writer's feed builds a change for the notifier only when it is its business: a
     change into blocked, done or error, or any change while operators with devices may be

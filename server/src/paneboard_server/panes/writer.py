@@ -46,10 +46,29 @@ class Change:
     gone: bool = False
 
 
+# Under load, batches start at least this far apart (group commit). A SQLite commit writes
+# every page the batch dirtied to the WAL, ~2 ms whether it carries 200 reports or 1,000,
+# and a batch has other fixed work besides; a writer that commits the moment anything is
+# queued spends its core on small batches (at 5,000 reports/s: ~370 batches a second of
+# ~15 reports, ~180 us of server CPU a report). Spaced 50 ms apart the same load costs
+# ~90 us a report, and 10,000/s ~77 instead of ~88 (bench/ingest.py, docs/operations.md).
+# Only work that queued while the last batch ran waits: a report that finds the writer
+# idle goes at once, so a lone change (an agent turning blocked) is not held back.
+BATCH_SPACING = 0.05
+
+
 async def run(core: WriterState) -> None:
-    """The writer task: take whatever has queued up (at most BATCH_MAX), commit it as one batch."""
+    """The writer task: take whatever has queued up (at most BATCH_MAX), commit it as one
+    batch; when work queued up behind the last batch, no sooner than `BATCH_SPACING`
+    after that batch began."""
+    last = float("-inf")
     while True:
+        behind = not core.queue.empty()  # it came while the last batch ran: under load
         batch = [await core.queue.get()]
+        gather = last + BATCH_SPACING - time.monotonic()
+        if behind and gather > 0 and core.queue.qsize() < BATCH_MAX - 1:
+            await asyncio.sleep(gather)  # let the rest of the burst join it
+        last = time.monotonic()
         while len(batch) < BATCH_MAX:
             try:
                 batch.append(core.queue.get_nowait())
