@@ -225,8 +225,9 @@ class Core:
             self.deadlines.forget(pid)
 
     def put_pane(self, p: Pane) -> None:
+        if self.panes.get(p.id) is None:  # a row's key never changes: index it once
+            self.pane_ids[(p.host_id, p.tmux, p.pane)] = p.id
         self.panes[p.id] = p
-        self.pane_ids[(p.host_id, p.tmux, p.pane)] = p.id
         self._track_gone(p)
 
     def api(self, p: Pane) -> dict[str, Any]:
