@@ -51,7 +51,7 @@ class Change:
 # and a batch has other fixed work besides; a writer that commits the moment anything is
 # queued spends its core on small batches (at 5,000 reports/s: ~370 batches a second of
 # ~15 reports, ~180 us of server CPU a report). Spaced 50 ms apart the same load costs
-# ~85 us a report, and 10,000/s ~77 instead of ~88; 20 ms left 10,000/s at 86-87
+# ~85 us a report, and 10,000/s ~77 instead of ~88; 20 ms left 10,000/s at 86-89
 # (bench/ingest.py, three runs each beside the writer without it; docs/operations.md). Only
 # work that queued while the last batch ran waits: a report that finds the writer idle
 # goes at once, so a lone change (an agent turning blocked) is not held back.
