@@ -4,16 +4,19 @@ queues, the schema/migration agreement, and retention against a real database.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
 from paneboard_server.ingest.wire import Delta, Snapshot, WireError, parse
-from paneboard_server.panes.core import Ingest
+from paneboard_server.panes.commands import Op
+from paneboard_server.panes.core import Core, Ingest
 from paneboard_server.panes.staleness import Deadlines
-from paneboard_server.services import services_of
+from paneboard_server.services import Services, services_of
 from paneboard_server.store.database import resolve_url
 from paneboard_server.stream.hub import Hub
 from pbserver import make_tokens, pane_update
@@ -182,6 +185,23 @@ async def _second(sub):  # type: ignore[no-untyped-def]
     return await sub.queue.get()
 
 
+@contextlib.asynccontextmanager
+async def running(db_url: str) -> AsyncIterator[Services]:
+    """The server's services, started as `serve` starts them, on a database with tokens."""
+    await make_tokens(db_url)
+    app = create_app(Config(), resolve_url(db_url))
+    async with app.router.lifespan_context(app):
+        yield services_of(app)
+
+
+async def commit_one(core: Core, op: Op) -> None:
+    """Submit `op` and wait for its batch to commit."""
+    done = asyncio.get_running_loop().create_future()
+    op.on_commit = lambda: done.set_result(None)
+    core.submit(op)
+    await asyncio.wait_for(done, 10)
+
+
 def test_the_writer_runs_the_commit_hook_of_every_kind_of_operation(db_url: str) -> None:
     """A hook set on any operation runs once its batch committed; none is silently
     ignored (the writer runs them, not each operation by choice)."""
@@ -189,10 +209,8 @@ def test_the_writer_runs_the_commit_hook_of_every_kind_of_operation(db_url: str)
     from paneboard_server.panes.core import HostsDown, HostsUp, Purge, Reevaluate, Refresh, Seen
 
     async def go() -> None:
-        await make_tokens(db_url)
-        app = create_app(Config(), resolve_url(db_url))
-        async with app.router.lifespan_context(app):
-            core = services_of(app).core
+        async with running(db_url) as svc:
+            core = svc.core
             loop = asyncio.get_running_loop()
             up = pane_update("h", "%1", "done")
             ops = [
@@ -229,10 +247,8 @@ def test_operations_queued_behind_a_batch_wait_and_commit_together(
     monkeypatch.setattr(writer, "BATCH_SPACING", 1.0)  # far longer than the submits take
 
     async def go() -> None:
-        await make_tokens(db_url)
-        app = create_app(Config(), resolve_url(db_url))
-        async with app.router.lifespan_context(app):
-            core = services_of(app).core
+        async with running(db_url) as svc:
+            core = svc.core
             loop = asyncio.get_running_loop()
             first = loop.create_future()
             done = [loop.create_future() for _ in range(3)]
@@ -265,18 +281,10 @@ def test_an_idle_writer_commits_at_once(db_url: str, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(writer, "BATCH_SPACING", 3600.0)
 
     async def go() -> None:
-        await make_tokens(db_url)
-        app = create_app(Config(), resolve_url(db_url))
-        async with app.router.lifespan_context(app):
-            core = services_of(app).core
-            loop = asyncio.get_running_loop()
-            first, second = loop.create_future(), loop.create_future()
-            up = pane_update("h", "%1", "working")
-            core.submit(Ingest(1, "s", 1, panes=[up], on_commit=lambda: first.set_result(None)))
-            await asyncio.wait_for(first, 10)
+        async with running(db_url) as svc:
+            await commit_one(svc.core, Ingest(1, "s", 1, panes=[pane_update("h", "%1", "working")]))
             await asyncio.sleep(0.05)  # the writer is back waiting on an empty queue
-            core.submit(HostsUp(1, on_commit=lambda: second.set_result(None)))
-            await asyncio.wait_for(second, 10)
+            await commit_one(svc.core, HostsUp(1))
 
     asyncio.run(go())
 
@@ -287,21 +295,15 @@ def test_the_notifier_hears_every_change_only_while_answers_need_it(db_url: str)
     offered answers (an offer must know when the pane last stopped being blocked)."""
 
     async def go() -> None:
-        await make_tokens(db_url)
-        app = create_app(Config(), resolve_url(db_url))
-        async with app.router.lifespan_context(app):
-            svc = services_of(app)
+        async with running(db_url) as svc:
             core, notify = svc.core, svc.notify
-            loop = asyncio.get_running_loop()
             seq = 0
 
             async def report(state: str) -> None:
                 nonlocal seq
                 seq += 1
-                done = loop.create_future()
                 up = pane_update("h", "%1", state, kind="permission" if state == "blocked" else None)
-                core.submit(Ingest(1, "s", seq, panes=[up], on_commit=lambda: done.set_result(None)))
-                await asyncio.wait_for(done, 10)
+                await commit_one(core, Ingest(1, "s", seq, panes=[up]))
 
             queued: list[str | None] = []
             notify.pane_changed = lambda change: queued.append(change.state)  # type: ignore[method-assign]
@@ -323,15 +325,11 @@ def test_a_refused_ingest_runs_no_commit_hook_but_tells_its_sender(db_url: str) 
     from paneboard_server.panes.core import HostsUp, Refused
 
     async def go() -> None:
-        await make_tokens(db_url)
-        app = create_app(Config(), resolve_url(db_url))
-        async with app.router.lifespan_context(app):
-            core = services_of(app).core
+        async with running(db_url) as svc:
+            core = svc.core
             loop = asyncio.get_running_loop()
-            first = loop.create_future()
             up = pane_update("h", "%1", "working")
-            core.submit(Ingest(1, "s", 1, panes=[up], on_commit=lambda: first.set_result(None)))
-            await asyncio.wait_for(first, 10)
+            await commit_one(core, Ingest(1, "s", 1, panes=[up]))
             failed = loop.create_future()
             committed: list[int] = []
             core.submit(
@@ -346,9 +344,7 @@ def test_a_refused_ingest_runs_no_commit_hook_but_tells_its_sender(db_url: str) 
             )
             exc = await asyncio.wait_for(failed, 10)
             assert isinstance(exc, Refused) and exc.host == "h"
-            later = loop.create_future()
-            core.submit(HostsUp(1, on_commit=lambda: later.set_result(None)))
-            await asyncio.wait_for(later, 10)  # a batch after the refused one has committed
+            await commit_one(core, HostsUp(1))  # a batch after the refused one has committed
             assert committed == []
 
     asyncio.run(go())
