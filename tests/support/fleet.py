@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from support import netns
-from support.sshd import SSHD, _keygen
+from support.sshd import SESSION_ENV, SSHD, _keygen
 from support.tmux import TmuxServer
 from support.wait import wait_for
 
@@ -207,6 +207,7 @@ class Fleet:
                     "MaxSessions 20",
                     "MaxStartups 100:30:200",
                     "LogLevel ERROR",
+                    SESSION_ENV,
                     "",
                 ]
             )

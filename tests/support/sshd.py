@@ -20,6 +20,14 @@ from pathlib import Path
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
+#: A session runs the user's login shell, and bash run by sshd reads ~/.bashrc. On these
+#: machines root's runs `pyenv init -`, whose `pyenv rehash` takes a lock file and waits
+#: up to 60 s for one already there. A session killed mid-rehash (a test stopping sshd
+#: or a host) leaves that lock, and every later session then waited a minute before its
+#: command ran: once, four SSH tests failed on it, one after another. The tests'
+#: sessions give up on the lock at once instead.
+SESSION_ENV = "SetEnv PYENV_REHASH_TIMEOUT=0"
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -73,6 +81,7 @@ class Sshd:
                     f"MaxSessions {max_sessions}",
                     "MaxStartups 100:30:200",
                     f"LogLevel {log_level}",
+                    SESSION_ENV,
                     *extra,
                     "",
                 ]
