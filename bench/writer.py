@@ -31,46 +31,66 @@ from ingest import evidence_template
 from machine import machine_line
 
 
-async def measure(batches: int, batch: int, panes: int, collectors: int) -> dict[str, float]:
-    from paneboard_protocol.pane import PaneKey, PaneUpdate
-    from paneboard_server.auth import accounts
-    from paneboard_server.config import Config
-    from paneboard_server.panes import writer
-    from paneboard_server.panes.commands import Ingest
-    from paneboard_server.panes.core import Core
-    from paneboard_server.store.database import create_engine
-    from paneboard_server.store.migrate import upgrade
-    from paneboard_server.stream.hub import Hub
+class Reports:
+    """The writer's in-process workload: a fresh migrated SQLite database, a loaded `Core`
+    with one live-stream client, and collectors' messages shaped as `bench/ingest.py`
+    sends them. Shared with `bench/wal.py`."""
 
-    tmp = Path(tempfile.mkdtemp(prefix="pb-writer-"))
-    url = f"sqlite+aiosqlite:///{tmp / 'w.db'}"
-    await asyncio.to_thread(upgrade, url)
-    engine = create_engine(url)
-    ids = []
-    for i in range(collectors):
-        await accounts.create_token(engine, f"c{i}", "collector")
-    from sqlalchemy import text
+    def __init__(self, panes: int, collectors: int) -> None:
+        self.panes = panes
+        self.collectors = collectors
+        self.n = 0
 
-    async with engine.connect() as c:
-        ids = [r[0] for r in (await c.execute(text("SELECT id FROM tokens ORDER BY id"))).all()]
-    core = Core(engine, Config())
-    await core.load()
-    core.hub = Hub()
-    core.hub.subscribe()  # one live-stream client, so the change frame is built
-    evidence = evidence_template()
-    record = evidence["records"][0]
-    states = ["working", "blocked", "working", "idle", "done"]
-    seqs = dict.fromkeys(ids, 0)
-    n = 0
+    async def open(self, prepare: Any = None) -> Any:
+        """Create the database (then `prepare(conn)`, e.g. to drop an index), the
+        collectors' tokens and the core; commit every pane's first snapshot."""
+        from paneboard_server.auth import accounts
+        from paneboard_server.config import Config
+        from paneboard_server.panes import writer
+        from paneboard_server.panes.core import Core
+        from paneboard_server.store.database import create_engine
+        from paneboard_server.store.migrate import upgrade
+        from paneboard_server.stream.hub import Hub
+        from sqlalchemy import text
 
-    def message(cid: int, count: int, snapshot: bool) -> Ingest:
-        nonlocal n
+        self.dir = Path(tempfile.mkdtemp(prefix="pb-writer-"))
+        self.db = self.dir / "w.db"
+        url = f"sqlite+aiosqlite:///{self.db}"
+        await asyncio.to_thread(upgrade, url)
+        self.engine = create_engine(url)
+        for i in range(self.collectors):
+            await accounts.create_token(self.engine, f"c{i}", "collector")
+        async with self.engine.begin() as c:
+            self.ids = [r[0] for r in (await c.execute(text("SELECT id FROM tokens ORDER BY id"))).all()]
+            if prepare is not None:
+                await prepare(c)
+        self.core = Core(self.engine, Config())
+        await self.core.load()
+        self.core.hub = Hub()
+        self.core.hub.subscribe()  # one live-stream client, so the change frame is built
+        self.evidence = evidence_template()
+        self.seqs = dict.fromkeys(self.ids, 0)
+        await writer.write(self.core, [self.message(cid, 0, True) for cid in self.ids])
+        return self.core
+
+    def batch(self, reports: int, per_message: int = 10) -> list[Any]:
+        """Messages of `per_message` reports each, round-robin over the collectors."""
+        ids = self.ids
+        return [self.message(ids[i % len(ids)], per_message, False) for i in range(reports // per_message)]
+
+    def message(self, cid: int, count: int, snapshot: bool) -> Any:
+        from paneboard_protocol.pane import PaneKey, PaneUpdate, State
+        from paneboard_server.panes.commands import Ingest
+
+        record = self.evidence["records"][0]
+        states: list[State] = ["working", "blocked", "working", "idle", "done"]
         now = time.time()
         ups = []
-        for k in range(panes if snapshot else count):
-            n += 1
-            p = k if snapshot else n % panes
-            st = "idle" if snapshot else states[(n // panes) % len(states)]
+        for k in range(self.panes if snapshot else count):
+            self.n += 1
+            n = self.n
+            p = k if snapshot else n % self.panes
+            st: State = "idle" if snapshot else states[(n // self.panes) % len(states)]
             kind = "permission" if st == "blocked" else None
             rec = {**record, "state": st, "kind": kind, "msg": "r", "updated": now, "seq": n}
             ups.append(
@@ -86,21 +106,25 @@ async def measure(batches: int, batch: int, panes: int, collectors: int) -> dict
                     observable=True,
                     t=now,
                     process="claude",
-                    evidence={**evidence, "records": [rec]},
+                    evidence={**self.evidence, "records": [rec]},
                 )
             )
-        seqs[cid] += 1
+        self.seqs[cid] += 1
         return Ingest(
             cid,
             "s",
-            seqs[cid],
+            self.seqs[cid],
             "bench",
             snapshot_hosts=({f"host{cid}": _host()} if snapshot else None),
             panes=ups,
         )
 
-    await writer.write(core, [message(cid, 0, True) for cid in ids])
-    per_message = 10
+
+async def measure(batches: int, batch: int, panes: int, collectors: int) -> dict[str, float]:
+    from paneboard_server.panes import writer
+
+    work = Reports(panes, collectors)
+    core = await work.open()
     phases = {"apply": 0.0, "flush": 0.0, "after": 0.0}
     real_flush, real_commit = writer.flush, writer._commit
 
@@ -119,13 +143,13 @@ async def measure(batches: int, batch: int, panes: int, collectors: int) -> dict
     wall = cpu = 0.0
     reports = 0
     for _ in range(batches):
-        ops = [message(ids[i % len(ids)], per_message, False) for i in range(batch // per_message)]
+        ops = work.batch(batch)
         t0, c0 = time.perf_counter(), time.process_time()
         await writer.write(core, ops)
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
         reports += sum(len(o.panes) for o in ops)
-    await engine.dispose()
+    await work.engine.dispose()
     us = 1e6 / reports
     out = {"wall": wall * us, "cpu": cpu * us, **{k: v * us for k, v in phases.items()}}
     out["apply"] = out["wall"] - out["flush"] - out["after"]  # begin/apply/commit
