@@ -113,9 +113,7 @@ class AnswerDesk:
         elif claim in self.claims or (self.durable_claims and await self._typed_before(claim)):
             outcome = "used"
         else:
-            outcome, said = await self._relay(
-                claim, who, send, target[1], fingerprint, answer, text
-            )
+            outcome, said = await self._relay(claim, who, send, target[1], fingerprint, answer, text)
             if outcome != "typed":
                 self.claims.pop(claim, None)
             prompt = said or prompt
@@ -201,4 +199,3 @@ async def audit(
     async with core.engine.connect() as conn:
         rows = (await conn.execute(q)).all()
     return [{k: r._mapping[k] for k in AUDIT_KEYS} for r in rows]
-
