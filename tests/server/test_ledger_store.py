@@ -5,18 +5,22 @@ behind), a server restart in the middle of a block, and retention."""
 from __future__ import annotations
 
 import asyncio
+import re
+import sqlite3
 from typing import Any
 
+import pytest
 from ledger_helpers import T0, Clock, gone, report, reports, seen, update, waits
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
 from paneboard_server.ledger import store as ledger_store
+from paneboard_server.panes.waits import _READ as waits_read
 from paneboard_server.panes.waits import rebuild
 from paneboard_server.services import services_of
 from paneboard_server.store import schema as s
 from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 
 def run(db_url: str, clock: Clock, body: Any) -> None:
@@ -169,3 +173,50 @@ def test_retention_prunes_ended_intervals_by_age_and_keeps_open_ones(db_url: str
             assert (await conn.execute(select(s.history.c.id))).all() == []
 
     run(db_url, clock, body)
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_the_ledgers_queries_of_one_pane_seek_an_index(db_url: str) -> None:
+    """`waits` has one index keyed by pane (ledger_0005): every query the ledger makes for
+    given panes (the writer's read, an answer's mark with and without its time, a
+    rebuild) must seek it, not walk the table, which holds every wait ever retained."""
+    asyncio.run(make_tokens(db_url))
+    clock = Clock(T0)
+    issued: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, params: Any, _ctx: Any, _many: bool) -> None:
+        if re.search(r"\bwaits\.pane_id (=|IN)", statement):  # a query of given panes' waits
+            issued.append((statement, params))
+
+    async def body(core: Any) -> None:
+        for i in range(6):  # panes with waits of their own, so the table is not one pane's
+            clock.t = T0 + 10 * i
+            await report(core, "h", f"%{i}", "blocked", kind="question")
+            clock.t = T0 + 10 * i + 5
+            await report(core, "h", f"%{i}", "working")
+        clock.t = T0 + 100
+        await report(core, "h", "%1", "blocked", kind="permission")
+        rows = await waits(core)
+        pid = next(r.pane_id for r in rows if r.pane == "%1")
+        ident = {k: getattr(rows[0], k) for k in ("pane_id", "host", "tmux", "pane", "session")}
+        event.listen(core.engine.sync_engine, "before_cursor_execute", capture)
+        # The writer's read goes to the driver directly (store/bulk.py), not through
+        # SQLAlchemy's cursor: its SQL is taken from the same compiled query.
+        pids = sorted({r.pane_id for r in rows})
+        issued.append(waits_read.prepare(core.engine.dialect, {"pids": pids, "lowest": T0 + 30}))
+        async with core.engine.begin() as conn:
+            assert await ledger_store.mark_answered(conn, pid, "ana") == 1
+            assert await ledger_store.mark_answered(conn, pid, "ana", at=T0 + 12) == 1
+            await rebuild(conn, rows[0].pane_id, ident)
+        event.remove(core.engine.sync_engine, "before_cursor_execute", capture)
+
+    run(db_url, clock, body)
+    plans = {}
+    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as raw:
+        for statement, params in issued:
+            plan = [r[3] for r in raw.execute(f"EXPLAIN QUERY PLAN {statement}", params)]
+            plans[statement] = plan
+            assert any("USING" in step and "ix_waits_pane_end" in step for step in plan), (statement, plan)
+            assert not any(step.startswith("SCAN waits") for step in plan), (statement, plan)
+    # the writer's read, the two marks, and the rebuild's read and delete
+    assert len(plans) == 5, list(plans)
