@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import machine_line, short
 from writer import Reports
 
-#: the WAL's frame: a page and its 24-byte header (SQLite's default 4 KiB pages)
-FRAME = 4096 + 24
+#: a WAL frame's header; the frame is that and one page
+FRAME_HEADER = 24
 
 
 async def measure(drop: list[str], stages: int, per_stage: int, batch: int) -> list[float]:
@@ -50,6 +50,8 @@ async def measure(drop: list[str], stages: int, per_stage: int, batch: int) -> l
         dbapi_conn.execute("PRAGMA wal_autocheckpoint=0")
 
     await work.engine.dispose()  # the pooled connections reopen with the pragma
+    async with work.engine.connect() as c:
+        frame = FRAME_HEADER + int((await c.exec_driver_sql("PRAGMA page_size")).scalar_one())
     wal = Path(f"{work.db}-wal")
     out = []
     for _ in range(stages):
@@ -58,7 +60,7 @@ async def measure(drop: list[str], stages: int, per_stage: int, batch: int) -> l
         before = wal.stat().st_size
         for _ in range(per_stage):
             await write(core, work.batch(batch))
-        out.append((wal.stat().st_size - before) / FRAME / (per_stage * batch))
+        out.append((wal.stat().st_size - before) / frame / (per_stage * batch))
     await work.engine.dispose()
     return out
 
