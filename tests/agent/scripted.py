@@ -16,6 +16,13 @@ from paneboard_agent.panes import PANE_FIELDS
 from paneboard_agent.transport import Channel, RunResult, Transport
 
 
+def asks_processes(argv: Sequence[str]) -> bool:
+    """`ps`, or the /proc walk that falls back to it (procfs.py), alone (not in a look)."""
+    return argv[0] == "ps" or (
+        list(argv[:2]) == ["sh", "-c"] and " pb-procfs-" in argv[2] and "list-panes" not in argv[2]
+    )
+
+
 class ScriptedTmux(Transport):
     def __init__(self, version: str = "tmux 3.3a", ps_missing: bool = False) -> None:
         self.host = "scripted"
@@ -61,7 +68,7 @@ class ScriptedTmux(Transport):
     async def run(self, argv: Sequence[str], timeout: float = 10.0, limit: int = 1 << 20) -> RunResult:
         argv = list(argv)
         self.runs.append(argv)
-        if argv[0] == "ps":
+        if asks_processes(argv):  # a host with no /proc to walk (procfs.py): the script is ps
             if self.ps_missing:
                 return RunResult(127, b"", b"sh: 1: ps: not found\n")
             return RunResult(1, b"", b"")  # no such pids: what ps says for pids it cannot see

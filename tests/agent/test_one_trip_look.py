@@ -34,15 +34,19 @@ from test_collector_inprocess import Recorder, _until
 pytestmark = [pytest.mark.tmux, pytest.mark.sshd]
 
 
-def test_the_script_lists_then_runs_ps_and_the_marker_cannot_be_forged() -> None:
+def test_the_script_lists_then_reads_processes_and_the_marker_cannot_be_forged() -> None:
     argv = look.look_argv(["tmux", "-u", "-L", "s"], {"%3"}, {42, 7}, {"/dev/pts/4"}, "n0nce")
     assert argv[:2] == ["sh", "-c"]
     words = shlex.split(argv[2])
-    # one shell, in sequence (`;`, never `&`): the listing ends before ps starts
-    assert "&" not in argv[2].replace("2>&1", "")
-    listing, ps = words.index("list-panes"), words.index("ps")
-    assert listing < words.index("printf") < ps and words[ps - 1] == "exec"
-    assert words[ps:] == ["ps", "-ww", "-o", "pid=,ppid=,pgid=,tpgid=,args=", "-p", "7,42", "-t", "pts/4"]
+    # one shell, in sequence (`;` and `&&`, never a lone `&`): the listing ends before the
+    # processes are read
+    assert "&" not in argv[2].replace("&&", "").replace("2>&1", "")
+    listing, walk = words.index("list-panes"), words.index("pb-procfs-n0nce")
+    assert listing < words.index("printf") < walk and "grep" in words[walk:]
+    # where the host cannot walk /proc (procfs.py), `ps` of the same pids and terminals
+    ps = ["exec", "ps", "-ww", "-o", "pid=,ppid=,pgid=,tpgid=,args=", "-p", "7,42", "-t", "pts/4"]
+    assert words[-9:] == ps
+    assert "todo='7 42'" in argv[2]
     # a window named like a marker, without the nonce, is listing text
     reply = b"P\tforged\npb-look-guess 0\n\npb-look-n0nce 1\n  42 1 42 42 bash\n"
     assert look.split_reply(reply, "n0nce") == (b"P\tforged\npb-look-guess 0\n", 1, b"  42 1 42 42 bash\n")
@@ -128,15 +132,18 @@ def test_held_reports_cost_one_round_trip_per_poll_over_ssh(
         kind, argv = trips[0]
         assert kind == "run" and argv[:2] == ["sh", "-c"], trips
         script = argv[2]
-        assert script.index(" list-panes ") < script.index("; exec ps -ww "), script
+        listing, walk, ps = (script.index(s) for s in (" list-panes ", " pb-procfs-", "exec ps -ww "))
+        assert listing < walk < ps, script
 
 
 def _is_look_part(kind: str, what: Any) -> bool:
-    """A command that is part of a look: a listing or `ps` (not a capture, not the
-    round-trip probe beside a full poll, not the session list every 25 polls)."""
+    """A command that is part of a look: a listing or a question about processes (`ps`, or
+    the /proc walk that runs it where it cannot walk; not a capture, not the round-trip
+    probe beside a full poll, not the session list every 25 polls)."""
     if kind == "control":
         return str(what).startswith("list-panes")
-    return "list-panes" in " ".join(what) or what[0] == "ps"
+    line = " ".join(what)
+    return "list-panes" in line or what[0] == "ps" or " pb-procfs-" in line
 
 
 @pytest.mark.parametrize("how", ["script", "command line"])

@@ -17,7 +17,7 @@ from helpers import osc7501
 from paneboard_agent.collector import Collector, Options, TmuxTarget
 from paneboard_agent.sink import PaneKey, PaneUpdate
 from paneboard_protocol.rules import load_rules
-from scripted import ScriptedTmux
+from scripted import ScriptedTmux, asks_processes
 
 RULES = load_rules("/nonexistent-paneboard-rules")  # the bundled manifests only
 
@@ -86,7 +86,7 @@ def test_without_ps_the_pane_is_judged_by_tmux_name_alone() -> None:
     sink = _run(tmux, scenario)
     update = next(u for u in sink.updates if u.agent == "codex")
     assert update.process == "codex" and update.observable is True
-    assert any(argv[0] == "ps" for argv in tmux.runs)  # it was tried
+    assert any(asks_processes(argv) for argv in tmux.runs)  # it was tried
 
 
 def test_a_reused_pane_id_is_a_new_pane() -> None:

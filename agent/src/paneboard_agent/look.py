@@ -24,8 +24,9 @@ import shlex
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from paneboard_agent.panes import PANE_FORMAT, PaneInfo, ProcInfo, parse_panes, ps_argv
-from paneboard_agent.queries import NO_SERVER, only_filter, ps_answer
+from paneboard_agent.panes import PANE_FORMAT, PaneInfo, ProcInfo, parse_panes
+from paneboard_agent.procfs import procs_answer, procs_script
+from paneboard_agent.queries import NO_SERVER, only_filter
 from paneboard_agent.transport import Transport, TransportError
 
 #: stdout kept of one look: a listing line is ~100 bytes and `ps -ww` lines are whole
@@ -60,7 +61,7 @@ def look_argv(
     exit status is `ps`'s, as when it ran by itself."""
     filt = ["-f", only_filter(only)] if only is not None else []
     listing = shlex.join([*base, "list-panes", "-a", *filt, "-F", PANE_FORMAT])
-    script = f"{listing} 2>&1; printf '\\n%s %d\\n' {_mark(nonce)} $?; exec {shlex.join(ps_argv(pids, ttys))}"
+    script = f"{listing} 2>&1; printf '\\n%s %d\\n' {_mark(nonce)} $?\n{procs_script(pids, ttys, nonce)}"
     return ["sh", "-c", script]
 
 
@@ -100,5 +101,5 @@ async def look(
         err = listing.decode(errors="replace").strip()
         raise TransportError(f"{t.host}: tmux list-panes failed: {err}")
     infos = parse_panes(listing.splitlines())
-    procs = ps_answer(res.returncode, ps_out, res.stderr)
+    procs = procs_answer(res.returncode, ps_out, res.stderr, nonce, pids)
     return Look(infos, procs, frozenset(pids), frozenset(ttys))

@@ -152,6 +152,14 @@ def parse_ps(text: bytes) -> dict[int, ProcInfo]:
     return out
 
 
+def ps_answer(returncode: int | None, stdout: bytes, stderr: bytes) -> dict[int, ProcInfo] | None:
+    """What a `ps` run says: its processes, or None when there is no usable `ps` (exit 1
+    with no output but an error is an unknown option, not "no such process")."""
+    if returncode not in (0, 1) or (returncode == 1 and not stdout and stderr):
+        return None
+    return parse_ps(stdout)
+
+
 def _exiting(args: str) -> bool:
     """ps's `[comm]` form: the kernel has no command line for the process any more."""
     return args.startswith("[") and (args.endswith("]") or args.endswith("] <defunct>"))

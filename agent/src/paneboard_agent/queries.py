@@ -10,6 +10,7 @@ control clients this process attached itself.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -19,10 +20,9 @@ from paneboard_agent.panes import (
     SESSION_FORMAT,
     PaneInfo,
     parse_panes,
-    parse_ps,
     parse_sessions,
-    ps_argv,
 )
+from paneboard_agent.procfs import procs_answer, procs_argv
 from paneboard_agent.transport import Transport, TransportError
 
 log = logging.getLogger("paneboard.agent")
@@ -112,17 +112,11 @@ async def with_leaders(t: Transport, procs: dict[int, Any] | None) -> dict[int, 
     return procs
 
 
-def ps_answer(returncode: int | None, stdout: bytes, stderr: bytes) -> dict[int, Any] | None:
-    """What a `ps` run says: its processes, or None when there is no usable `ps` (exit 1
-    with no output but an error is an unknown option, not "no such process")."""
-    if returncode not in (0, 1) or (returncode == 1 and not stdout and stderr):
-        return None
-    return parse_ps(stdout)
-
-
 async def _ps_run(t: Transport, pids: set[int], ttys: Collection[str] = ()) -> dict[int, Any] | None:
-    res = await t.run(ps_argv(pids, ttys), timeout=10)
-    return ps_answer(res.returncode, res.stdout, res.stderr)
+    """The processes, from /proc where the host allows it, else from `ps` (procfs.py)."""
+    nonce = secrets.token_hex(16)
+    res = await t.run(procs_argv(pids, ttys, nonce), timeout=10)
+    return procs_answer(res.returncode, res.stdout, res.stderr, nonce, pids)
 
 
 async def detach_stale(t: Transport, base: Sequence[str], ours: Collection[int]) -> None:
