@@ -6,7 +6,8 @@ host. `ps` reads every process of the host to answer; the /proc walk (procfs.py)
 the panes' own. This starts a tmux server with P panes, each a shell running `sleep`,
 adds N idle processes elsewhere on the host, and times one answer both ways, side by
 side (the same pids and terminals; `ps` first, then the walk, alternately): wall time
-and the CPU the answer's processes used (their user+system time), median and spread.
+the CPU the answer's processes used (their user+system time), median and spread, and the
+reply's size.
 
     uv run python bench/procs.py
     uv run python bench/procs.py --panes 32 200 --others 0 300 1000
@@ -74,7 +75,8 @@ def _row(panes: int, others: int, rounds: int) -> None:
             seen_ps, seen_walk = parse_ps(out), procs_answer(0, got, b"", f"b{rounds - 1}", pids)
             same = "same" if seen_walk == seen_ps else f"DIFFER ({len(seen_walk or {})} vs {len(seen_ps)})"
             host = sum(1 for p in os.listdir("/proc") if p.isdigit())
-            ps, walk = f"ps {_ms(ps_w)} cpu {_ms(ps_c)}", f"walk {_ms(walk_w)} cpu {_ms(walk_c)}"
+            ps = f"ps {_ms(ps_w)} cpu {_ms(ps_c)} {len(out):>6} B"
+            walk = f"walk {_ms(walk_w)} cpu {_ms(walk_c)} {len(got):>6} B"
             print(f"{panes:>5} {host:>9}  {ps}   {walk}  {same}", flush=True)
         finally:
             subprocess.run(["tmux", "-S", sock, "kill-server"], capture_output=True, check=False)
@@ -100,7 +102,8 @@ def main() -> int:
         return 1
     rounds = a.rounds or int(short(15, 5))
     print(machine_line("start"), flush=True)
-    print("\nms of one answer about the panes' processes, median (min-max); cpu: the answer's own processes")
+    print("\nms of one answer about the panes' processes, median (min-max); cpu: the answer's own")
+    print("processes; B: the reply's bytes (over SSH every one crosses the link and the SSH client)")
     print(f"{'panes':>5} {'host procs':>9}")
     for panes in a.panes:
         for others in a.others:

@@ -116,17 +116,19 @@ def test_without_a_grep_that_splits_on_nul_the_script_is_ps(pane: tuple[int, str
 def test_records_that_are_not_the_walks_own_are_ignored() -> None:
     out = b"\0".join(
         [
-            b"/proc/12/stat:12 (a) b) S 1 12 12 34816 12 4194560",
-            b"/proc/16/stat:16 (on our tty) S 12 16 12 34816 12",
-            b"/proc/17/stat:17 (own pty) S 12 17 17 34817 17",
-            b"/proc/12/cmdline:bash",
-            b"/proc/12/cmdline:-l",
-            b"/etc/13/stat:13 (x) S 1 13 0 0 13",  # not /proc
-            b"/proc/14/stat:14 (y) S 1 14",  # cut short
-            b"/proc/15/stat:15 (z) S 1 15 0 0 15",  # no command line: exiting
-            b"/proc/16/cmdline:sleep",
-            b"/proc/17/cmdline:sh",
-            b"/proc/x/cmdline:evil",
+            b"12/stat:12 (a) b) S 1 12 12 34816 12 4194560",
+            b"16/stat:16 (on our tty) S 12 16 12 34816 12",
+            b"17/stat:17 (own pty) S 12 17 17 34817 17",
+            b"12/cmdline:bash",
+            b"12/cmdline:-l",
+            b"/etc/13/stat:13 (x) S 1 13 0 0 13",  # not a pid's file
+            b"14/stat:14 (y) S 1 14",  # cut short
+            b"15/stat:15 (z) S 1 15 0 0 15",  # no command line: exiting
+            b"16/cmdline:sleep",
+            b"17/cmdline:sh",
+            b"x/cmdline:evil",
+            b"18/environ:SECRET=1",  # not a file the walk reads
+            b"18/stat:18 (z) S 12 18 12 34816 12",
             b"",
         ]
     )

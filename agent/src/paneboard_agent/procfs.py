@@ -39,20 +39,29 @@ def _marker(nonce: str) -> str:
 
 #: The walk, in POSIX `sh`: @START@, @MARK@ and @MAX@ filled in, the `ps` fallback after it.
 #: `todo` holds a level's pids (ours, then the kernel's), so nothing here is split or
-#: globbed that a process could name.
+#: globbed that a process could name. Of `stat` only the fields up to the terminal's
+#: foreground group are printed (`grep -o`, the command name matched greedily up to the
+#: last `) ` they follow): the whole line is ~300 bytes a process, ten times what `ps`
+#: printed, and every byte of a look's reply crosses the link and the SSH client.
+#: The check runs both `grep`s' options as the walk will, so a `grep` that lacks one
+#: (BusyBox's may) gets `ps` instead.
 _WALK = """\
-if [ -r /proc/$$/task/$$/children ] && printf 'x\\0' | LC_ALL=C grep -a -H -z x >/dev/null 2>&1; then
+re='^[0-9]+ \\(.*\\) . -?[0-9]+ -?[0-9]+ -?[0-9]+ -?[0-9]+ -?[0-9]+'
+if [ -r /proc/$$/task/$$/children ] &&
+  printf '1 (a) S 0 1 1 0 -1 x\\0' | LC_ALL=C grep -a -H -z -o -E "$re" >/dev/null 2>&1; then
+  cd /proc || exit 1
   printf '%s\\n' @MARK@
-  seen=' ' todo='@START@' files= n=0
+  seen=' ' todo='@START@' stats= cmds= n=0
   while [ -n "$todo" ] && [ $n -lt @MAX@ ]; do
     next=
     for p in $todo; do
       case $seen in *" $p "*) continue;; esac
       seen="$seen$p "
-      [ -e /proc/$p/stat ] || continue
+      [ -e $p/stat ] || continue
       n=$((n+1))
-      files="$files /proc/$p/stat /proc/$p/cmdline"
-      for c in /proc/$p/task/*/children; do
+      stats="$stats $p/stat"
+      cmds="$cmds $p/cmdline"
+      for c in $p/task/*/children; do
         k=
         read -r k < "$c" 2>/dev/null
         next="$next $k"
@@ -61,8 +70,9 @@ if [ -r /proc/$$/task/$$/children ] && printf 'x\\0' | LC_ALL=C grep -a -H -z x 
     done
     todo=$next
   done
-  [ -z "$files" ] || LC_ALL=C exec grep -a -H -z '' $files 2>/dev/null
-  exit 0
+  [ -n "$stats" ] || exit 0
+  LC_ALL=C grep -a -H -z -o -E "$re" $stats 2>/dev/null
+  LC_ALL=C exec grep -a -H -z '' $cmds 2>/dev/null
 fi
 """
 
@@ -91,7 +101,7 @@ def procs_answer(
 
 
 def parse_procfs(out: bytes, pids: Collection[int]) -> dict[int, ProcInfo]:
-    """`grep -a -H -z '' /proc/N/stat /proc/N/cmdline ...` output: `pids` and the
+    """`grep -a -H -z` output from /proc (`N/stat:...`, `N/cmdline:...`): `pids` and the
     processes on their terminals, by pid, as `ps -p PIDS -t TTYS` selects them.
 
     A descendant on a terminal of its own (an agent runs its tools in a pseudo-terminal
@@ -104,16 +114,15 @@ def parse_procfs(out: bytes, pids: Collection[int]) -> dict[int, ProcInfo]:
     stats: dict[int, tuple[int, int, int, int]] = {}
     args: dict[int, list[bytes]] = {}
     for rec in out.split(b"\0"):
-        path, sep, body = rec.partition(b":")
-        parts = path.split(b"/")
-        if not sep or len(parts) != 4 or parts[:2] != [b"", b"proc"] or not parts[2].isdigit():
+        slash = rec.find(b"/")
+        if slash < 1 or not rec[:slash].isdigit():
             continue
-        pid = int(parts[2])
-        if parts[3] == b"cmdline":
-            args.setdefault(pid, []).append(body)
-        elif parts[3] == b"stat":
-            close = body.rfind(b") ")
-            fields = body[close + 2 :].split() if close >= 0 else []
+        pid = int(rec[:slash])
+        if rec.startswith(b"/cmdline:", slash):
+            args.setdefault(pid, []).append(rec[slash + 9 :])
+        elif rec.startswith(b"/stat:", slash):
+            close = rec.rfind(b") ")
+            fields = rec[close + 2 :].split() if close > slash else []
             if len(fields) >= 6:
                 try:
                     stats[pid] = (int(fields[1]), int(fields[2]), int(fields[4]), int(fields[5]))
@@ -125,8 +134,10 @@ def parse_procfs(out: bytes, pids: Collection[int]) -> dict[int, ProcInfo]:
     for pid, (ppid, pgid, tty, tpgid) in stats.items():
         words = args.get(pid)
         if words and (pid in asked or tty in terminals):
-            line = " ".join(w.decode("utf-8", "replace") for w in words)
-            found[pid] = ProcInfo(pid, tpgid, line.translate(_UNPRINTABLE), ppid, pgid)
+            line = b" ".join(words).decode("utf-8", "replace")
+            if not line.isprintable():  # rare: translate costs a lookup a character
+                line = line.translate(_UNPRINTABLE)
+            found[pid] = ProcInfo(pid, tpgid, line, ppid, pgid)
     return found
 
 
