@@ -6,9 +6,10 @@ build server with 1,000 processes one run took ~55 ms here (procps 4.0), so the
 collector alone would keep half a core of the host busy. On Linux the panes' own
 processes can be found without that scan: starting from the pane's process (and the
 foreground leaders seen last), each process's children are listed by the kernel in
-`/proc/PID/task/TID/children`, so one shell walks the tree level by level (the shell's own `read`,
-no process a level) and one `grep` prints each found process's `stat` and `cmdline`. The cost is a
-few forks and the panes' own processes, whatever else runs on the host.
+`/proc/PID/task/TID/children`, so one shell walks the tree level by level (the shell's
+own `read`, no process a level) and two `grep`s print each found process's `stat` and
+`cmdline`. The cost is a few forks and the panes' own processes, whatever else runs on
+the host.
 
 The walk finds what `ps -p PIDS -t TTYS` found for the panes: a pane's foreground group
 is its shell's descendants. A leader that is not (its parent exited and it was handed to
@@ -17,9 +18,9 @@ init) is looked up by pid, as a leader named for the first time already was
 them, or not Linux) or `grep` cannot split on NUL bytes, the same script runs `ps` as
 before; the reply says which answered.
 
-`grep -a -H -z ''` makes the output unambiguous: every NUL-terminated record, a `stat`
-line or one argument of a command line, comes prefixed with the file it was read from, so
-no command line can forge another process's record.
+`grep -a -H -z` makes the output unambiguous: every NUL-terminated record, the head of a
+`stat` line or one argument of a command line, comes prefixed with the file it was read
+from, so no command line can forge another process's record.
 """
 
 from __future__ import annotations
@@ -47,9 +48,8 @@ def _marker(nonce: str) -> str:
 #: (BusyBox's may) gets `ps` instead.
 _WALK = """\
 re='^[0-9]+ \\(.*\\) . -?[0-9]+ -?[0-9]+ -?[0-9]+ -?[0-9]+ -?[0-9]+'
-if [ -r /proc/$$/task/$$/children ] &&
+if cd /proc 2>/dev/null && [ -r $$/task/$$/children ] &&
   printf '1 (a) S 0 1 1 0 -1 x\\0' | LC_ALL=C grep -a -H -z -o -E "$re" >/dev/null 2>&1; then
-  cd /proc || exit 1
   printf '%s\\n' @MARK@
   seen=' ' todo='@START@' stats= cmds= n=0
   while [ -n "$todo" ] && [ $n -lt @MAX@ ]; do
