@@ -19,8 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from paneboard_agent import procfs
 from paneboard_agent.panes import parse_ps, ps_argv
-from paneboard_agent.procfs import MAX_PROCESSES, parse_procfs, procs_answer, procs_argv
+from paneboard_agent.procfs import parse_procfs, procs_answer, procs_argv
 from support.tmux import TmuxServer
 from support.tools import require_tool
 
@@ -138,5 +139,12 @@ def test_records_that_are_not_the_walks_own_are_ignored() -> None:
     assert procs[12].tpgid == 12
 
 
-def test_the_walk_stops_at_its_bound() -> None:
-    assert "-lt 4096" in procs_argv([1], [], "n5")[2] and MAX_PROCESSES == 4096
+def test_the_walk_stops_at_its_bound(pane: tuple[int, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pane with more processes than the bound is read up to the bound, not beyond."""
+    monkeypatch.setattr(procfs, "MAX_PROCESSES", 2)
+    res = _run(procs_argv([pane[0]], [pane[1]], "n5"))
+    walked = procs_answer(res.returncode, res.stdout, res.stderr, "n5", [pane[0]])
+    assert walked is not None and pane[0] in walked
+    records = res.stdout.split(b"\n", 1)[1].split(b"\0")
+    stats = [r for r in records if r.split(b"/", 1)[0].isdigit() and r.split(b"/", 1)[1].startswith(b"stat:")]
+    assert len(stats) == 2, res.stdout  # the pane has five processes
