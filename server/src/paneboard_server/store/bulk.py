@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, TypeVar
@@ -162,18 +163,55 @@ class Query:
 
 
 def _threaded(dialect: Dialect) -> bool:
-    """Whether statements reach the database through a driver thread (aiosqlite), where
-    statements queued together cost one wait."""
+    """Whether statements reach the database through a driver thread (aiosqlite)."""
     return dialect.driver == "aiosqlite"
+
+
+async def _sqlite_holding_write_lock(conn: AsyncConnection) -> sqlite3.Connection | None:
+    """The sqlite3 connection under aiosqlite's, once this transaction holds SQLite's
+    write lock (taken here, on the driver's thread, if no statement has taken it yet);
+    None where aiosqlite does not expose it.
+
+    A statement that must wait for the lock waits up to the busy timeout (30 s), and on
+    the event loop's thread that wait would stop the very loop another connection's
+    transaction needs to finish: so the lock is taken on the driver's thread, and only
+    once it is held do statements run on the loop's. In legacy transaction control (the
+    sqlite3 module's default, which SQLAlchemy keeps) a transaction is open only after a
+    write, so an open one already holds the lock."""
+    driver = (await conn.get_raw_connection()).driver_connection
+    raw = getattr(driver, "_connection", None)  # aiosqlite keeps no public handle
+    if not isinstance(raw, sqlite3.Connection):
+        return None
+    if not raw.in_transaction:
+        await conn.exec_driver_sql("BEGIN IMMEDIATE")
+    return raw
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    sql: str
+    params: Any  # a list of row tuples (`many`) or one tuple
+    many: bool
+    rows: Callable[[list[Any]], None] | None = None  # takes what a read returned
 
 
 @dataclass
 class Pipeline:
     """Statements for one connection, sent together by `send`, in the order added: writes
-    (`add`) and reads (`fetch`, whose rows are there once `send` has returned)."""
+    (`add`) and reads (`fetch`, whose rows are there once `send` has returned).
+
+    On SQLite they run on the event loop's own thread, once the transaction holds the
+    write lock: a statement through aiosqlite's thread waits for a turn of the event loop
+    to hand its result back, and under load that wait was most of a batch's time
+    (bench/ingest.py at 10,000 reports/s: 9-34 ms of the writer's first send, of which
+    ~5 ms was SQLite's work) and its thread's share of the GIL cost CPU besides. Run
+    here, a batch's statements are CPU and page-cache writes only: no lock to wait for,
+    and no fsync before the commit (synchronous=NORMAL; the commit, which may
+    checkpoint, still goes through the driver's thread). On PostgreSQL asyncpg talks to
+    the server itself: they run one by one."""
 
     conn: AsyncConnection
-    _jobs: list[Callable[[Any], Awaitable[Any]]] = field(default_factory=list)
+    _jobs: list[_Job] = field(default_factory=list)
 
     def add(self, stmt: Bulk, rows: Sequence[Mapping[str, Any]]) -> None:
         if rows:
@@ -185,30 +223,18 @@ class Pipeline:
             self._add(*stmt.prepare_values(self.conn.dialect, names, rows))
 
     def _add(self, sql: str, params: list[tuple[Any, ...]]) -> None:
-        dialect = self.conn.dialect
-        if _threaded(dialect):
-            self._jobs.append(lambda driver: driver.executemany(sql, params))
-        else:
-            self._jobs.append(lambda _: self.conn.exec_driver_sql(sql, params))
+        self._jobs.append(_Job(sql, params, many=True))
 
     def fetch(self, query: Query, make: Callable[[Sequence[Any]], T], params: Mapping[str, Any]) -> list[T]:
         """The rows of `query` with `params`, each made by `make` from its values in column
         order; the list is filled in by `send`."""
         out: list[T] = []
         dialect = self.conn.dialect
-        if not _threaded(dialect):
-
-            async def read(_: Any) -> None:
-                out.extend(make(tuple(r)) for r in (await self.conn.execute(query.stmt, params)).all())
-
-            self._jobs.append(read)
-            return out
-        sql, args = query.prepare(dialect, params)
-
-        async def read_sqlite(driver: Any) -> None:
-            out.extend(make(r) for r in await driver.execute_fetchall(sql, args))
-
-        self._jobs.append(read_sqlite)
+        if _threaded(dialect):
+            sql, args = query.prepare(dialect, params)
+        else:  # run by SQLAlchemy itself (`_send_one_by_one`)
+            sql, args = "", (query, params)
+        self._jobs.append(_Job(sql, args, many=False, rows=lambda rows: out.extend(map(make, rows))))
         return out
 
     async def send(self) -> None:
@@ -216,13 +242,44 @@ class Pipeline:
         if not jobs:
             return
         if not _threaded(self.conn.dialect):
-            for job in jobs:
-                await job(None)
+            await self._send_one_by_one(jobs)
             return
+        raw = await _sqlite_holding_write_lock(self.conn)
+        if raw is None:
+            await self._send_through_thread(jobs)
+            return
+        for job in jobs:
+            if job.many:
+                raw.executemany(job.sql, job.params)
+            else:
+                rows = raw.execute(job.sql, job.params).fetchall()
+                assert job.rows is not None
+                job.rows(rows)
+
+    async def _send_one_by_one(self, jobs: list[_Job]) -> None:
+        for job in jobs:
+            if job.many:
+                await self.conn.exec_driver_sql(job.sql, job.params)
+            else:
+                query, params = job.params
+                assert job.rows is not None
+                job.rows([tuple(r) for r in (await self.conn.execute(query.stmt, params)).all()])
+
+    async def _send_through_thread(self, jobs: list[_Job]) -> None:
         driver = (await self.conn.get_raw_connection()).driver_connection
+        assert driver is not None  # a connection in use has its driver's
+
+        async def run(job: _Job) -> None:
+            if job.many:
+                await driver.executemany(job.sql, job.params)
+            else:
+                rows = await driver.execute_fetchall(job.sql, job.params)
+                assert job.rows is not None
+                job.rows(list(rows))
+
         # queued to the driver's thread in this order (tasks start in the order made);
         # every one is awaited, so a failure is raised only once all have run
-        results = await asyncio.gather(*(job(driver) for job in jobs), return_exceptions=True)
+        results = await asyncio.gather(*(run(job) for job in jobs), return_exceptions=True)
         for r in results:
             if isinstance(r, BaseException):
                 raise r

@@ -190,7 +190,14 @@ def redact(url: str) -> str:
 def create_engine(url: str) -> AsyncEngine:
     """An async engine with the SQLite pragmas applied on every new connection."""
     if is_sqlite(url):
-        engine = create_async_engine(url, connect_args={"timeout": 30}, json_serializer=fastjson.dumps_text)
+        # The writer runs its batch's statements on the event loop's thread once its
+        # transaction holds the write lock (`bulk.Pipeline`); aiosqlite opens the
+        # connection on a thread of its own, so the same-thread check must be off.
+        engine = create_async_engine(
+            url,
+            connect_args={"timeout": 30, "check_same_thread": False},
+            json_serializer=fastjson.dumps_text,
+        )
 
         @event.listens_for(engine.sync_engine, "connect")
         def _pragmas(dbapi_conn: Any, _record: Any) -> None:

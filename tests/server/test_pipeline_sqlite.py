@@ -1,0 +1,84 @@
+"""On SQLite the writer's statements run on the event loop's thread, and only once the
+transaction holds the write lock, taken on the driver's thread: a statement that waited
+for the lock on the loop's thread would stop the loop that the lock's holder needs to
+finish (a real file, the server's own engine)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+from paneboard_server.store import Bulk, Pipeline, Query
+from paneboard_server.store.database import create_engine
+from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, insert, select
+
+_md = MetaData()
+_t = Table("t", _md, Column("id", Integer, primary_key=True), Column("who", String))
+_INSERT = Bulk(insert(_t), ["id", "who"])
+_READ = Query(select(_t.c.id, _t.c.who).where(_t.c.id.in_(bindparam("ids", expanding=True))))
+
+
+async def _engine(tmp_path: Path):  # type: ignore[no-untyped-def]
+    engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'p.db'}")
+    async with engine.begin() as conn:
+        await conn.run_sync(_md.create_all)
+    return engine
+
+
+def test_statements_run_on_the_loops_thread_once_the_write_lock_is_held(tmp_path: Path) -> None:
+    async def main() -> tuple[list[tuple[str, int]], list[tuple[int, str]], int]:
+        engine = await _engine(tmp_path)
+        seen: list[tuple[str, int]] = []
+        async with engine.begin() as conn:
+            raw = (await conn.get_raw_connection()).driver_connection._connection
+            raw.set_trace_callback(lambda sql: seen.append((sql.split()[0].upper(), threading.get_ident())))
+            pipe = Pipeline(conn)
+            pipe.add(_INSERT, [{"id": 1, "who": "a"}, {"id": 2, "who": "b"}])
+            found = pipe.fetch(_READ, tuple, {"ids": [1, 2]})
+            await pipe.send()
+            raw.set_trace_callback(None)
+        await engine.dispose()
+        return seen, found, threading.get_ident()
+
+    seen, found, loop_thread = asyncio.run(main())
+    assert sorted(found) == [(1, "a"), (2, "b")]
+    kinds = [k for k, _ in seen]
+    assert kinds[0] == "BEGIN" and "INSERT" in kinds and "SELECT" in kinds
+    assert seen[0][1] != loop_thread  # the lock is taken on the driver's thread
+    assert {t for k, t in seen if k in ("INSERT", "SELECT")} == {loop_thread}
+
+
+def test_a_batch_waiting_for_another_writers_lock_leaves_the_loop_running(tmp_path: Path) -> None:
+    """Another transaction of the same process holds the write lock and can only let go
+    through the event loop; the batch must wait for it without stopping the loop."""
+
+    async def main() -> list[tuple[int, str]]:
+        engine = await _engine(tmp_path)
+        holding, release = asyncio.Event(), asyncio.Event()
+
+        async def other() -> None:
+            async with engine.begin() as conn:
+                await conn.execute(insert(_t).values(id=1, who="other"))  # takes the lock
+                holding.set()
+                await release.wait()  # let go only when the loop gets here
+
+        async def batch() -> None:
+            async with engine.begin() as conn:
+                pipe = Pipeline(conn)
+                pipe.add(_INSERT, [{"id": 2, "who": "batch"}])
+                await pipe.send()
+
+        held = asyncio.create_task(other())
+        await holding.wait()
+        writing = asyncio.create_task(batch())
+        await asyncio.sleep(0.2)  # the batch reaches the lock, and the loop must still turn
+        assert not writing.done()
+        release.set()
+        await asyncio.wait_for(asyncio.gather(held, writing), 20)
+        async with engine.connect() as conn:
+            rows = [tuple(r) for r in (await conn.execute(select(_t.c.id, _t.c.who).order_by(_t.c.id))).all()]
+        await engine.dispose()
+        return rows  # type: ignore[return-value]
+
+    assert asyncio.run(main()) == [(1, "other"), (2, "batch")]
