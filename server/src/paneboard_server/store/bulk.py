@@ -14,11 +14,11 @@ type's bind processor where the type has one.
 `Query` is the same for a SELECT the writer runs every batch (compiled once, its IN
 list spread into the driver's placeholders at each run).
 
-`Pipeline` sends a batch's statements together. On SQLite each statement is a trip to
-aiosqlite's thread, and under load each trip waits ~3 ms for a turn of the event loop
-(bench: 2.99 ms a trip against 1.61 of work, 12 trips a batch); the thread runs its
-queue in order, so statements queued together run in the order they were added and
-cost one wait. On PostgreSQL asyncpg talks to the server itself: they run one by one.
+`Pipeline` sends a batch's statements together. On SQLite each statement sent through
+aiosqlite's thread waits for a turn of the event loop to hand its result back, ~3 ms
+under load (bench: 2.99 ms a trip against 1.61 of work, 12 trips a batch): so they run
+on the loop's own thread, once the transaction holds the write lock (`Pipeline`). On
+PostgreSQL asyncpg talks to the server itself: they run one by one.
 """
 
 from __future__ import annotations
