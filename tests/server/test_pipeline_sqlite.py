@@ -9,9 +9,11 @@ import asyncio
 import threading
 from pathlib import Path
 
-from paneboard_server.store import Bulk, Pipeline, Query
+import pytest
+from paneboard_server.store import Bulk, Pipeline, Query, bulk
 from paneboard_server.store.database import create_engine
 from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, insert, select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 _md = MetaData()
 _t = Table("t", _md, Column("id", Integer, primary_key=True), Column("who", String))
@@ -19,7 +21,7 @@ _INSERT = Bulk(insert(_t), ["id", "who"])
 _READ = Query(select(_t.c.id, _t.c.who).where(_t.c.id.in_(bindparam("ids", expanding=True))))
 
 
-async def _engine(tmp_path: Path):  # type: ignore[no-untyped-def]
+async def _engine(tmp_path: Path) -> AsyncEngine:
     engine = create_engine(f"sqlite+aiosqlite:///{tmp_path / 'p.db'}")
     async with engine.begin() as conn:
         await conn.run_sync(_md.create_all)
@@ -31,7 +33,9 @@ def test_statements_run_on_the_loops_thread_once_the_write_lock_is_held(tmp_path
         engine = await _engine(tmp_path)
         seen: list[tuple[str, int]] = []
         async with engine.begin() as conn:
-            raw = (await conn.get_raw_connection()).driver_connection._connection
+            driver = (await conn.get_raw_connection()).driver_connection
+            assert driver is not None
+            raw = driver._connection
             raw.set_trace_callback(lambda sql: seen.append((sql.split()[0].upper(), threading.get_ident())))
             pipe = Pipeline(conn)
             pipe.add(_INSERT, [{"id": 1, "who": "a"}, {"id": 2, "who": "b"}])
@@ -76,9 +80,42 @@ def test_a_batch_waiting_for_another_writers_lock_leaves_the_loop_running(tmp_pa
         assert not writing.done()
         release.set()
         await asyncio.wait_for(asyncio.gather(held, writing), 20)
-        async with engine.connect() as conn:
-            rows = [tuple(r) for r in (await conn.execute(select(_t.c.id, _t.c.who).order_by(_t.c.id))).all()]
+        rows = await _rows(engine)
         await engine.dispose()
-        return rows  # type: ignore[return-value]
+        return rows
 
     assert asyncio.run(main()) == [(1, "other"), (2, "batch")]
+
+
+def test_without_aiosqlites_handle_the_statements_go_through_its_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An aiosqlite that keeps its sqlite3 connection elsewhere: the same statements, in
+    order, through the driver's thread, and the reads filled in."""
+
+    async def no_handle(_conn: object) -> None:
+        return None
+
+    monkeypatch.setattr(bulk, "_sqlite_holding_write_lock", no_handle)
+
+    async def main() -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+        engine = await _engine(tmp_path)
+        async with engine.begin() as conn:
+            pipe = Pipeline(conn)
+            pipe.add(_INSERT, [{"id": 1, "who": "a"}])
+            found = pipe.fetch(_READ, tuple, {"ids": [1, 2]})
+            pipe.add(_INSERT, [{"id": 2, "who": "b"}])
+            await pipe.send()
+        rows = await _rows(engine)
+        await engine.dispose()
+        return found, rows
+
+    found, rows = asyncio.run(main())
+    assert found == [(1, "a")]  # read after the first insert, before the second
+    assert rows == [(1, "a"), (2, "b")]
+
+
+async def _rows(engine: AsyncEngine) -> list[tuple[int, str]]:
+    async with engine.connect() as conn:
+        result = await conn.execute(select(_t.c.id, _t.c.who).order_by(_t.c.id))
+        return [(int(r[0]), str(r[1])) for r in result.all()]
