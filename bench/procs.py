@@ -5,7 +5,7 @@ Every look asks about the panes' processes (look.py), about ten times a second o
 host. `ps` reads every process of the host to answer; the /proc walk (procfs.py) reads
 the panes' own. This starts a tmux server with P panes, each a shell running `sleep`,
 adds N idle processes elsewhere on the host, and times one answer both ways, side by
-side (the same pids and terminals; `ps` first, then the walk, alternately): wall time
+side (the same pids and terminals; `ps` first, then the walk, alternately): wall time,
 the CPU the answer's processes used (their user+system time), median and spread, and the
 reply's size.
 

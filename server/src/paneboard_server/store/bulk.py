@@ -189,10 +189,14 @@ async def _sqlite_holding_write_lock(conn: AsyncConnection) -> sqlite3.Connectio
 
 @dataclass(frozen=True, slots=True)
 class _Job:
+    """A write (`rows` None; `params` its row tuples) or a read (`rows` takes what it
+    returned; `params` its values in placeholder order, or by name for a `query` that
+    SQLAlchemy runs itself)."""
+
     sql: str
-    params: Any  # a list of row tuples (`many`) or one tuple
-    many: bool
-    rows: Callable[[list[Any]], None] | None = None  # takes what a read returned
+    params: Any
+    rows: Callable[[list[Any]], None] | None = None
+    query: Query | None = None
 
 
 @dataclass
@@ -223,18 +227,21 @@ class Pipeline:
             self._add(*stmt.prepare_values(self.conn.dialect, names, rows))
 
     def _add(self, sql: str, params: list[tuple[Any, ...]]) -> None:
-        self._jobs.append(_Job(sql, params, many=True))
+        self._jobs.append(_Job(sql, params))
 
     def fetch(self, query: Query, make: Callable[[Sequence[Any]], T], params: Mapping[str, Any]) -> list[T]:
         """The rows of `query` with `params`, each made by `make` from its values in column
         order; the list is filled in by `send`."""
         out: list[T] = []
+
+        def take(rows: list[Any]) -> None:
+            out.extend(map(make, rows))
+
         dialect = self.conn.dialect
         if _threaded(dialect):
-            sql, args = query.prepare(dialect, params)
+            self._jobs.append(_Job(*query.prepare(dialect, params), rows=take))
         else:  # run by SQLAlchemy itself (`_send_one_by_one`)
-            sql, args = "", (query, params)
-        self._jobs.append(_Job(sql, args, many=False, rows=lambda rows: out.extend(map(make, rows))))
+            self._jobs.append(_Job("", params, rows=take, query=query))
         return out
 
     async def send(self) -> None:
@@ -249,33 +256,28 @@ class Pipeline:
             await self._send_through_thread(jobs)
             return
         for job in jobs:
-            if job.many:
+            if job.rows is None:
                 raw.executemany(job.sql, job.params)
             else:
-                rows = raw.execute(job.sql, job.params).fetchall()
-                assert job.rows is not None
-                job.rows(rows)
+                job.rows(raw.execute(job.sql, job.params).fetchall())
 
     async def _send_one_by_one(self, jobs: list[_Job]) -> None:
         for job in jobs:
-            if job.many:
+            if job.rows is None:
                 await self.conn.exec_driver_sql(job.sql, job.params)
             else:
-                query, params = job.params
-                assert job.rows is not None
-                job.rows([tuple(r) for r in (await self.conn.execute(query.stmt, params)).all()])
+                assert job.query is not None  # `fetch` gives every read here its query
+                job.rows([tuple(r) for r in (await self.conn.execute(job.query.stmt, job.params)).all()])
 
     async def _send_through_thread(self, jobs: list[_Job]) -> None:
         driver = (await self.conn.get_raw_connection()).driver_connection
         assert driver is not None  # a connection in use has its driver's
 
         async def run(job: _Job) -> None:
-            if job.many:
+            if job.rows is None:
                 await driver.executemany(job.sql, job.params)
             else:
-                rows = await driver.execute_fetchall(job.sql, job.params)
-                assert job.rows is not None
-                job.rows(list(rows))
+                job.rows(list(await driver.execute_fetchall(job.sql, job.params)))
 
         # queued to the driver's thread in this order (tasks start in the order made);
         # every one is awaited, so a failure is raised only once all have run
