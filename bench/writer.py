@@ -39,7 +39,7 @@ class Reports:
     def __init__(self, panes: int, collectors: int) -> None:
         self.panes = panes
         self.collectors = collectors
-        self.n = 0
+        self.n: dict[int, int] = {}  # reports sent, per collector (each its own count)
 
     async def open(self, prepare: Any = None) -> Any:
         """Create the database (then `prepare(conn)`, e.g. to drop an index), the
@@ -87,8 +87,10 @@ class Reports:
         now = time.time()
         ups = []
         for k in range(self.panes if snapshot else count):
-            self.n += 1
-            n = self.n
+            # Counted per collector, as bench/ingest.py's collectors count: a batch's
+            # reports then spread over every collector's panes, as they do there (one
+            # count for all had a batch of 500 reports land on 100 panes of 1,000).
+            n = self.n[cid] = self.n.get(cid, 0) + 1
             p = k if snapshot else n % self.panes
             st: State = "idle" if snapshot else states[(n // self.panes) % len(states)]
             kind = "permission" if st == "blocked" else None
