@@ -124,9 +124,11 @@ class Reports:
 
 async def measure(batches: int, batch: int, panes: int, collectors: int) -> dict[str, float]:
     from paneboard_server.panes import writer
+    from paneboard_server.serve import tune_gc
 
     work = Reports(panes, collectors)
     core = await work.open()
+    tune_gc()  # the collector thresholds `paneboard serve` runs its writer with
     phases = {"apply": 0.0, "flush": 0.0, "after": 0.0}
     real_flush, real_commit = writer.flush, writer._commit
 
