@@ -16,6 +16,7 @@ says what is open so the commands can warn.
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -187,9 +188,26 @@ def redact(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
+#: What the sqlite3 module binds for None, found in its adapter registry: a C method that
+#: returns None for any argument. Without an adapter, each None parameter goes the long way
+#: (the registry missed, then `__adapt__` looked up on the protocol and `__conform__` on
+#: None) before it is bound as NULL: ~0.29 us each against ~0.09 (executemany of 50,000
+#: rows of ten values, seven of them None: 2.9 us a row against 1.5, 0.8 with no None).
+#: A batch binds ten or so None a report (a pane's empty fields, a history row's, an open
+#: wait's end). The module's registry is process-wide; this changes no value bound.
+_NO_VALUES: dict[None, None] = {}
+_NULL_ADAPTER = _NO_VALUES.get
+
+
+def adapt_none_directly() -> None:
+    """Register `_NULL_ADAPTER` for None (idempotent)."""
+    sqlite3.register_adapter(type(None), _NULL_ADAPTER)
+
+
 def create_engine(url: str) -> AsyncEngine:
     """An async engine with the SQLite pragmas applied on every new connection."""
     if is_sqlite(url):
+        adapt_none_directly()
         # The writer runs its batch's statements on the event loop's thread once its
         # transaction holds the write lock (`bulk.Pipeline`); aiosqlite opens the
         # connection on a thread of its own, so the same-thread check must be off.
