@@ -11,9 +11,10 @@ import pytest
 from paneboard_protocol.pane import ROW_FIELDS
 from paneboard_server.panes import flush
 from paneboard_server.panes.model import Pane
-from paneboard_server.store import Query
-from sqlalchemy import Column, Float, Integer, MetaData, Table, bindparam, create_engine, select
+from paneboard_server.store import Bulk, Query, database
+from sqlalchemy import Column, Float, Integer, MetaData, Table, bindparam, create_engine, insert, select
 from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.schema import CreateTable
 
 
 @pytest.mark.parametrize("url", ["sqlite+aiosqlite://", "postgresql+asyncpg://u@localhost/db"])
@@ -70,3 +71,35 @@ def test_a_compiled_query_refuses_an_empty_list_and_a_named_paramstyle() -> None
         q.prepare(create_async_engine("sqlite+aiosqlite://").dialect, {"ks": [], "lo": 0.0})
     with pytest.raises(ValueError, match="placeholders"):
         q.prepare(create_async_engine("postgresql+asyncpg://u@localhost/db").dialect, {"ks": [1], "lo": 0.0})
+
+
+def test_a_float_column_goes_to_sqlite_unconverted_and_is_stored_as_real() -> None:
+    """SQLite's REAL affinity does what the Float processor did: an integer (or numeric
+    text) bound as it is comes back a float, so the rows go to the driver uncopied."""
+    md = MetaData()
+    t = Table("t", md, Column("id", Integer, primary_key=True), Column("x", Float))
+    stmt = Bulk(insert(t), ["id", "x"])
+    dialect = create_async_engine("sqlite+aiosqlite://").dialect
+    sql, rows = stmt.prepare(dialect, [{"id": 1, "x": 5}, {"id": 2, "x": 2.5}, {"id": 3, "x": None}])
+    assert rows == [(1, 5), (2, 2.5), (3, None)]
+    assert type(rows[0][1]) is int  # as given: no processor made it a float
+    db = sqlite3.connect(":memory:")
+    db.execute(str(CreateTable(t).compile(dialect=dialect)))
+    db.executemany(sql, rows)
+    got = db.execute("SELECT x, typeof(x) FROM t ORDER BY id").fetchall()
+    assert got == [(5.0, "real"), (2.5, "real"), (None, "null")]
+    assert isinstance(got[0][0], float)
+
+
+def test_none_is_bound_through_the_adapter_the_engine_registers(tmp_path: Any) -> None:
+    """`create_engine` gives sqlite3 a direct adapter for None (the default path looks up
+    two attributes per None); NULL is what gets stored either way."""
+    database.create_engine(f"sqlite+aiosqlite:///{tmp_path / 'x.db'}")
+    assert sqlite3.adapters[(type(None), sqlite3.PrepareProtocol)] is database._NULL_ADAPTER
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (a, b)")
+    db.executemany("INSERT INTO t VALUES (?, ?)", [(None, 1), (2, None)])
+    assert db.execute("SELECT typeof(a), typeof(b) FROM t ORDER BY rowid").fetchall() == [
+        ("null", "integer"),
+        ("integer", "null"),
+    ]

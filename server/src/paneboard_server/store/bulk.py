@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Delete, Insert, Select, Update
+from sqlalchemy.types import Float, TypeEngine
 
 T = TypeVar("T")
 
@@ -66,7 +67,7 @@ class Bulk:
                 raise ValueError(f"{dialect.name}: {self.stmt} has no positional parameters")
             processors = []
             for i, name in enumerate(names):
-                process = c.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+                process = _bind_processor(c.binds[name].type, dialect)
                 if process is not None:
                     processors.append((i, process))
             get = itemgetter(*names)
@@ -93,6 +94,19 @@ class Bulk:
         if names != c.names:
             raise ValueError(f"{dialect.name}: the statement takes {c.names}, not {names}")
         return c.sql, _processed(c, rows)
+
+
+def _bind_processor(type_: TypeEngine[Any], dialect: Dialect) -> Callable[[Any], Any] | None:
+    """The column type's bind processor, or None where the driver does its work.
+
+    On SQLite a Float column's processor only turns a value into a Python float, and the
+    column's REAL affinity turns what is stored into one anyway (integers and numeric
+    text alike); skipped, the history and ledger rows keep no processor at all and go to
+    the driver as they were built, not copied value by value."""
+    impl = type_.dialect_impl(dialect)
+    if dialect.name == "sqlite" and isinstance(impl, Float) and not impl.asdecimal:
+        return None
+    return impl.bind_processor(dialect)
 
 
 def _processed(c: _Compiled, rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -135,7 +149,7 @@ class Query:
             order = []
             for name in c.positiontup or ():
                 bind = c.binds[name]
-                process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+                process = _bind_processor(bind.type, dialect)
                 order.append((name, bool(bind.expanding), process))
             parts = re.split(r"__\[POSTCOMPILE_\w+\]", sql)
             if len(parts) != 1 + sum(1 for _, expanding, _ in order if expanding):
