@@ -12,6 +12,7 @@ replica's clock) rebuilds that pane's intervals from its retained history with
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
@@ -30,6 +31,12 @@ _CLOSE = Bulk(
 )
 # a new interval: every column but its id and who answered it (set later, by an answer)
 _OPEN = Bulk(insert(W), [c.name for c in W.c if c.name not in ("id", "answered_by")])
+# The two statements' rows as `record` builds them, tuples in these orders (checked
+# against the compiled statements by `Pipeline.add_values`): a dict a row, merged from
+# two or three, then read back by name, was a third of `record`'s time.
+_IDENT = ("pane_id", "host", "tmux", "pane", "session")
+_OPEN_ORDER = (*_IDENT, "agent", "state", "kind", "msg", "start_t", "end_t", "ended", "end_state")
+_CLOSE_ORDER = ("end_t", "ended", "end_state", "wid")
 
 
 class _Wait(NamedTuple):
@@ -115,8 +122,8 @@ async def record(tx: Tx, reading: Reading, pipe: Pipeline) -> None:
     existing: dict[int, list[_Wait]] = {}
     for r in reading.existing:
         existing.setdefault(r.pane_id, []).append(r)
-    inserts: list[dict[str, Any]] = []
-    closes: list[dict[str, Any]] = []
+    inserts: list[tuple[Any, ...]] = []
+    closes: list[tuple[Any, ...]] = []
     for pid, rows in reading.wanted.items():
         events = order([Event.from_row(r) for r in rows])
         first = events[0].t
@@ -132,20 +139,22 @@ async def record(tx: Tx, reading: Reading, pipe: Pipeline) -> None:
         db_open = opened[0] if opened else None
         cur = db_open.interval() if db_open is not None else None
         cur_id = db_open.id if db_open is not None else None
+        ident: tuple[Any, ...] | None = None
         for ev in events:
             closed, nxt = step(cur, ev)
             if closed is not None:
                 if cur_id is not None:
-                    closes.append({"wid": cur_id, **_ends(closed)})
+                    closes.append((*_end_values(closed), cur_id))
                 else:
-                    inserts.append({**_ident(tx, pid), **_cols(closed)})
+                    ident = ident or _ident_values(tx, pid)
+                    inserts.append((*ident, *_interval_values(closed)))
             if nxt is not cur:
                 cur, cur_id = nxt, None
         if cur is not None and cur_id is None:
-            inserts.append({**_ident(tx, pid), **_cols(cur)})
+            inserts.append((*(ident or _ident_values(tx, pid)), *_interval_values(cur)))
         now_open[pid] = cur is not None
-    pipe.add(_CLOSE, closes)
-    pipe.add(_OPEN, inserts)
+    pipe.add_values(_CLOSE, _CLOSE_ORDER, closes)
+    pipe.add_values(_OPEN, _OPEN_ORDER, inserts)
     known = reading.known
 
     def remember() -> None:  # after the commit: a failed batch must not change it
@@ -220,6 +229,16 @@ def _ident(tx: Tx, pane_id: int) -> dict[str, Any]:
         "pane": p.pane,
         "session": p.session or None,
     }
+
+
+def _ident_values(tx: Tx, pane_id: int) -> tuple[Any, ...]:
+    """`_ident`'s values, in `_IDENT` order."""
+    return _in_ident_order(_ident(tx, pane_id))
+
+
+_in_ident_order = itemgetter(*_IDENT)
+_interval_values = attrgetter(*_OPEN_ORDER[len(_IDENT) :])  # an interval's columns
+_end_values = attrgetter(*_CLOSE_ORDER[:-1])  # how it ended
 
 
 def _cols(iv: Interval) -> dict[str, Any]:
