@@ -119,7 +119,8 @@ def _api(p: Pane, host: Host | None, collector: str | None) -> dict[str, Any]:
         "tmux": p.tmux,
         "pane": p.pane,
     }
-    out.update(zip(_API, _api_values(p), strict=True))
+    # no strict=: the getter reads these very names, and zip's keyword cost 0.2 us a call
+    out.update(zip(_API, _api_values(p)))  # noqa: B905
     out["reachable"] = reachable
     out["stale"] = not reachable
     out["unreachable_since"] = host.unreachable_since if host is not None and not reachable else None
