@@ -247,15 +247,13 @@ class Ingest(Op):
             if name not in hosts:
                 hosts[name] = await tx.host(cid, name)
             wanted.append((hosts[name], u.key.tmux, u.key.pane))
-        await tx.ensure_panes(wanted)
+        panes = await tx.ensure_panes(wanted)
         resumed = self.snapshot_hosts is not None
         if not resumed:
             for host in hosts.values():
                 host.last_seen = tx.now
                 tx.host_dirty.add(host.id)
-        for u, (host, tmux, pane) in zip(self.panes, wanted, strict=True):
-            p = tx.find_pane(host.id, tmux, pane)
-            assert p is not None  # ensure_panes made it
+        for u, p in zip(self.panes, panes, strict=True):
             apply_update(tx, p, u, resumed=resumed)
             present.add(p.id)
         tx.core.stats["reports"] += len(self.panes)

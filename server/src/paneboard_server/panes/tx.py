@@ -113,16 +113,27 @@ class Tx:
         pid = self.core.pane_ids.get((host_id, tmux, pane)) or self.new_keys.get((host_id, tmux, pane))
         return self.pane_by_id(pid) if pid is not None else None
 
-    async def ensure_panes(self, keys: list[tuple[Host, str, str]]) -> None:
-        """Create the panes not yet known in one statement (a snapshot of a new
-        collector may bring hundreds; one INSERT each would be one round trip each)."""
+    async def ensure_panes(self, keys: list[tuple[Host, str, str]]) -> list[Pane]:
+        """The panes of `keys`, in order, the ones not yet known created in one statement
+        (a snapshot of a new collector may bring hundreds; one INSERT each would be one
+        round trip each). Returned, so the caller does not look each up again."""
+        found: list[Pane | None] = []
         missing: dict[tuple[int, str, str], None] = {}
         for host, tmux, pane in keys:
-            k = (host.id, tmux, pane)
-            if k not in missing and self.find_pane(*k) is None:
-                missing[k] = None
-        if not missing:
-            return
+            p = self.find_pane(host.id, tmux, pane)
+            found.append(p)
+            if p is None:
+                missing[(host.id, tmux, pane)] = None
+        if missing:
+            await self._create_panes(missing)
+        out = []
+        for p, (host, tmux, pane) in zip(found, keys, strict=True):
+            p = p or self.find_pane(host.id, tmux, pane)
+            assert p is not None  # made above
+            out.append(p)
+        return out
+
+    async def _create_panes(self, missing: dict[tuple[int, str, str], None]) -> None:
         rows = [
             {
                 "host_id": h,
@@ -161,9 +172,7 @@ class Tx:
     async def pane(self, host: Host, tmux: str, pane: str) -> Pane:
         p = self.find_pane(host.id, tmux, pane)
         if p is None:
-            await self.ensure_panes([(host, tmux, pane)])
-            p = self.find_pane(host.id, tmux, pane)
-            assert p is not None
+            (p,) = await self.ensure_panes([(host, tmux, pane)])
         return p
 
     async def owner(self, name: str) -> int | None:
