@@ -7,7 +7,6 @@ and need no locks.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import Any
@@ -67,8 +66,9 @@ class Pane(StoredPane, kw_only=True):
         return cls(id=id, host_id=host_id, tmux=tmux, pane=pane, **{**_NOTHING_KNOWN, **kept})
 
     def copy(self) -> Pane:
-        """A shallow copy (the writer's batch changes copies, never the mirror)."""
-        return copy.copy(self)
+        """A shallow copy (the writer's batch changes copies, never the mirror), made in
+        one C call (0.13 us; `copy.copy`'s look-up of the Struct's `__copy__`, 0.24)."""
+        return msgspec.structs.replace(self)
 
     def triple(self) -> tuple[str | None, str | None, str | None]:
         return (self.agent, self.state, self.kind)
