@@ -112,6 +112,7 @@ def _row(p: Pane) -> dict[str, Any]:
 
 #: A pane's fields the API leaves out (its host's id, its evidence, when it went).
 _NOT_API = tuple(f.name for f in msgspec.structs.fields(Pane) if f.name not in {"id", "tmux", "pane", *_API})
+_asdict = msgspec.structs.asdict
 
 
 def _api(p: Pane, host: Host | None, collector: str | None) -> dict[str, Any]:
@@ -128,6 +129,3 @@ def _api(p: Pane, host: Host | None, collector: str | None) -> dict[str, Any]:
     out["stale"] = not reachable
     out["unreachable_since"] = host.unreachable_since if host is not None and not reachable else None
     return out
-
-
-_asdict = msgspec.structs.asdict

@@ -30,13 +30,16 @@ _CLOSE = Bulk(
     .values(end_t=bindparam("end_t"), ended=bindparam("ended"), end_state=bindparam("end_state"))
 )
 # a new interval: every column but its id and who answered it (set later, by an answer)
-_OPEN = Bulk(insert(W), [c.name for c in W.c if c.name not in ("id", "answered_by")])
-# The two statements' rows as `record` builds them, tuples in these orders (checked
-# against the compiled statements by `Pipeline.add_values`): a dict a row, merged from
-# two or three, then read back by name, was a third of `record`'s time.
-_IDENT = ("pane_id", "host", "tmux", "pane", "session")
-_OPEN_ORDER = (*_IDENT, "agent", "state", "kind", "msg", "start_t", "end_t", "ended", "end_state")
+_OPEN_ORDER = tuple(c.name for c in W.c if c.name not in ("id", "answered_by"))
+_OPEN = Bulk(insert(W), _OPEN_ORDER)
 _CLOSE_ORDER = ("end_t", "ended", "end_state", "wid")
+# `record` builds the two statements' rows as tuples in these orders (checked against the
+# compiled statements by `Pipeline.add_values`): a dict a row, merged from two or three,
+# then read back by name, was a third of its time. Where the pane is (`_ident`), then
+# the interval's own columns.
+_IDENT = ("pane_id", "host", "tmux", "pane", "session")
+if _OPEN_ORDER[: len(_IDENT)] != _IDENT:
+    raise RuntimeError(f"waits: a row is built where-the-pane-is first, the table has {_OPEN_ORDER}")
 
 
 class _Wait(NamedTuple):
@@ -237,7 +240,7 @@ def _ident_values(tx: Tx, pane_id: int) -> tuple[Any, ...]:
 
 
 _in_ident_order = itemgetter(*_IDENT)
-_interval_values = attrgetter(*_OPEN_ORDER[len(_IDENT) :])  # an interval's columns
+_interval_values = attrgetter(*(c for c in _OPEN_ORDER if c not in _IDENT))
 _end_values = attrgetter(*_CLOSE_ORDER[:-1])  # how it ended
 
 
