@@ -217,8 +217,7 @@ class TmuxWatcher:
             else:
                 await self._poll()
             if not self._wake.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.opt.poll_interval)
+                await _wait_at_most(self._wake, self.opt.poll_interval)
             self._looks.check()  # a look that failed woke us: the link is down
             # Polls are capped at ~20/s under heavy reporting, and a burst (a new window
             # brings several notifications) gets a moment to become one re-list; but a
@@ -608,3 +607,16 @@ async def _round_trip(control: ControlClient) -> float | None:
     except (TransportError, CommandError):
         return None
     return time.monotonic() - t0
+
+
+async def _wait_at_most(event: asyncio.Event, seconds: float) -> None:
+    """Until `event` is set, or `seconds` have passed.
+
+    Not `asyncio.wait_for`: on Python 3.11 it returns normally when the task is
+    cancelled in the same turn of the loop as the event is set (it sees the inner wait
+    done and drops the cancellation; python/cpython#86296, fixed in 3.12), and this
+    loop then polled on for ever: a collector asked to stop (a test's teardown, a
+    signal) that never did. `asyncio.timeout` lets the cancellation through."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
