@@ -103,7 +103,8 @@ class ScreenHub:
                 return shown
             ev = self.changed.setdefault(pane_id, asyncio.Event())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ev.wait(), left)
+                async with asyncio.timeout(left):  # not wait_for: it can drop a cancel (staleness.py)
+                    await ev.wait()
 
     # --- collectors -----------------------------------------------------------------
     def on_side(self, cid: int, msg: Screen | Answered) -> None:

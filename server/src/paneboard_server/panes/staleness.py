@@ -62,8 +62,14 @@ class Deadlines:
             delay = MAX_SLEEP if nxt is None else max(0.0, min(MAX_SLEEP, nxt - self.clock()))
             self._wake.clear()
             if delay > 0:
+                # Not `asyncio.wait_for`: on Python 3.11 it returns normally when the task
+                # is cancelled in the same turn as the event is set (python/cpython#86296),
+                # and this loop then slept on for up to a minute: a server asked to stop
+                # as a deadline was scheduled, that did not. `asyncio.timeout` lets the
+                # cancellation through.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), delay)
+                    async with asyncio.timeout(delay):
+                        await self._wake.wait()
             due = self.pop_due()
             if due:
                 self.due(due)
