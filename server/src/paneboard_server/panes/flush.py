@@ -25,7 +25,7 @@ from ..store import Bulk, Pipeline
 from ..store import schema as s
 from . import waits
 from .state import PaneState
-from .tx import Tx
+from .tx import HISTORY_ORDER, Tx
 
 NOTIFY_CHANNEL = "paneboard_change"
 
@@ -35,7 +35,7 @@ _UPDATE_PANES = Bulk(
     update(s.panes).where(s.panes.c.id == bindparam("pid")).values({c: bindparam(c) for c in ROW_FIELDS})
 )
 _UPDATE_PANES_ORDER = (*ROW_FIELDS, "pid")
-_INSERT_HISTORY = Bulk(insert(s.history), [c.name for c in s.history.c if c.name != "id"])
+_INSERT_HISTORY = Bulk(insert(s.history), HISTORY_ORDER)
 _RECORD_COLS = ["pane_id", "record_id", "state", "kind", "app", "msg", "title", "data"]
 _INSERT_RECORDS = Bulk(insert(s.pane_records), _RECORD_COLS)
 _DELETE_RECORDS = Bulk(delete(s.pane_records).where(s.pane_records.c.pane_id == bindparam("pid")))
@@ -115,7 +115,7 @@ async def flush(core: PaneState, tx: Tx) -> None:
             [{"host_id": h, "tmux": tm, "name": n, "last_seen": tx.now} for h, tm, n in sorted(new_sessions)],
         )
         tx.after.append(lambda: core.sessions.update(new_sessions))
-    pipe.add(_INSERT_HISTORY, tx.history)
+    pipe.add_values(_INSERT_HISTORY, HISTORY_ORDER, tx.history)
     await pipe.send()
     if ledger is not None:
         await waits.record(tx, ledger, pipe)  # the waits these rows open or close, in the same commit

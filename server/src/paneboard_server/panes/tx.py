@@ -29,6 +29,14 @@ if TYPE_CHECKING:
 
 _history_values = attrgetter(*HISTORY_FIELDS)
 
+#: A history row as the writer builds it: a tuple in the order of the table's columns
+#: (its id aside), read by position (`H_*`). A dict a row, filled by name, read back by
+#: name for the insert and again by the ledger, was ~3 % of the writer's instructions.
+HISTORY_ORDER = ("pane_id", "t", *HISTORY_FIELDS, "prev_state", "reason")
+_READ_BY_POSITION = ("pane_id", "t", "agent", "state", "kind", "msg", "prev_state", "reason")
+H_PANE, H_T, H_AGENT, H_STATE, H_KIND, H_MSG, H_PREV, H_REASON = map(HISTORY_ORDER.index, _READ_BY_POSITION)
+HistoryRow = tuple[Any, ...]
+
 
 def host_lock_key(name: str) -> int:
     """The advisory lock (a signed 64-bit key) that serialises claims of host `name`
@@ -50,7 +58,7 @@ class Tx:
         self.changed: set[int] = set()
         self.records_dirty: set[int] = set()
         self.reasons: dict[int, tuple[str | None, str]] = {}
-        self.history: list[dict[str, Any]] = []
+        self.history: list[HistoryRow] = []  # in `HISTORY_ORDER`
         self.collectors: dict[int, dict[str, Any]] = {}
         self.after: list[Callable[[], None]] = []
         self.refreshed: set[int] = set()
@@ -243,12 +251,7 @@ class Tx:
                     "at": self.now,
                     "reason": reason,
                 }
-            # no strict=: the getter reads these very names, and zip's keyword cost 0.2 us
-            row = dict(zip(HISTORY_FIELDS, _history_values(p)))  # noqa: B905
-            row["pane_id"], row["t"] = p.id, self.now
-            row["prev_state"] = None if was_gone else prev[1]
-            row["reason"] = reason
-            self.history.append(row)
+            self.history.append((p.id, self.now, *_history_values(p), None if was_gone else prev[1], reason))
             self.retexts.pop(p.id, None)  # the row carries its own text
         else:
             if since is not None:
@@ -263,16 +266,10 @@ class Tx:
             return
         prev = p.state
         p.gone_at = self.now
-        self.history.append(
-            {
-                "pane_id": p.id,
-                "t": self.now,
-                **dict.fromkeys(HISTORY_FIELDS),
-                "agent": p.agent,
-                "prev_state": prev,
-                "reason": "gone",
-            }
-        )
+        row: list[Any] = [None] * len(HISTORY_ORDER)
+        row[H_PANE], row[H_T], row[H_AGENT] = p.id, self.now, p.agent
+        row[H_PREV], row[H_REASON] = prev, "gone"
+        self.history.append(tuple(row))
         self.touch(p, "gone", prev)
 
     def set_host(self, h: Host, reachable: bool, error: str | None, health: HostState | None = None) -> None:

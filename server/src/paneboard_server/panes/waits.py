@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..ledger import WAITING, Event, Interval, derive, order, step
 from ..store import Bulk, Pipeline, Query
 from ..store import schema as s
-from .tx import Tx
+from .tx import H_AGENT, H_KIND, H_MSG, H_PANE, H_PREV, H_REASON, H_STATE, H_T, HistoryRow, Tx
 
 W = s.waits
 _CLOSE = Bulk(
@@ -75,11 +75,16 @@ _RETEXT = Bulk(
 )
 
 
-def _matters(rows: list[dict[str, Any]], open_: bool) -> bool:
+def _matters(rows: list[HistoryRow], open_: bool) -> bool:
     """Whether a pane's new rows can open or close a wait: any of them is one, or the
     ledger has the pane waiting (which a late row may have made it, whatever the pane
     is now: `prev_state` alone is not enough)."""
-    return open_ or any(r["state"] in WAITING or r.get("prev_state") in WAITING for r in rows)
+    return open_ or any(r[H_STATE] in WAITING or r[H_PREV] in WAITING for r in rows)
+
+
+def _event(r: HistoryRow) -> Event:
+    """A history row the batch wrote, as the ledger reads it (it has no id yet)."""
+    return Event(r[H_T], r[H_AGENT], r[H_STATE], r[H_KIND], r[H_MSG], r[H_REASON] or "report")
 
 
 async def _open_waits(tx: Tx) -> set[int]:
@@ -97,7 +102,7 @@ class Reading:
     """What `record` needs, read alongside the batch's other statements (`read`)."""
 
     known: set[int]  # panes with an open wait, as of the last commit
-    wanted: dict[int, list[dict[str, Any]]]  # the history rows of panes that may open or close one
+    wanted: dict[int, list[HistoryRow]]  # the history rows of panes that may open or close one
     existing: list[_Wait]  # their open waits, and any closed after the earliest of the rows
 
 
@@ -105,14 +110,14 @@ async def read(tx: Tx, pipe: Pipeline) -> Reading | None:
     """Queue on `pipe` the read of the stored waits `tx.history` may open or close (None:
     it can open or close none). Only the waits table is read, which the batch's other
     statements do not write, so it rides with them."""
-    by_pane: dict[int, list[dict[str, Any]]] = {}
+    by_pane: dict[int, list[HistoryRow]] = {}
     for h in tx.history:
-        by_pane.setdefault(h["pane_id"], []).append(h)
+        by_pane.setdefault(h[H_PANE], []).append(h)
     known = await _open_waits(tx)
     wanted = {pid: rows for pid, rows in by_pane.items() if _matters(rows, pid in known)}
     if not wanted:
         return None
-    lowest = min(r["t"] for rows in wanted.values() for r in rows)
+    lowest = min(r[H_T] for rows in wanted.values() for r in rows)
     return Reading(known, wanted, pipe.fetch(_READ, _Wait._make, {"pids": sorted(wanted), "lowest": lowest}))
 
 
@@ -128,7 +133,7 @@ async def record(tx: Tx, reading: Reading, pipe: Pipeline) -> None:
     inserts: list[tuple[Any, ...]] = []
     closes: list[tuple[Any, ...]] = []
     for pid, rows in reading.wanted.items():
-        events = order([Event.from_row(r) for r in rows])
+        events = order([_event(r) for r in rows])
         first = events[0].t
         mine = existing.get(pid, [])
         opened = [r for r in mine if r.end_t is None]
