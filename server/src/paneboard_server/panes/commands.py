@@ -200,9 +200,10 @@ class Ingest(Op):
         out = {u.key.host for u in self.panes} | {name for name, _ in self.host_ops}
         return out | set(self.snapshot_hosts or ())
 
-    async def check(self, tx: Tx) -> None:
+    async def check(self, tx: Tx) -> list[Pane | None] | None:
         """Refuse, before changing anything, a claim to another collector's host and a
-        message that would take the collector over its cap of live panes."""
+        message that would take the collector over its cap of live panes. The panes of a
+        delta, as found for the cap (None: new), are returned for `apply` to go on with."""
         cid = self.collector_id
         for name in sorted(self.names()):
             owner = await tx.owner(name)
@@ -215,20 +216,24 @@ class Ingest(Op):
             tx.core.stats["refused_cap"] += 1
             raise Refused(f"{len(self.panes)} panes, limit {cap} live panes per collector")
         if self.snapshot_hosts is None and self.panes:
-            new = 0
+            host_ids = tx.core.host_ids
+            found: list[Pane | None] = []
             for u in self.panes:
-                hid = tx.core.host_ids.get((cid, u.key.host))
-                if hid is None or tx.find_pane(hid, u.key.tmux, u.key.pane) is None:
-                    new += 1
+                k = u.key
+                hid = host_ids.get((cid, k.host))
+                found.append(None if hid is None else tx.find_pane(hid, k.tmux, k.pane))
+            new = found.count(None)
             live = tx.live_count(cid) if new else 0
             if new and live + new > cap:
                 tx.core.stats["refused_cap"] += 1
                 raise Refused(f"{live + new} live panes, limit {cap} per collector")
+            return found
+        return None
 
     async def apply(self, tx: Tx) -> bool:
         cid = self.collector_id
         try:
-            await self.check(tx)
+            found = await self.check(tx)
         except Refused as exc:
             self.failed(exc)  # nothing was changed: the rest of the batch goes on
             return False
@@ -247,7 +252,7 @@ class Ingest(Op):
             if name not in hosts:
                 hosts[name] = await tx.host(cid, name)
             wanted.append((hosts[name], u.key.tmux, u.key.pane))
-        panes = await tx.ensure_panes(wanted)
+        panes = await tx.ensure_panes(wanted, found)
         resumed = self.snapshot_hosts is not None
         if not resumed:
             for host in hosts.values():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from paneboard_protocol.pane import HISTORY_FIELDS, ROW_FIELDS
 from sqlalchemy import func, insert, select
@@ -121,19 +121,19 @@ class Tx:
         pid = self.core.pane_ids.get((host_id, tmux, pane)) or self.new_keys.get((host_id, tmux, pane))
         return self.pane_by_id(pid) if pid is not None else None
 
-    async def ensure_panes(self, keys: list[tuple[Host, str, str]]) -> list[Pane]:
+    async def ensure_panes(
+        self, keys: list[tuple[Host, str, str]], found: list[Pane | None] | None = None
+    ) -> list[Pane]:
         """The panes of `keys`, in order, the ones not yet known created in one statement
         (a snapshot of a new collector may bring hundreds; one INSERT each would be one
-        round trip each). Returned, so the caller does not look each up again."""
-        found: list[Pane | None] = []
-        missing: dict[tuple[int, str, str], None] = {}
-        for host, tmux, pane in keys:
-            p = self.find_pane(host.id, tmux, pane)
-            found.append(p)
-            if p is None:
-                missing[(host.id, tmux, pane)] = None
-        if missing:
-            await self._create_panes(missing)
+        round trip each). Returned, so the caller does not look each up again. `found`:
+        the same keys already looked up in this batch (None where not known)."""
+        if found is None:
+            found = [self.find_pane(host.id, tmux, pane) for host, tmux, pane in keys]
+        missing = {(h.id, tm, pn): None for (h, tm, pn), p in zip(keys, found, strict=True) if p is None}
+        if not missing:
+            return cast("list[Pane]", found)  # every one found
+        await self._create_panes(missing)
         out = []
         for p, (host, tmux, pane) in zip(found, keys, strict=True):
             p = p or self.find_pane(host.id, tmux, pane)
