@@ -12,7 +12,7 @@ replica's clock) rebuilds that pane's intervals from its retained history with
 from __future__ import annotations
 
 from dataclasses import dataclass
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
@@ -226,25 +226,18 @@ async def rebuild(conn: AsyncConnection, pane_id: int, ident: dict[str, Any]) ->
 
 def _ident(tx: Tx, pane_id: int) -> dict[str, Any]:
     """Where the pane is, copied onto its intervals so they outlive it."""
-    p = tx.pane_by_id(pane_id)
-    if p is None:
-        return {"pane_id": pane_id, "host": "?", "tmux": "?", "pane": "?", "session": None}
-    host = tx.host_by_id(p.host_id)
-    return {
-        "pane_id": pane_id,
-        "host": host.name if host is not None else "?",
-        "tmux": p.tmux,
-        "pane": p.pane,
-        "session": p.session or None,
-    }
+    return dict(zip(_IDENT, _ident_values(tx, pane_id), strict=True))
 
 
 def _ident_values(tx: Tx, pane_id: int) -> tuple[Any, ...]:
-    """`_ident`'s values, in `_IDENT` order."""
-    return _in_ident_order(_ident(tx, pane_id))
+    """`_ident`'s values, in `_IDENT` order (as a wait's row begins)."""
+    p = tx.pane_by_id(pane_id)
+    if p is None:
+        return (pane_id, "?", "?", "?", None)
+    host = tx.host_by_id(p.host_id)
+    return (pane_id, host.name if host is not None else "?", p.tmux, p.pane, p.session or None)
 
 
-_in_ident_order = itemgetter(*_IDENT)
 _interval_values = attrgetter(*(c for c in _OPEN_ORDER if c not in _IDENT))
 _end_values = attrgetter(*_CLOSE_ORDER[:-1])  # how it ended
 
