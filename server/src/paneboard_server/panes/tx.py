@@ -127,9 +127,14 @@ class Tx:
         """The panes of `keys`, in order, the ones not yet known created in one statement
         (a snapshot of a new collector may bring hundreds; one INSERT each would be one
         round trip each). Returned, so the caller does not look each up again. `found`:
-        the same keys already looked up in this batch (None where not known)."""
-        if found is None:
-            found = [self.find_pane(host.id, tmux, pane) for host, tmux, pane in keys]
+        the same keys already looked up in this batch, None where not found then: those
+        are looked up again, since the host they were looked for may be this batch's own
+        (the cap's check reads only the mirror's hosts) and its pane made earlier in it."""
+        if found is None or None in found:
+            found = [
+                p or self.find_pane(h.id, tm, pn)
+                for p, (h, tm, pn) in zip(found or [None] * len(keys), keys, strict=True)
+            ]
         missing = {(h.id, tm, pn): None for (h, tm, pn), p in zip(keys, found, strict=True) if p is None}
         if not missing:
             return cast("list[Pane]", found)  # every one found
