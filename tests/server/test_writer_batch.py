@@ -32,7 +32,8 @@ def test_two_deltas_about_a_new_pane_in_one_batch(db_url: str) -> None:
         app = create_app(Config(), resolve_url(db_url), clock=Clock(T0))
         async with app.router.lifespan_context(app):
             core = services_of(app).core
-            first = Ingest(1, "s", 1, panes=[update("new-host", "%1", "blocked", kind="permission", msg="Allow?")])
+            blocked = update("new-host", "%1", "blocked", kind="permission", msg="Allow?")
+            first = Ingest(1, "s", 1, panes=[blocked])
             second = Ingest(1, "s", 2, panes=[update("new-host", "%1", "working")])
             await writer.write(core, [first, second])  # one transaction, both messages
             (pane,) = core.panes.values()
