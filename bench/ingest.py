@@ -19,8 +19,9 @@ Goal on a 2-core machine: 5,000 reports/s with p99 <= 250 ms to 100 SSE clients.
 clients run in their own process and read raw sockets; only one report in
 `--probe-every` carries a timestamp (found with bytes.find, so the readers cost
 little), and every client measures every probe. `--rate` takes several rates (a sweep:
-where p99 crosses 250 ms). PB_BENCH_PROFILE samples the (first) server with py-spy
-during the measured window and writes the top of the profile to the file. Runtime is
+where p99 crosses 250 ms). PB_BENCH_PROFILE=FILE samples the (first) server of each row
+with py-spy during the measured window and writes the top of its profile to
+FILE.<row> (e.g. FILE.sqlite-10000-compared-1p-batch4000). Runtime is
 bounded: warm-up + duration per row.
 """
 
@@ -280,14 +281,17 @@ async def _send_loop(
         await asyncio.sleep(max(0.0, nxt - time.monotonic()))
 
 
-def reports_ingested(port: int, token: str) -> float:
+def counters_of(port: int, token: str) -> tuple[float, float]:
+    """(reports ingested, writer transactions committed) so far, from `/metrics`."""
     import httpx
 
     text = httpx.get(f"http://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {token}"}).text
+    got = {"paneboard_reports_total": 0.0, "paneboard_commits_total": 0.0}
     for line in text.splitlines():
-        if line.startswith("paneboard_reports_total"):
-            return float(line.split()[-1])
-    return 0.0
+        name = line.split(" ", 1)[0]
+        if name in got:
+            got[name] = float(line.split()[-1])
+    return got["paneboard_reports_total"], got["paneboard_commits_total"]
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -425,10 +429,11 @@ def run_one(
         counters = {"sent": 0}
         cpu: dict[str, float] = {}
 
-        def ingested() -> float:
-            return sum(reports_ingested(p, viewer) for p in ports)
+        def ingested() -> tuple[float, float]:
+            each = [counters_of(p, viewer) for p in ports]
+            return sum(r for r, _ in each), sum(c for _, c in each)
 
-        async def load() -> float:
+        async def load() -> tuple[float, float]:
             tasks = [
                 collector(
                     ports[i % servers],
@@ -449,12 +454,13 @@ def run_one(
             cpu["server"] = sum(cpu_seconds(p.pid) for p in procs)
             cpu["sse"] = cpu_seconds(sse.pid)
             cpu["self"] = time.process_time()
-            profile(procs[0].pid, args.duration)
+            side = "compared" if python != sys.executable else "this"
+            profile(procs[0].pid, args.duration, f"{kind}-{rate:g}-{side}-{servers}p-batch{batch}")
             await gather
             return before
 
-        before = asyncio.run(load())
-        after = ingested()
+        (before, commits_before) = asyncio.run(load())
+        after, commits_after = ingested()
         cpu_used = sum(cpu_seconds(p.pid) for p in procs) - cpu["server"]
         sse_cpu = cpu_seconds(sse.pid) - cpu["sse"]
         self_cpu = time.process_time() - cpu["self"]
@@ -475,6 +481,7 @@ def run_one(
             "sse_mb_per_s": stats["bytes"] / args.duration / 1e6,
             "eof": stats["eof"],
             "peak_rss_mb": max(peak_rss_mb(p.pid) for p in procs),
+            "batches_per_s": (commits_after - commits_before) / args.duration,
             "cpu_us_per_report": cpu_used / max(1.0, after - before) * 1e6,
             "server_cpu_share": cpu_used / args.duration,
             "sse_cpu_share": sse_cpu / args.duration,
@@ -545,7 +552,7 @@ def main() -> int:
     )
     head = (
         f"{'db':<9}{'writer':<20}{'offered':>8}{'reports/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'probes':>8}"
-        f"{'SSE MB/s':>9}{'RSS MB':>7}{'us/rep':>7}{'srv':>6}{'sse':>6}{'col':>6}{'load':>6}"
+        f"{'SSE MB/s':>9}{'RSS MB':>7}{'batch/s':>8}{'us/rep':>7}{'srv':>6}{'sse':>6}{'col':>6}{'load':>6}"
     )
     print(head)
     for r in rows:
@@ -554,10 +561,11 @@ def main() -> int:
             label = "compared: " + label
         print(
             f"{r['db']:<9}{label:<20}{r['offered']:>8.0f}{r['reports_per_s']:>10.0f}{r['p50_ms']:>9.1f}"
-            f"{r['p99_ms']:>9.1f}{r['samples']:>8}{r['sse_mb_per_s']:>9.1f}{r['peak_rss_mb']:>7.0f}"
+            f"{r['p99_ms']:>9.1f}{r['samples']:>8}{r['sse_mb_per_s']:>9.1f}{r['peak_rss_mb']:>7.0f}{r['batches_per_s']:>8.1f}"
             f"{r['cpu_us_per_report']:>7.0f}{r['server_cpu_share']:>6.2f}{r['sse_cpu_share']:>6.2f}"
             f"{r['collectors_cpu_share']:>6.2f}{r['load']:>6.1f}"
         )
+    print("batch/s: the writer's transactions committed a second (each one SSE frame to every reader);")
     print("us/rep: server CPU time per ingested report (incl. its SSE fan-out), all processes together;")
     print("srv/sse/col: cores used by the server process(es), the SSE readers and the bench collectors;")
     print("load: 1-min load average at the end of the row. The three share the machine's cores with")

@@ -85,14 +85,17 @@ def cpu_seconds(pid: int) -> float:
 IDLE = ("select (selectors.py", "aiosqlite/core.py:59)", "wait (threading.py")
 
 
-def profile(pid: int, seconds: float) -> None:
+def profile(pid: int, seconds: float, row: str | None = None) -> None:
     """PB_BENCH_PROFILE=FILE: sample process `pid` with py-spy for the measured window and
     write its flat top (own time per function) to FILE, so where the time goes is
-    measured in the run that gave the figures."""
+    measured in the run that gave the figures. With `row`, to FILE.row: a benchmark of
+    several rows (before and after, in one run) keeps each row's profile."""
     dest = os.environ.get("PB_BENCH_PROFILE")
     spy = shutil.which("py-spy") or str(Path.home() / ".local/bin/py-spy")
     if not dest or not Path(spy).exists():
         return
+    if row:
+        dest = f"{dest}.{row}"
     raw = Path(dest + ".raw")
     spy_proc = subprocess.Popen(
         [
