@@ -32,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from machine import unwind_on_signals  # noqa: E402
 from support.stack import PASSWORD, Paneboard  # noqa: E402
 from support.tmux import TmuxServer  # noqa: E402
 from support.wait import wait_for  # noqa: E402
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--marks", type=int, default=40)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    unwind_on_signals()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pb-bench-answers-") as tmp:
         tmpdir = Path(tmp)

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 sys.path.insert(0, str(ROOT / "bench"))
 
-from machine import cpu_seconds, machine_line, profile, short  # noqa: E402
+from machine import cpu_seconds, machine_line, profile, short, unwind_on_signals  # noqa: E402
 from support.sshd import Sshd  # noqa: E402
 from support.tmux import TmuxServer  # noqa: E402
 
@@ -123,37 +123,47 @@ class Window:
 
 
 def setup(n: int, rate: int, work: Path, mode: str) -> TmuxServer:
-    tmux = TmuxServer().start("s0", "sleep 100000")
+    tmux = TmuxServer()
     script = work / "printer.py"
     script.write_text(PRINTER)
     (work / "counts").write_bytes(bytes(8 * n))
-    for i in range(n):
-        session = f"s{i // 10}"
-        cmd = f"{sys.executable} -S {script} {rate} {work / 'counts'} {i} {mode}"
-        if i % 10 == 0 and i:
-            tmux.new_session(session, cmd)
-        elif i == 0:
-            tmux.cmd("respawn-pane", "-k", "-t", "s0:0", cmd)
-        else:
-            tmux.new_window(session, f"p{i}", cmd)
+    try:
+        tmux.start("s0", "sleep 100000")
+        for i in range(n):
+            session = f"s{i // 10}"
+            cmd = f"{sys.executable} -S {script} {rate} {work / 'counts'} {i} {mode}"
+            if i % 10 == 0 and i:
+                tmux.new_session(session, cmd)
+            elif i == 0:
+                tmux.cmd("respawn-pane", "-k", "-t", "s0:0", cmd)
+            else:
+                tmux.new_window(session, f"p{i}", cmd)
+    except BaseException:  # stopped half-way (SIGTERM): no printers left running
+        tmux.kill()
+        raise
     return tmux
 
 
 def setup_spinners(n: int, work: Path) -> TmuxServer:
     """N panes running `gemini` (the spinner above, named so the Gemini CLI rules apply)."""
-    tmux = TmuxServer().start("s0", "sleep 100000")
+    tmux = TmuxServer()
     script = work / "bin" / "gemini"
     script.parent.mkdir()
     script.write_text("#!/usr/bin/env python3\n" + SPINNER)
     script.chmod(0o755)
-    for i in range(n):
-        session = f"s{i // 10}"
-        if i % 10 == 0 and i:
-            tmux.new_session(session, str(script))
-        elif i == 0:
-            tmux.cmd("respawn-pane", "-k", "-t", "s0:0", str(script))
-        else:
-            tmux.new_window(session, f"p{i}", str(script))
+    try:
+        tmux.start("s0", "sleep 100000")
+        for i in range(n):
+            session = f"s{i // 10}"
+            if i % 10 == 0 and i:
+                tmux.new_session(session, str(script))
+            elif i == 0:
+                tmux.cmd("respawn-pane", "-k", "-t", "s0:0", str(script))
+            else:
+                tmux.new_window(session, f"p{i}", str(script))
+    except BaseException:  # stopped half-way (SIGTERM): no spinners left running
+        tmux.kill()
+        raise
     return tmux
 
 
@@ -225,14 +235,16 @@ def spinner_rows(n: int, seconds: float) -> list[tuple[str, float, float, float,
         bin_dir, count = counting_tmux(work)
         path = f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
         sshd = Sshd(work / "sshd", extra=(f"SetEnv PATH={path}",)).start()
-        tmux = setup_spinners(n, work)
         try:
-            rows = []
-            for reread in (0.4, 0.0):
-                row = run_spinner_case(sshd, tmux, work, count, n, seconds, reread)
-                rows.append((f"{reread:g}", *row))
+            tmux = setup_spinners(n, work)
+            try:
+                rows = []
+                for reread in (0.4, 0.0):
+                    row = run_spinner_case(sshd, tmux, work, count, n, seconds, reread)
+                    rows.append((f"{reread:g}", *row))
+            finally:
+                tmux.kill()
         finally:
-            tmux.kill()
             sshd.stop()
     return rows
 
@@ -390,6 +402,7 @@ def main() -> int:
         "--runs", type=int, default=1, help="repeat each stream row; medians and spread are printed"
     )
     args = ap.parse_args()
+    unwind_on_signals()
     print(machine_line("start"), flush=True)
     if args.case in ("all", "stream"):
         stream_case(args)
@@ -473,18 +486,20 @@ def stream_run(
     with tempfile.TemporaryDirectory(prefix="pb-bench-", ignore_cleanup_errors=True) as d:
         work = Path(d)
         sshd = Sshd(work / "sshd").start()
-        tmux = setup(n, args.rate, work, mode)
         sessions = [f"s{i}" for i in range((n + 9) // 10)]
         try:
-            openssh = run_openssh(sshd, tmux, work, n, args.seconds, sessions)
-            drain = run_drain(sshd, tmux, work, n, args.seconds, sessions)
-            coll, delays = run_collector(sshd, tmux, work, n, args.seconds)
-            out.append((n, mode, "now", coll, drain, openssh, delays))
-            if base_env is not None:
-                coll, delays = run_collector(sshd, tmux, work, n, args.seconds, base_env)
-                out.append((n, mode, args.baseline[:8], coll, drain, openssh, delays))
+            tmux = setup(n, args.rate, work, mode)
+            try:
+                openssh = run_openssh(sshd, tmux, work, n, args.seconds, sessions)
+                drain = run_drain(sshd, tmux, work, n, args.seconds, sessions)
+                coll, delays = run_collector(sshd, tmux, work, n, args.seconds)
+                out.append((n, mode, "now", coll, drain, openssh, delays))
+                if base_env is not None:
+                    coll, delays = run_collector(sshd, tmux, work, n, args.seconds, base_env)
+                    out.append((n, mode, args.baseline[:8], coll, drain, openssh, delays))
+            finally:
+                tmux.kill()
         finally:
-            tmux.kill()
             sshd.stop()
     return out
 

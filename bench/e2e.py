@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 
 from e2e.stack import Stack, open_board  # noqa: E402
+from machine import unwind_on_signals  # noqa: E402
 from support.wait import wait_for  # noqa: E402
 
 PACED = ROOT / "tests" / "e2e" / "paced.py"
@@ -294,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = ap.parse_args(argv)
+    unwind_on_signals()
     from playwright.sync_api import sync_playwright
     from support.stack import CHROMIUM_ARGS
     from support.tools import CHROMIUM

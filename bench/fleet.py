@@ -39,7 +39,6 @@ import argparse
 import base64
 import json
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -54,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from machine import cpu_seconds, machine_line, short  # noqa: E402
+from machine import cpu_seconds, machine_line, short, unwind_on_signals  # noqa: E402
 from support import netns  # noqa: E402
 from support.fleet import Fleet, HostSpec, LinkClass, parse_msg  # noqa: E402
 from support.fleetstack import FleetStack  # noqa: E402
@@ -393,10 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     if why:
         print(f"fleet benchmark: {why}", file=sys.stderr)
         return 2
-    # SIGTERM, and SIGINT even when started in the background (where it is ignored),
-    # unwind through the `finally`s: namespaces and processes are removed
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    unwind_on_signals()  # namespaces and processes are removed on SIGTERM/SIGINT too
     print(machine_line("start"), flush=True)
     specs = specs_for(parse_classes(args.classes), args.hosts, args.panes, args.jumped)
     print(

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import cpu_seconds, machine_line, profile, short
+from machine import cpu_seconds, machine_line, profile, short, unwind_on_signals
 
 PG_ADMIN = os.environ.get("PANEBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -532,6 +532,7 @@ def main() -> int:
         "(e.g. another checkout's .venv/bin/python): before/after in one run",
     )
     args = p.parse_args()
+    unwind_on_signals()
     print(machine_line("start"), flush=True)
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     rows = []

@@ -12,12 +12,31 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 SHORT = os.environ.get("PB_BENCH_SHORT", "") not in ("", "0")
+
+
+def unwind_on_signals() -> None:
+    """Make SIGTERM (`timeout`, `kill`) and SIGINT, even for a benchmark started in the
+    background (where SIGINT is ignored), unwind through the benchmark's `finally`s.
+    Killed outright, a benchmark leaves its tmux servers, printers, sshd and servers
+    running, and they skew every figure taken after it on the same machine.
+
+    Only the first SIGTERM unwinds: `timeout` sends one to the benchmark and another to
+    its whole process group, and the second would cut the first one's cleanup short."""
+
+    def stop(*_: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.exit(143)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def short(normal: float, quick: float) -> float:

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ingest import free_port, make_tokens, prepare_db
-from machine import machine_line, short
+from machine import machine_line, short, unwind_on_signals
 
 
 def pane(host: str, pane_id: str, **extra: Any) -> dict[str, Any]:
@@ -179,6 +179,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2, help="alone/beside pairs per database")
     p.add_argument("--window", type=int, default=32, help="honest deltas in flight")
     args = p.parse_args()
+    unwind_on_signals()
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     print(machine_line("start"))
     print(f"{'db':<10} {'alone acks/s':>13} {'beside acks/s':>14} {'ratio':>7} {'closed':>7} {'poison/s':>9}")

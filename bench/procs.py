@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import machine_line, short
+from machine import machine_line, short, unwind_on_signals
 from paneboard_agent.panes import parse_ps, ps_argv
 from paneboard_agent.procfs import procs_answer, procs_argv
 
@@ -97,6 +97,7 @@ def main() -> int:
     p.add_argument("--others", type=int, nargs="+", default=[0, 300, 1000], help="idle processes added")
     p.add_argument("--rounds", type=int, default=0, help="answers timed each way (default 15, 5 short)")
     a = p.parse_args()
+    unwind_on_signals()
     if shutil.which("tmux") is None or not Path("/proc/self/task").is_dir():
         print("needs tmux and Linux's /proc")
         return 1

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from machine import machine_line, short  # noqa: E402
+from machine import machine_line, short, unwind_on_signals  # noqa: E402
 from support.pushendpoint import PushService  # noqa: E402
 from support.stack import PASSWORD, Paneboard  # noqa: E402
 from support.tmux import TmuxServer  # noqa: E402
@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=int(short(30, 8)))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    unwind_on_signals()
     print(machine_line("start"))
     results: dict[float, dict[str, Any]] = {}
     for gw in (0.01, 2.0):  # the least the config takes (it must be > 0), and the default

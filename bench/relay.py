@@ -29,6 +29,8 @@ import time
 import tty
 from pathlib import Path
 
+from machine import unwind_on_signals
+
 PANEBOARD = str(Path(sys.executable).parent / "paneboard")
 DEADLINE = 20.0  # seconds for all the keystrokes, at most
 THROUGHPUT_DEADLINE = 6.0  # seconds per throughput run, at most (then MB/s is of what arrived)
@@ -122,6 +124,7 @@ def main() -> int:
     ap.add_argument("--mb", type=int, default=32, help="megabytes of output per side (default 32)")
     ap.add_argument("--rounds", type=int, default=3, help="throughput runs per side (default 3)")
     args = ap.parse_args()
+    unwind_on_signals()
 
     rows = []
     lat = latency(args.keys)

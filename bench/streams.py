@@ -29,6 +29,7 @@ from pathlib import Path
 
 import httpx
 import websockets
+from machine import unwind_on_signals
 
 
 def cli(py: str, db: str, *args: str) -> str:
@@ -149,6 +150,7 @@ def main() -> int:
     ap.add_argument("--server-python", default=sys.executable)
     ap.add_argument("--port", type=int, default=18777)
     args = ap.parse_args()
+    unwind_on_signals()
     py = args.server_python
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "bench.db")
