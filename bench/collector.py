@@ -36,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,45 +124,36 @@ class Window:
 
 
 def setup(n: int, rate: int, work: Path, mode: str) -> TmuxServer:
-    tmux = TmuxServer()
     script = work / "printer.py"
     script.write_text(PRINTER)
     (work / "counts").write_bytes(bytes(8 * n))
-    try:
-        tmux.start("s0", "sleep 100000")
-        for i in range(n):
-            session = f"s{i // 10}"
-            cmd = f"{sys.executable} -S {script} {rate} {work / 'counts'} {i} {mode}"
-            if i % 10 == 0 and i:
-                tmux.new_session(session, cmd)
-            elif i == 0:
-                tmux.cmd("respawn-pane", "-k", "-t", "s0:0", cmd)
-            else:
-                tmux.new_window(session, f"p{i}", cmd)
-    except BaseException:  # stopped half-way (SIGTERM): no printers left running
-        tmux.kill()
-        raise
-    return tmux
+    return _panes(n, lambda i: f"{sys.executable} -S {script} {rate} {work / 'counts'} {i} {mode}")
 
 
 def setup_spinners(n: int, work: Path) -> TmuxServer:
     """N panes running `gemini` (the spinner above, named so the Gemini CLI rules apply)."""
-    tmux = TmuxServer()
     script = work / "bin" / "gemini"
     script.parent.mkdir()
     script.write_text("#!/usr/bin/env python3\n" + SPINNER)
     script.chmod(0o755)
+    return _panes(n, lambda _: str(script))
+
+
+def _panes(n: int, command: Callable[[int], str]) -> TmuxServer:
+    """A tmux server with `n` panes, ten windows a session, pane i running `command(i)`.
+    Stopped half-way (SIGTERM), it kills the server: no printer is left running."""
+    tmux = TmuxServer()
     try:
         tmux.start("s0", "sleep 100000")
         for i in range(n):
             session = f"s{i // 10}"
             if i % 10 == 0 and i:
-                tmux.new_session(session, str(script))
+                tmux.new_session(session, command(i))
             elif i == 0:
-                tmux.cmd("respawn-pane", "-k", "-t", "s0:0", str(script))
+                tmux.cmd("respawn-pane", "-k", "-t", "s0:0", command(i))
             else:
-                tmux.new_window(session, f"p{i}", str(script))
-    except BaseException:  # stopped half-way (SIGTERM): no spinners left running
+                tmux.new_window(session, f"p{i}", command(i))
+    except BaseException:
         tmux.kill()
         raise
     return tmux

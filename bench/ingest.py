@@ -459,7 +459,7 @@ def run_one(
             await gather
             return before
 
-        (before, commits_before) = asyncio.run(load())
+        before, commits_before = asyncio.run(load())
         after, commits_after = ingested()
         cpu_used = sum(cpu_seconds(p.pid) for p in procs) - cpu["server"]
         sse_cpu = cpu_seconds(sse.pid) - cpu["sse"]
