@@ -42,6 +42,7 @@ from paneboard_agent.control import (
 )
 from paneboard_agent.health import HealthMeter
 from paneboard_agent.overlap import LookPipeline
+from paneboard_agent.pace import PollPace
 from paneboard_agent.pane_tasks import PaneTasks, WatchedPane
 from paneboard_agent.panes import (
     PaneInfo,
@@ -85,8 +86,10 @@ PANE_NOTICES = SESSION_NOTICES | {
     "window-pane-changed",
     "session-window-changed",
 }
-#: at most one poll of panes and processes per this many seconds
+#: at most one poll of panes and processes per this many seconds, on average (pace.py)
 POLL_SPACING = 0.05
+#: polls that may run back to back after a quiet spell (pace.py)
+POLL_BURST = 2
 #: looks (listing and `ps`) under way at once per tmux server (overlap.py)
 LOOKS_AT_ONCE = 2
 #: what a wake-up waits for more notifications of the same burst before polling
@@ -124,6 +127,7 @@ class TmuxWatcher:
         self._need_sessions = True
         self._need_listing = True  # the next poll lists every pane (a light one: only some)
         self._polls = 0
+        self._pace = PollPace(POLL_SPACING, POLL_BURST)
         self._warned_old = False
         # the one capture path of this tmux server: the trackers' and the pages' screens
         self.capture = PaneCapture(self.t, self.base, options.captures_at_once)
@@ -210,7 +214,7 @@ class TmuxWatcher:
         since, first = time.time(), True
         while True:
             self._wake.clear()  # before the sync: a wake-up during it means "again"
-            started = time.monotonic()
+            self._pace.spend(time.monotonic())
             if first:  # ... and then the state stored before we came (late_state.py)
                 first = False
                 await late_state.first_sync(self, since)
@@ -224,9 +228,9 @@ class TmuxWatcher:
             self._looks.check()  # a look that failed woke us: the link is down
             # Polls are capped at ~20/s under heavy reporting, and a burst (a new window
             # brings several notifications) gets a moment to become one re-list; but a
-            # lone report after a quiet spell is not made to wait out the whole cap,
-            # since a held report reaches nobody until this poll has run.
-            await asyncio.sleep(max(BURST_PAUSE, POLL_SPACING - (time.monotonic() - started)))
+            # lone report after a quiet spell goes at once (pace.py), since a held report
+            # reaches nobody until this poll has run.
+            await asyncio.sleep(max(BURST_PAUSE, self._pace.wait(time.monotonic())))
 
     async def _first_server_check(self) -> None:
         """No tmux server to watch at start is a mistake to report, not to wait out
