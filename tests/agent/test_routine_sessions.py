@@ -124,3 +124,44 @@ def test_the_routine_listing_finds_a_session_tmux_did_not_announce(
                 await within(task, 30, "the collector's stop")
 
     asyncio.run(within(scenario(), 120, "the scenario"))
+
+
+def test_a_fault_in_the_routine_listing_is_logged_and_the_watch_goes_on(
+    tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    real_list = queries.list_sessions
+    faults = [0]
+
+    async def listing(*args: Any, **kwargs: Any) -> Any:
+        task = asyncio.current_task()
+        if task is not None and task.get_coro().__qualname__ == "TmuxWatcher._routine_sessions":
+            faults[0] += 1
+            raise RuntimeError("a fault of ours")
+        return await real_list(*args, **kwargs)
+
+    monkeypatch.setattr(queries, "list_sessions", listing)
+
+    async def scenario() -> None:
+        sink = Recorder()
+        collector = Collector([TmuxTarget(LocalTransport("here"), socket=tmux_server.name)], sink)
+        task = asyncio.create_task(collector.run())
+        try:
+            await _until(lambda: sink.hosts == [("here", True)], what="host reachable")
+            pane = tmux_server.new_window("main", "r", _steady_reports(1200))
+            await _until(lambda: faults[0] >= 2, timeout=60, what="two routine listings")
+            seen = sum(1 for u in sink.updates if u.key.pane == pane)
+            await _until(
+                lambda: sum(1 for u in sink.updates if u.key.pane == pane) > seen + 5,
+                what="reports after the faults",
+            )
+            assert not task.done()
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await within(task, 30, "the collector's stop")
+
+    with caplog.at_level("ERROR", logger="paneboard.agent"):
+        asyncio.run(within(scenario(), 120, "the scenario"))
+    said = [r.exc_info for r in caplog.records if "routine listing of sessions failed" in r.getMessage()]
+    assert said, [r.getMessage() for r in caplog.records]
+    assert said[0] is not None and isinstance(said[0][1], RuntimeError)

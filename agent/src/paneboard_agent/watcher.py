@@ -411,6 +411,13 @@ class TmuxWatcher:
         notice would."""
         if self._routine is None or self._routine.done():
             self._routine = asyncio.create_task(self._routine_sessions())
+            self._routine.add_done_callback(self._routine_done)
+
+    def _routine_done(self, task: asyncio.Task[None]) -> None:
+        """A fault of ours in the listing is said, not lost with a task nobody awaits (a
+        broken link is not one: the next poll's own listing meets it)."""
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.error("%s: the routine listing of sessions failed", self.host, exc_info=exc)
 
     async def _routine_sessions(self) -> None:
         try:
