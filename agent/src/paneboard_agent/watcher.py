@@ -405,8 +405,9 @@ class TmuxWatcher:
         """List the sessions although tmux announced no change, in case one went unsaid.
 
         Beside the poll, not before it: a report held meanwhile reaches nobody until its
-        look comes back, and on a link of 150 ms a listing in front of every 25th look
-        put a whole round trip on 1 % of the reports (bench/fleet.py, docs/collector.md).
+        look comes back, and on a link of 150 ms a listing in front of every 25th look put
+        a whole round trip on each report held then: the p99 went from 325 to 426 ms
+        (bench/fleet.py, docs/collector.md).
         It only reads; a difference makes the next poll list and attach as tmux's own
         notice would."""
         if self._routine is None or self._routine.done():
