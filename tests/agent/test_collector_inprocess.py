@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 from helpers import osc7501, reporter
@@ -40,6 +41,23 @@ async def _until(pred, timeout: float = 15.0, what: str = "condition"):
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.05)
     return value
+
+
+@contextlib.asynccontextmanager
+async def watching(server: TmuxServer) -> AsyncIterator[Recorder]:
+    """A collector watching `server` here, reachable, recording into the sink it yields;
+    stopped (within 30 s) on the way out."""
+    sink = Recorder()
+    collector = Collector([TmuxTarget(LocalTransport("here"), socket=server.name)], sink)
+    task = asyncio.create_task(collector.run())
+    try:
+        await _until(lambda: sink.hosts == [("here", True)], what="host reachable")
+        yield sink
+        assert not task.done()  # the watch went on throughout
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await within(task, 30, "the collector's stop")
 
 
 def test_snapshot_and_mark_seen(tmux_server: TmuxServer) -> None:

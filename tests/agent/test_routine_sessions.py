@@ -12,19 +12,16 @@ still finds a new session and attaches to it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import Any
 
 import pytest
 from helpers import osc7501, reporter
 from paneboard_agent import queries, watcher
-from paneboard_agent.collector import Collector, TmuxTarget
-from paneboard_agent.transport.local import LocalTransport
 from paneboard_agent.watcher import TmuxWatcher
 from support.hang import within
 from support.tmux import TmuxServer
-from test_collector_inprocess import Recorder, _until
+from test_collector_inprocess import _until, watching
 
 pytestmark = pytest.mark.tmux
 
@@ -63,11 +60,7 @@ def test_looks_for_held_reports_go_on_while_the_routine_listing_is_out(
     monkeypatch.setattr(TmuxWatcher, "_look_for", look_for)
 
     async def scenario() -> None:
-        sink = Recorder()
-        collector = Collector([TmuxTarget(LocalTransport("here"), socket=tmux_server.name)], sink)
-        task = asyncio.create_task(collector.run())
-        try:
-            await _until(lambda: sink.hosts == [("here", True)], what="host reachable")
+        async with watching(tmux_server):
             start = len(events)
             tmux_server.new_window("main", "r", _steady_reports(400))
             await _until(
@@ -75,10 +68,6 @@ def test_looks_for_held_reports_go_on_while_the_routine_listing_is_out(
                 timeout=60,
                 what="three session listings after the reporter started",
             )
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await within(task, 30, "the collector's stop")
 
         # the first listings after the start may be tmux's own notice of the new window's
         # session change (those are waited for, rightly); the routine ones are not
@@ -104,11 +93,7 @@ def test_the_routine_listing_finds_a_session_tmux_did_not_announce(
     monkeypatch.setattr(watcher, "SESSION_NOTICES", frozenset())
 
     async def scenario() -> None:
-        sink = Recorder()
-        collector = Collector([TmuxTarget(LocalTransport("here"), socket=tmux_server.name)], sink)
-        task = asyncio.create_task(collector.run())
-        try:
-            await _until(lambda: sink.hosts == [("here", True)], what="host reachable")
+        async with watching(tmux_server) as sink:
             tmux_server.new_window("main", "r", _steady_reports(1200))  # keeps the polls coming
             late = tmux_server.new_session(
                 "late", "sleep 1; " + reporter((0.5, osc7501("state=done:app=builder")))
@@ -118,10 +103,6 @@ def test_the_routine_listing_finds_a_session_tmux_did_not_announce(
                 timeout=60,
                 what="the unannounced session's report",
             )
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await within(task, 30, "the collector's stop")
 
     asyncio.run(within(scenario(), 120, "the scenario"))
 
@@ -142,11 +123,7 @@ def test_a_fault_in_the_routine_listing_is_logged_and_the_watch_goes_on(
     monkeypatch.setattr(queries, "list_sessions", listing)
 
     async def scenario() -> None:
-        sink = Recorder()
-        collector = Collector([TmuxTarget(LocalTransport("here"), socket=tmux_server.name)], sink)
-        task = asyncio.create_task(collector.run())
-        try:
-            await _until(lambda: sink.hosts == [("here", True)], what="host reachable")
+        async with watching(tmux_server) as sink:  # which asserts the watch went on
             pane = tmux_server.new_window("main", "r", _steady_reports(1200))
             await _until(lambda: faults[0] >= 2, timeout=60, what="two routine listings")
             seen = sum(1 for u in sink.updates if u.key.pane == pane)
@@ -154,11 +131,6 @@ def test_a_fault_in_the_routine_listing_is_logged_and_the_watch_goes_on(
                 lambda: sum(1 for u in sink.updates if u.key.pane == pane) > seen + 5,
                 what="reports after the faults",
             )
-            assert not task.done()
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await within(task, 30, "the collector's stop")
 
     with caplog.at_level("ERROR", logger="paneboard.agent"):
         asyncio.run(within(scenario(), 120, "the scenario"))
