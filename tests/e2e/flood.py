@@ -38,8 +38,11 @@ def main() -> int:
         if (pause := due - time.monotonic()) > 0:
             time.sleep(pause)
     os.write(out, report("done", "final"))
-    with open(log, "w") as f:
+    # Written aside and renamed into place: the test waits for LOG to exist and reads
+    # it at once, so it must never see the file created but not yet written.
+    with open(f"{log}.part", "w") as f:
         f.write(f"reports {n} bytes {total} seconds {time.monotonic() - t0:.1f}\n")
+    os.replace(f"{log}.part", log)
     time.sleep(3600)
     return 0
 
