@@ -235,7 +235,7 @@ class SSHTransport(Transport):
         self._conns: list[_Conn] = []
         self._lock = asyncio.Lock()
         self._runners: list[ShellRunner] = []
-        self._next_runner = 0
+        self._runner_lock = asyncio.Lock()
 
     def _options(self, t: SSHTarget) -> dict[str, object]:
         """The connect options every connection (target or jump hop) gets."""
@@ -377,17 +377,19 @@ class SSHTransport(Transport):
         return SSHChannel(proc, release)
 
     async def _runner(self) -> ShellRunner:
-        self._runners = [r for r in self._runners if not r.broken]
-        idle = [r for r in self._runners if not r.busy]
-        if idle:
-            return idle[0]
-        if len(self._runners) < RUNNERS:
-            proc, release = await self._open("exec sh")
-            runner = ShellRunner(SSHChannel(proc, release, drain=False), proc.stderr)
-            self._runners.append(runner)
-            return runner
-        self._next_runner = (self._next_runner + 1) % len(self._runners)
-        return self._runners[self._next_runner]
+        """An idle shell; else a new one, up to RUNNERS; else the one with the fewest
+        commands due (they are pipelined: it takes this one at once, see ShellRunner)."""
+        async with self._runner_lock:  # two callers at once open one shell, not two
+            self._runners = [r for r in self._runners if not r.broken]
+            idle = [r for r in self._runners if not r.busy]
+            if idle:
+                return idle[0]
+            if len(self._runners) < RUNNERS:
+                proc, release = await self._open("exec sh")
+                runner = ShellRunner(SSHChannel(proc, release, drain=False), proc.stderr)
+                self._runners.append(runner)
+                return runner
+            return min(self._runners, key=lambda r: r.queued)
 
     async def run(self, argv: Sequence[str], timeout: float = 10.0, limit: int = 1 << 20) -> RunResult:
         """Through a long-lived shell (see ShellRunner): no session set-up per command."""
