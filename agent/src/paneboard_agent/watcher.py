@@ -90,8 +90,11 @@ PANE_NOTICES = SESSION_NOTICES | {
 POLL_SPACING = 0.05
 #: polls that may run back to back after a quiet spell (pace.py)
 POLL_BURST = 2
-#: looks (listing and `ps`) under way at once per tmux server (overlap.py)
-LOOKS_AT_ONCE = 2
+#: looks (listing and `ps`) under way at once per tmux server (overlap.py). The poll
+#: budget already caps how often one starts (20 a second); this caps what one slow host
+#: piles up. On a 150 ms link three reports a round trip apart are common, and with two
+#: the third waited for the first's answer: a round trip on top of its own look.
+LOOKS_AT_ONCE = 4
 #: what a wake-up waits for more notifications of the same burst before polling
 BURST_PAUSE = 0.005
 #: every this many polls the sessions are listed even though tmux announced no change
