@@ -63,7 +63,9 @@ async def _until(cond, what: str, timeout: float = 5.0) -> None:  # type: ignore
 
 
 def _waits_for(flag: Path, then: str) -> list[str]:
-    return ["sh", "-c", f'while [ ! -e "$1" ]; do sleep 0.01; done; echo {then}', "sh", str(flag)]
+    """A command that runs until `flag` exists (at most 20 s: a failed test leaves nothing)."""
+    loop = f'i=0; while [ ! -e "$1" ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done; echo {then}'
+    return ["sh", "-c", loop, "sh", str(flag)]
 
 
 def test_a_command_is_written_while_the_one_before_still_runs(tmp_path: Path) -> None:
