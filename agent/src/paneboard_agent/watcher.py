@@ -92,7 +92,7 @@ POLL_SPACING = 0.05
 POLL_BURST = 2
 #: looks (listing and `ps`) under way at once per tmux server (overlap.py). The poll
 #: budget already caps how often one starts (20 a second); this caps what one slow host
-#: piles up. On a 150 ms link three reports a round trip apart are common, and with two
+#: piles up. On a 150 ms link three reports within one round trip are common, and with two
 #: the third waited for the first's answer: a round trip on top of its own look.
 LOOKS_AT_ONCE = 4
 #: what a wake-up waits for more notifications of the same burst before polling
