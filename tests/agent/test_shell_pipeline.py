@@ -17,6 +17,7 @@ from paneboard_agent.transport.base import Channel, RunResult, TransportError
 from paneboard_agent.transport.local import LocalTransport
 from paneboard_agent.transport.shell import ShellRunner
 from support.sshd import Sshd
+from test_collector_inprocess import _until
 
 
 class WritesSeen(Channel):
@@ -54,14 +55,6 @@ async def _shell() -> tuple[LocalTransport, ShellRunner, WritesSeen]:
     return t, ShellRunner(seen, proc_stderr), seen
 
 
-async def _until(cond, what: str, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not cond():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
 def _waits_for(flag: Path, then: str) -> list[str]:
     """A command that runs until `flag` exists (at most 20 s: a failed test leaves nothing)."""
     loop = f'i=0; while [ ! -e "$1" ] && [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done; echo {then}'
@@ -76,7 +69,7 @@ def test_a_command_is_written_while_the_one_before_still_runs(tmp_path: Path) ->
         second = asyncio.create_task(runner.run(["echo", "two"], 10, 1 << 20))
         # The first cannot finish before `go` exists: the second's script must reach the
         # shell before then (a runner that waited for each answer wrote it only after).
-        await _until(lambda: seen.writes == 2, "the second command written while the first runs")
+        await _until(lambda: seen.writes == 2, 5, "the second command written while the first runs")
         queued = runner.queued
         flag.touch()
         results = await asyncio.gather(first, second)
@@ -109,10 +102,10 @@ def test_a_caller_that_gives_up_leaves_the_shell_in_step(tmp_path: Path) -> None
         t, runner, seen = await _shell()
         flag = tmp_path / "go"
         given_up = asyncio.create_task(runner.run(_waits_for(flag, "late"), 10, 1 << 20))
-        await _until(lambda: seen.writes == 1, "the first command written")
+        await _until(lambda: seen.writes == 1, 5, "the first command written")
         given_up.cancel()
         next_one = asyncio.create_task(runner.run(["echo", "next"], 10, 1 << 20))
-        await _until(lambda: seen.writes == 2, "the next command written")
+        await _until(lambda: seen.writes == 2, 5, "the next command written")
         flag.touch()  # the abandoned command's answer arrives now, before the next one's
         after = await next_one
         again = await runner.run(["echo", "again"], 10, 1 << 20)
@@ -160,7 +153,7 @@ def test_ssh_commands_share_two_shells_and_queue_without_waiting(sshd: Sshd, tmp
         flag = tmp_path / "go"
         try:
             runs = [asyncio.create_task(t.run(_waits_for(flag, f"r{i}"), 20)) for i in range(5)]
-            await _until(lambda: sum(r.queued for r in t._runners) == 5, "five commands queued", 20)
+            await _until(lambda: sum(r.queued for r in t._runners) == 5, 20, "five commands queued")
             shells = len(t._runners)
             most = max(r.queued for r in t._runners)
             flag.touch()

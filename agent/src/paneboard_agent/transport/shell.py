@@ -51,10 +51,6 @@ class ShellRunner:
         self.broken = False
 
     @property
-    def busy(self) -> bool:
-        return bool(self._queue)
-
-    @property
     def queued(self) -> int:
         """Commands written whose answers have not been read yet."""
         return len(self._queue)
@@ -84,9 +80,11 @@ class ShellRunner:
         try:
             while self._queue:
                 cmd = self._queue[0]
-                try:
-                    out, rc = await asyncio.wait_for(self._read_out(cmd.nonce, cmd.limit), cmd.timeout)
-                    err = await asyncio.wait_for(self._read_err(cmd.nonce), cmd.timeout)
+                try:  # a scope, not wait_for: no task made per read on every look's path
+                    async with asyncio.timeout(cmd.timeout):
+                        out, rc = await self._read_out(cmd.nonce, cmd.limit)
+                    async with asyncio.timeout(cmd.timeout):
+                        err = await self._read_err(cmd.nonce)
                 except TimeoutError as exc:
                     # out of step with the shell: never reuse it
                     raise TransportError(f"{cmd.name} did not finish within {cmd.timeout:g}s") from exc

@@ -381,7 +381,7 @@ class SSHTransport(Transport):
         commands due (they are pipelined: it takes this one at once, see ShellRunner)."""
         async with self._runner_lock:  # two callers at once open one shell, not two
             self._runners = [r for r in self._runners if not r.broken]
-            idle = [r for r in self._runners if not r.busy]
+            idle = [r for r in self._runners if not r.queued]
             if idle:
                 return idle[0]
             if len(self._runners) < RUNNERS:
