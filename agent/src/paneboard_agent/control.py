@@ -140,7 +140,7 @@ def unescape(data: bytes) -> bytes:
     """Undo tmux's `\\ooo` escaping of control bytes and backslash.
 
     The commonest escapes (CR, LF, ESC, TAB: every line and colour change) are replaced
-    first at C speed, 1.7-2.5x faster than the regex's callback per escape. The same
+    first at C speed, faster than the regex's callback per escape. The same
     result: whether a backslash starts an escape depends only on the three bytes after
     it, which no replacement touches (it removes whole escapes and writes no digit or
     backslash); `\\134` (backslash itself) is left to the regex, after the others."""

@@ -1,9 +1,9 @@
 """The panes' processes read from Linux's /proc, at a cost that does not grow with the host.
 
 Every look asks about the panes' processes, about ten times a second on a busy host.
-`ps` answers by reading every process on the machine, whatever it is asked about: on a
-build server with 1,000 processes one run took ~55 ms here (procps 4.0), so the
-collector alone would keep half a core of the host busy. On Linux the panes' own
+`ps` answers by reading every process on the machine, whatever it is asked about, so
+on a build server running a thousand other processes the collector's looks alone would
+keep a large share of a core busy. On Linux the panes' own
 processes can be found without that scan: starting from the pane's process (and the
 foreground leaders seen last), each process's children are listed by the kernel in
 `/proc/PID/task/TID/children`, so one shell walks the tree level by level (the shell's

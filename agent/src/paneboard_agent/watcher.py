@@ -92,8 +92,8 @@ POLL_SPACING = 0.05
 POLL_BURST = 2
 #: looks (listing and `ps`) under way at once per tmux server (overlap.py). The poll
 #: budget already caps how often one starts (20 a second); this caps what one slow host
-#: piles up. On a 150 ms link three reports within one round trip are common, and with two
-#: the third waited for the first's answer: a round trip on top of its own look.
+#: piles up. On a slow link several reports within one round trip are common, and with a
+#: lower cap the last waited for the first's answer: a round trip on top of its own look.
 LOOKS_AT_ONCE = 4
 #: what a wake-up waits for more notifications of the same burst before polling
 BURST_PAUSE = 0.005
@@ -408,9 +408,9 @@ class TmuxWatcher:
         """List the sessions although tmux announced no change, in case one went unsaid.
 
         Beside the poll, not before it: a report held meanwhile reaches nobody until its
-        look comes back, and on a link of 150 ms a listing in front of every 25th look put
-        a whole round trip on each report held then: the p99 went from 325 to 426 ms
-        (bench/fleet.py, docs/collector.md).
+        look comes back, and a listing in front of every 25th look put a whole round trip
+        on each report held then: on a slow link, the far tail of report → board
+        (bench/fleet.py).
         It only reads; a difference makes the next poll list and attach as tmux's own
         notice would."""
         if self._routine is None or self._routine.done():
@@ -484,7 +484,7 @@ class TmuxWatcher:
         todo = [name for name in wanted if self.clients.may_attach(name)]
         if todo:  # a client whose link broke unseen may linger: detach it first
             await self.clients.detach_stale()
-        # in parallel: over SSH each attach is a channel and a login shell start (~0.3 s+)
+        # in parallel: over SSH each attach is a channel and a login shell start, slow on a busy host
         results = await asyncio.gather(
             *(self.clients.attach(n, self.version, self.opt.pause_after) for n in todo),
             return_exceptions=True,

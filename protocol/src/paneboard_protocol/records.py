@@ -11,7 +11,7 @@ RI-2 only lets a record speak for the pane while the process that wrote it is in
 Everything it hands out is plain data, so that `snapshot()` can travel inside the
 evidence dict and be re-classified by the server with the list functions at the end of
 this module. Why the store is indexed: a pane may flood reports (10,000 a second) at
-the cap, and rescanning 256 records per report made the classifier ~100x slower than
+the cap, and rescanning 256 records per report made the classifier far slower than
 the decoder. So the store keeps, incrementally:
 
 * the records in update order (an OrderedDict: the least recently updated is first,

@@ -30,7 +30,7 @@ from .tx import HISTORY_ORDER, Tx
 NOTIFY_CHANNEL = "paneboard_change"
 
 # The statements every batch runs, built once: building one and deriving its cache key
-# costs 50-110 us, paid per batch (several a second per collector) when built inline.
+# is SQLAlchemy's slow path, paid per batch (several a second per collector) if inline.
 _UPDATE_PANES = Bulk(
     update(s.panes).where(s.panes.c.id == bindparam("pid")).values({c: bindparam(c) for c in ROW_FIELDS})
 )
