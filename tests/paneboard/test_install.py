@@ -160,3 +160,50 @@ def test_the_installed_demo_serves_a_board_that_loads(installed: Path, tmp_path:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def _sh_block(markdown: Path) -> str:
+    blocks = re.findall(r"^```sh\n(.*?)^```", markdown.read_text(), re.S | re.M)
+    assert len(blocks) == 1, f"{markdown} should hold one sh block"
+    return blocks[0]
+
+
+def test_the_system_wide_install_and_the_units_as_documented(dist: Path, tmp_path: Path) -> None:
+    """contrib/systemd/README.md's block, as written, as root, in a private mount namespace
+    (overlays on /etc, /opt, /usr/local and /var/lib), so the machine keeps nothing of it;
+    then the units' user runs the installed command, as the service would."""
+    if os.geteuid() != 0:
+        pytest.fail(
+            "needs root (useradd, mount namespaces); ./scripts/test and CI run as root", pytrace=False
+        )
+    require_tool("uv")
+    mounts = []
+    for target in ("/etc", "/opt", "/usr/local", "/var/lib"):
+        name = target.strip("/").replace("/", "-")
+        upper, work = tmp_path / name / "upper", tmp_path / name / "work"
+        upper.mkdir(parents=True)
+        work.mkdir()
+        mounts.append(
+            f"mount -t overlay overlay -o lowerdir={target},upperdir={upper},workdir={work} {target}"
+        )
+    script = "\n".join(
+        [
+            "set -eu",
+            *mounts,
+            _sh_block(REPO / "contrib" / "systemd" / "README.md"),
+            "runuser -u paneboard -- paneboard --version",
+            "stat -c '%a %U' /var/lib/paneboard/paneboard.db",
+        ]
+    )
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+        cwd=REPO / "contrib" / "systemd",
+        env=dict(os.environ, DIST=str(dist)),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-4000:])
+    assert re.search(r"^paneboard \d+\.\d+\.\d+\S*$", done.stdout, re.M), done.stdout
+    assert done.stdout.rstrip().endswith("600 paneboard"), done.stdout
+    assert not os.path.exists("/opt/paneboard/paneboard"), "the install leaked out of its namespace"
