@@ -13,8 +13,8 @@ then to block; the delay runs from its write of the `blocked` report (its own
 `time.time()`) to the push service's receipt of each device's message (same clock).
 
 Run once with `group_window = 0.01` (it must be above 0: the path itself) and once with
-the default 2 s (what a deployment gets: the notifier waits that long for a burst to
-gather, by design).
+the default 2 s (what a deployment gets: the first change of a burst goes out at once,
+the window only decides what is folded into it afterwards).
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 // paneboard's service worker: shows Web Push notifications (one per pane: the tag is
 // the pane id, so a newer push replaces an older one) and opens the pane on click.
+// A burst's first push comes at once; what followed it within the server's window
+// comes as one push with the first one's tag and `renotify: false`: it replaces the
+// first without a second buzz.
 // A push for a blocked prompt sent to an operator's device carries the prompt's
 // fingerprint and up to two answers: they become the notification's buttons, and a tap
 // answers from the notification itself (docs/answers.md). It caches nothing: a stale
@@ -13,6 +16,7 @@ const clean = (s, n = 300) => String(s ?? "").replace(STRIP, " ").slice(0, n);
 const ANSWER_ID = /^[a-z0-9_-]{1,32}$/;
 const FINGERPRINT = /^[0-9a-f]{64}$/;
 const PANE_ID = /^[0-9]{1,18}$/;
+const TAG = /^[A-Za-z0-9_-]{1,64}$/;
 
 // Why an answer was not typed, in the words of the follow-up notification.
 const WHY = {
@@ -50,8 +54,8 @@ function notificationFor(d) {
   const offer = offerOf(d, pane);
   const opts = {
     body: clean(d.body, 500),
-    tag: pane || "paneboard",
-    renotify: true,
+    tag: typeof d.tag === "string" && TAG.test(d.tag) ? d.tag : pane || "paneboard",
+    renotify: d.renotify !== false,
     icon: "/icons/icon-192.png",
     badge: "/icons/badge-72.png",
     data: { pane, url: paneUrl(pane), title, ...(offer || {}) },

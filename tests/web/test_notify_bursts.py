@@ -5,9 +5,13 @@ switched off in this browser, and what was shown reaches the server's log."""
 from __future__ import annotations
 
 import pytest
+from paneboard_server.notify import webpush
+from paneboard_server.notify.events import StateChange
+from paneboard_server.notify.grouping import group_text
 from support.wait import wait_for
 
 from .test_board_browser import notes
+from .test_push_answer import CLOSE_ALL, _registration
 
 pytestmark = [pytest.mark.browser, pytest.mark.tmux]
 
@@ -83,3 +87,39 @@ def test_a_burst_is_one_notification_and_missed_changes_are_not_replayed(page, b
     page.goto(board.url + "/")
     page.wait_for_selector("html[data-ready='1']")
     assert page.locator("#notify-done").is_checked()
+
+
+SHOWN = """async () => (await (await navigator.serviceWorker.ready).getNotifications())
+    .map(n => ({title: n.title, tag: n.tag, renotify: n.renotify, url: n.data && n.data.url}))"""
+
+
+def test_a_folded_burst_replaces_the_first_push_without_a_second_buzz(page, board):
+    """The server's two pushes for fifteen blocks (the first at once, the rest folded into
+    it), delivered to the real service worker: one notification, replaced under the first
+    one's tag with `renotify` false, so the phone buzzed once."""
+    page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+    page.evaluate(CLOSE_ALL)
+    cdp, reg = _registration(page, board.url)
+    burst = [
+        StateChange(str(i), "build-1", "work", "0", "claude", "blocked", "working", "question", f"q{i}?", 1.0)
+        for i in range(1, 16)
+    ]
+    title, body = group_text(burst)
+    first = webpush.change_message(burst[0])
+    folded = webpush.group_message(title, body, tag=webpush.tag_for("1"), renotify=False)
+
+    def deliver(data: str, want: str) -> list[dict]:
+        cdp.send(
+            "ServiceWorker.deliverPushMessage",
+            {"origin": board.url, "registrationId": str(reg), "data": data},
+        )
+        return wait_for(
+            lambda: (got := page.evaluate(SHOWN)) and got[-1]["title"] == want and got, what=f"{want!r} shown"
+        )
+
+    assert deliver(first, "claude blocked (question)") == [
+        {"title": "claude blocked (question)", "tag": "1", "renotify": True, "url": "/#/pane/1/screen"}
+    ]
+    assert deliver(folded, "15 agents waiting") == [
+        {"title": "15 agents waiting", "tag": "1", "renotify": False, "url": "/"}
+    ]

@@ -293,3 +293,66 @@ def test_web_push_groups_a_burst_counts_who_waits_and_can_leave_done_out(db_url,
     assert first.payload["title"] == "3 agents waiting" and first.payload["pane"] == ""
     assert first.payload["body"].count("\n") == 2 and first.payload["waiting"] == 7
     assert second.payload["pane"] == "6" and second.payload["waiting"] == 7
+
+
+def buzzes(received) -> dict[str, int]:
+    """How many times each device buzzed for these pushes, as web/sw.js shows them: a
+    push buzzes unless it replaces a shown notification (same tag) with `renotify` false."""
+    shown: dict[str, set[str]] = {}
+    out: dict[str, int] = {}
+    for r in received:
+        tags = shown.setdefault(r.path, set())
+        tag = r.payload.get("tag") or r.payload["pane"] or "paneboard"
+        if tag not in tags or r.payload.get("renotify", True) is not False:
+            out[r.path] = out.get(r.path, 0) + 1
+        tags.add(tag)
+    return out
+
+
+def test_a_burst_is_told_at_once_and_buzzes_each_device_once(db_url, receiver, pushsvc):
+    """The first block goes out before the window closes; the fourteen that follow
+    within it replace each device's push under the same tag without a second buzz, and
+    each Apprise route gets one further message for the lot."""
+    window_closes = asyncio.Event()
+
+    async def sleep(_seconds: float) -> None:  # the window closes when the test says
+        await window_closes.wait()
+
+    async def go():
+        engine = create_engine(db_url)
+        await add_panes(engine, 15)
+        cfg = {"push_allow_local": True, "channels": [{"url": receiver.url}]}
+        svc = NotifyService(engine, cfg, sleep=sleep)
+        await svc.start()
+        pushsvc.expected_vapid_key = svc.keys.public_key
+        for name in ("ann", "bob"):
+            await accounts.add_viewer(engine, name, f"pw-{name}-123456")
+            viewer_id = await accounts.check_login(engine, name, f"pw-{name}-123456")
+            await store.add_subscription(engine, viewer_id, Subscription.from_json(pushsvc.subscription()))
+        try:
+            svc.pane_changed(change(pane="1"))
+            # At once: both devices and the route hear the first block inside the window.
+            first = list(await asyncio.to_thread(pushsvc.wait_for, 2, 30))[:2]
+            assert await asyncio.to_thread(receiver.wait_for, 1, 30)
+            for i in range(2, 16):
+                svc.pane_changed(change(pane=str(i)))
+            window_closes.set()
+            await svc.idle()
+        finally:
+            await svc.stop()
+            await engine.dispose()
+        return first
+
+    first = asyncio.run(go())
+    assert {r.payload["pane"] for r in first} == {"1"}
+    got = pushsvc.wait_for(4)
+    assert len(pushsvc.received) == 4
+    assert set(buzzes(got).values()) == {1} and len(buzzes(got)) == 2  # one buzz per device
+    folded = got[2:]
+    for r in folded:
+        assert r.payload["title"] == "15 agents waiting" and r.payload["tag"] == "1"
+        assert r.payload["renotify"] is False
+        assert r.headers["topic"] == first[0].headers["topic"]  # an undelivered first is replaced
+    told = receiver.wait_for(2)
+    assert [b["title"] for b in told] == ["claude blocked (question)", "15 agents waiting"]
+    assert len(receiver.bodies) == 2

@@ -1,14 +1,18 @@
 """Bursts told once: changes that arrive together become one message.
 
 Fifteen agents blocking within a few seconds (a test run, a collector reconnecting)
-would buzz a phone fifteen times; the notifier waits `group_window` seconds after the
-first change, then tells each route what it wants of the lot: one change as itself,
-several as "15 agents waiting: …" (reason `grouped`).
+would buzz a phone fifteen times. The first change is told at once (a person waiting
+on a prompt should not wait for a burst that may never come); what follows within
+`group_window` seconds is folded into it when the window closes: each device's push
+is replaced under the tag its first one had, quietly (no second buzz), and each
+Apprise route gets one further message for the lot, "15 agents waiting: …" (reason
+`grouped`). `Window` remembers what each route was told in the current window.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 
 from .events import StateChange
 
@@ -49,3 +53,20 @@ def group_body(changes: list[StateChange]) -> str:
 def group_text(changes: list[StateChange]) -> tuple[str, str]:
     """("15 agents waiting", one line per pane): a grouped message's title and body."""
     return group_title(changes), group_body(changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Told:
+    """What one device heard in the current window: the tag its notification has (a
+    fold-in replaces it under the same tag) and the changes it named."""
+
+    tag: str
+    changes: tuple[StateChange, ...]
+
+
+@dataclass(slots=True)
+class Window:
+    """One grouping window: what each route has been told since its first change."""
+
+    channels: dict[str, list[StateChange]] = field(default_factory=dict)  # Apprise URL ->
+    devices: dict[str, Told] = field(default_factory=dict)  # push endpoint ->

@@ -8,8 +8,10 @@ into blocked, error or done:
 - Web Push to every subscription whose viewer has no tab watching (tabs report via
   `POST /api/watch`), unless DND, a mute or that viewer's quiet hours say no;
   subscriptions the push service calls gone (404/410) are deleted.
-Changes that arrive within `group_window` seconds of each other are told together:
-one message per route for the lot ("15 agents waiting: …", `grouping.py`). A block
+The first change is told at once; changes that follow within `group_window` seconds
+of it are folded into it when the window closes (`grouping.py`): each device's push
+is replaced under the same tag without a second buzz, each Apprise route gets one
+further message for the lot ("15 agents waiting: …"). A block
 still open after a channel's `escalate_after` is told once to its `escalate_to`
 channel (`escalation.py`). Every attempt lands in `notification_log` with its reason
 (block, done, error, grouped, escalation, test; the page's own notifications too).
@@ -30,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import apprise_send, escalation, store, targets, webpush
 from .events import StateChange, is_notable
-from .grouping import group_text, reason_of
+from .grouping import Told, Window, group_text, reason_of
 from .limits import Limiter, TokenBucket
 from .quiet import shared_quiet, viewer_quiet
 from .routing import Channel, ConfigError, parse_channels
@@ -64,7 +66,8 @@ class NotifySettings:
     push_max_failures: int = 5
     # Push subscriptions (devices) one account may have.
     push_max_per_user: int = 10
-    # Seconds to wait after a change for others to tell with it (a burst is one message).
+    # Seconds after a change (told at once) in which others are folded into it (a burst
+    # buzzes once).
     group_window: float = 2.0
     # Seconds between looks for blocks to escalate (channels' escalate_after).
     escalation_check: float = 15.0
@@ -192,31 +195,49 @@ class NotifyService:
 
     # -- work --------------------------------------------------------------------------
 
-    async def _run(self) -> None:
+    def _drain(self) -> list[tuple[StateChange, frozenset[str] | None]]:
+        """What is queued now, without waiting."""
+        out: list[tuple[StateChange, frozenset[str] | None]] = []
         while True:
-            batch: list[tuple[StateChange, frozenset[str] | None]] = [await self._queue.get()]
             try:
-                if self.settings.group_window > 0:
-                    await self._sleep(self.settings.group_window)  # let a burst gather
-                while True:
-                    try:
-                        batch.append(self._queue.get_nowait())
-                    except asyncio.QueueEmpty:
-                        break
-                await self.handle_many(batch)
-            except Exception as exc:  # one bad batch must not stop the notifier; one line, no traceback
-                log.warning("notifying about %d change(s) failed: %s", len(batch), _one_line(exc))
-            finally:
-                for _ in batch:
-                    self._queue.task_done()
+                out.append(self._queue.get_nowait())
+            except asyncio.QueueEmpty:
+                return out
+
+    async def _run(self) -> None:
+        """A window per first change: it (and whatever came with it) is told at once,
+        what follows within `group_window` is folded into it when the window closes."""
+        while True:
+            first: list[tuple[StateChange, frozenset[str] | None]] = [await self._queue.get()]
+            closes = time.monotonic() + self.settings.group_window
+            window = Window()
+            await self._tell(first + self._drain(), window)
+            if self.settings.group_window > 0:
+                await self._sleep(max(0.0, closes - time.monotonic()))
+                later = self._drain()
+                if later:
+                    await self._tell(later, window)
+
+    async def _tell(self, batch: list[tuple[StateChange, frozenset[str] | None]], window: Window) -> None:
+        try:
+            await self.handle_many(batch, window)
+        except Exception as exc:  # one bad batch must not stop the notifier; one line, no traceback
+            log.warning("notifying about %d change(s) failed: %s", len(batch), _one_line(exc))
+        finally:
+            for _ in batch:
+                self._queue.task_done()
 
     async def handle(self, change: StateChange, watchers: frozenset[str] | None = None) -> dict[str, int]:
         """Tell whoever should know; `watchers`: viewers watching when the change happened."""
         return await self.handle_many([(change, watchers)])
 
-    async def handle_many(self, items: list[tuple[StateChange, frozenset[str] | None]]) -> dict[str, int]:
+    async def handle_many(
+        self, items: list[tuple[StateChange, frozenset[str] | None]], window: Window | None = None
+    ) -> dict[str, int]:
         """Tell every route what it wants of these changes: one of them as itself, several
-        as one grouped message."""
+        as one grouped message. With the `window` these follow, a route already told in
+        it hears them folded into what it was told (`grouping.py`)."""
+        window = Window() if window is None else window
         now = self.clock()
         dnd, mutes = await store.quiet_state(self.engine, now)
         counts = {"channels": 0, "push": 0, "quiet": 0, "watched": 0, "limited": 0, "grouped": 0}
@@ -242,8 +263,10 @@ class NotifyService:
             if not self.limiter.allow_many(ch.url, [(c.pane_id, c.state or "") for c in wanted], now):
                 counts["limited"] += len(wanted)
                 continue
-            await self._tell_channel(ch, wanted, now, counts)
-        await self._push_changes(live, now, dnd, mutes, counts)
+            told = [*window.channels.get(ch.url, ()), *wanted]  # one further message for the lot
+            window.channels[ch.url] = told
+            await self._tell_channel(ch, told, now, counts)
+        await self._push_changes(live, now, dnd, mutes, counts, window)
         return counts
 
     async def _tell_channel(
@@ -275,9 +298,12 @@ class NotifyService:
         dnd: Any,
         mutes: Any,
         counts: dict[str, int],
+        window: Window,
     ) -> None:
         """Web Push: per subscription, what it should hear of these changes; the same
-        list for several subscriptions is one encrypted message each, sent together."""
+        list for several subscriptions is one encrypted message each, sent together.
+        A device told something earlier in the window gets the lot under the tag it was
+        told with, marked not to buzz again (`renotify` false in the service worker)."""
         subs = await store.subscriptions(self.engine)
         operators = await store.operator_ids(self.engine)
         self.operator_devices = any(v in operators for v, _ in subs)
@@ -285,7 +311,7 @@ class NotifyService:
             return
         hours = await store.all_quiet_hours(self.engine)
         own_dnd = await store.all_own_dnd(self.engine, now)
-        plan: dict[tuple[int, ...], list[tuple[int | None, webpush.Subscription]]] = {}
+        plan: dict[tuple[tuple[int, ...], Told | None], list[tuple[int | None, webpush.Subscription]]] = {}
         for viewer_id, sub in subs:
             mine: list[int] = []
             for i, (change, watchers) in enumerate(live):
@@ -300,18 +326,24 @@ class NotifyService:
                 else:
                     mine.append(i)
             if mine:
-                plan.setdefault(tuple(mine), []).append((viewer_id, sub))
+                plan.setdefault((tuple(mine), window.devices.get(sub.endpoint)), []).append((viewer_id, sub))
         waiting = {"waiting": self.waiting()} if self.waiting is not None else {}
-        for idx, targets_ in plan.items():
+        for (idx, before), targets_ in plan.items():
             changes = [live[i][0] for i in idx]
-            if len(changes) == 1:
+            if before is None and len(changes) == 1:
                 c = changes[0]
                 counts["push"] += await self._push_one(c, targets_, operators, waiting)
-                continue
-            title, body = group_text(changes)
-            data = webpush.group_message(title, body, waiting)
-            counts["push"] += await self._push_all(targets_, data, changes[0], None, "grouped", len(changes))
-            counts["grouped"] += 1
+                told = Told(webpush.tag_for(c.pane_id), (c,))
+            else:
+                every = [*before.changes, *changes] if before else changes
+                tag = before.tag if before else webpush.GROUP_TAG
+                title, body = group_text(every)
+                data = webpush.group_message(title, body, waiting, tag=tag, renotify=before is None)
+                counts["push"] += await self._push_all(targets_, data, every[0], None, "grouped", len(every))
+                counts["grouped"] += 1
+                told = Told(tag, tuple(every))
+            for _, sub in targets_:
+                window.devices[sub.endpoint] = told
 
     async def _push_one(
         self,

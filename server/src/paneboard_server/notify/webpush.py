@@ -101,9 +101,30 @@ def change_message(change: StateChange, extra: dict[str, Any] | None = None) -> 
     return data
 
 
-def group_message(title: str, body: str, extra: dict[str, Any] | None = None) -> str:
-    """A burst told as one push (tagged apart from any one pane's)."""
-    payload = {"pane": "", "title": title, "body": body[:1500], "state": None, **(extra or {})}
+# The service worker's tag for a burst told as one push (a pane's own push is tagged
+# with its pane id: web/sw.js).
+GROUP_TAG = "paneboard"
+
+
+def tag_for(pane_id: str) -> str:
+    """The tag the service worker shows a pane's own push under."""
+    return pane_id or GROUP_TAG
+
+
+def group_message(
+    title: str, body: str, extra: dict[str, Any] | None = None, *, tag: str = GROUP_TAG, renotify: bool = True
+) -> str:
+    """A burst told as one push. `tag`: the notification it replaces on the device (a
+    burst's first push); `renotify` false: that replacement does not buzz again."""
+    payload = {
+        "pane": "",
+        "title": title,
+        "body": body[:1500],
+        "state": None,
+        "tag": tag,
+        "renotify": renotify,
+        **(extra or {}),
+    }
     return json.dumps(payload, ensure_ascii=False)
 
 
