@@ -35,6 +35,16 @@ const WHY = {
 
 const paneUrl = (pane) => (pane ? `/#/pane/${encodeURIComponent(pane)}/screen` : "/");
 
+// The link a push carries (the server's public URL + the pane's page), when it is on
+// this worker's own origin; else the pane's page here.
+function linkOf(d, pane) {
+  try {
+    const u = new URL(String(d.url));
+    if (u.origin === self.location.origin) return u.pathname + u.hash;
+  } catch {}
+  return paneUrl(pane);
+}
+
 // What a push's JSON may offer: the fingerprint and answers, checked, or null.
 function offerOf(d, pane) {
   const o = d && typeof d.offer === "object" ? d.offer : null;
@@ -58,7 +68,7 @@ function notificationFor(d) {
     renotify: d.renotify !== false,
     icon: "/icons/icon-192.png",
     badge: "/icons/badge-72.png",
-    data: { pane, url: paneUrl(pane), title, ...(offer || {}) },
+    data: { pane, url: linkOf(d, pane), title, ...(offer || {}) },
   };
   const max = self.Notification && Number.isInteger(self.Notification.maxActions) ? self.Notification.maxActions : 0;
   if (pane && max > 0) {

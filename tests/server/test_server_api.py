@@ -137,3 +137,22 @@ def test_body_limit_validation_and_headers(db_url: str) -> None:
             assert (await c.get("/openapi.json")).json()["info"]["title"] == "paneboard"
 
     asyncio.run(go())
+
+
+def test_behind_a_proxy_the_public_urls_origin_may_post(db_url: str) -> None:
+    """A proxy that passes its upstream's Host (here testserver): the browser's Origin is
+    the public URL's, which the server allows as its own; others stay refused."""
+
+    async def go() -> None:
+        await make_tokens(db_url, viewer_password=PASSWORD)
+        cfg = Config().with_public_url("https://Board.example:8443/pb/", "test")
+        async with live(db_url, cfg) as (app, c):
+            pid = await ingest_one(app, "done")
+            csrf = (await c.post("/api/login", json={"name": "ana", "password": PASSWORD})).json()["csrf"]
+            for origin in ("https://board.example", "http://board.example:8443", "https://evil.example"):
+                bad = {"X-CSRF-Token": csrf, "Origin": origin}
+                assert (await c.post(f"/api/panes/{pid}/seen", headers=bad)).status_code == 403, origin
+            good = {"X-CSRF-Token": csrf, "Origin": "https://board.example:8443"}
+            assert (await c.post(f"/api/panes/{pid}/seen", headers=good)).status_code == 200
+
+    asyncio.run(go())

@@ -89,3 +89,53 @@ def test_an_apprise_url_with_an_unknown_scheme_is_refused_at_load(
     _one_line_failure(
         "serve", "--port", str(free_port()), "--config", str(cfg), db=str(db), want="'nosuchscheme'"
     )
+
+
+@pytest.mark.parametrize("how", ["flag", "env", "config"])
+def test_a_public_url_that_is_not_http_is_refused_in_one_line(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The database is unusable too: the public URL must be what start-up refuses first.
+    f = tmp_path / "plain-file"
+    f.write_text("x")
+    args = ["serve", "--port", str(free_port())]
+    if how == "flag":
+        args += ["--public-url", "ftp://board.example"]
+    elif how == "env":
+        monkeypatch.setenv("PANEBOARD_PUBLIC_URL", "ftp://board.example")
+    else:
+        cfg = tmp_path / "config.toml"
+        cfg.write_text('[server]\npublic_url = "ftp://board.example"\n')
+        args += ["--config", str(cfg)]
+    _one_line_failure(*args, db=str(f / "paneboard.db"), want="must be an http:// or https:// URL")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(1)",
+        "https://",
+        "board.example",
+        "https://board example",
+        "https://board.example/?next=x",
+        "https://board.example/#/pane/1",
+        "https://user:pw@board.example",
+        "https://board.example:99999",
+        "https://board.example/\x1b[2J",
+        "https://" + "a" * 400,
+    ],
+)
+def test_public_url_refusals(url: str) -> None:
+    from paneboard_server.config import Config, ConfigError
+
+    with pytest.raises(ConfigError, match=r"^--public-url: must be an http:// or https:// URL") as e:
+        Config().with_public_url(url, "--public-url")
+    assert "\n" not in str(e.value)
+
+
+def test_a_public_url_is_kept_without_its_trailing_slash() -> None:
+    from paneboard_server.config import Config
+
+    assert Config().with_public_url("https://board.example/pb/", "x").server.public_url == (
+        "https://board.example/pb"
+    )

@@ -1,4 +1,5 @@
-"""A local HTTP receiver for Apprise's `json://` channel: records every POSTed JSON body."""
+"""A local HTTP receiver for Apprise's `json://` channel (and a private `ntfy://` server,
+which is sent JSON too): records every POSTed JSON body and its headers."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from aiohttp import web
 class JsonReceiver:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []  # each body's, names in lower case
         self.cond = threading.Condition()
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -33,6 +35,7 @@ class JsonReceiver:
     async def _handle(self, request: web.Request) -> web.Response:
         body = await request.json()
         with self.cond:
+            self.headers.append({k.lower(): v for k, v in request.headers.items()})
             self.bodies.append(body)
             self.cond.notify_all()
         return web.Response(status=200, text="ok")
@@ -40,6 +43,11 @@ class JsonReceiver:
     @property
     def url(self) -> str:
         return f"json://127.0.0.1:{self.port}/hook"
+
+    @property
+    def ntfy_url(self) -> str:
+        """The same receiver as a private ntfy server's topic (Apprise posts JSON to it)."""
+        return f"ntfy://127.0.0.1:{self.port}/agents"
 
     def start(self) -> JsonReceiver:
         self._thread.start()

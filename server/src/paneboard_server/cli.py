@@ -339,6 +339,13 @@ def serve_main(argv: list[str]) -> int:
         help="comma-separated addresses or networks of reverse proxies whose X-Forwarded-For is "
         "believed (default: server.trusted_proxies, none; see docs/operations.md)",
     )
+    p.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the http(s) address people reach the board at, e.g. https://board.example behind a proxy: "
+        "notifications link to a pane's page under it (default: $PANEBOARD_PUBLIC_URL, else "
+        "server.public_url)",
+    )
     args = p.parse_args(argv)
     from .config import ConfigError, load_config
 
@@ -349,6 +356,10 @@ def serve_main(argv: list[str]) -> int:
         NotifySettings.from_config(cfg.notify)  # a bad [notify] table fails here, in one line
         if args.trusted_proxies is not None:
             cfg = cfg.with_trusted_proxies(args.trusted_proxies)
+        if args.public_url is not None:
+            cfg = cfg.with_public_url(args.public_url, "--public-url")
+        elif os.environ.get("PANEBOARD_PUBLIC_URL"):
+            cfg = cfg.with_public_url(os.environ["PANEBOARD_PUBLIC_URL"], "$PANEBOARD_PUBLIC_URL")
         url = resolve_url(args.db or cfg.server.db)
     except (ConfigError, DatabaseError) as exc:
         return _err("serve", str(exc))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -18,6 +19,30 @@ from .serving import parse_networks
 
 class ConfigError(Exception):
     pass
+
+
+PUBLIC_URL_MAX = 300
+
+
+def check_public_url(text: str) -> str:
+    """The board's public address as notifications link to it (no trailing slash);
+    ValueError in one sentence unless it is an http(s) URL with a host and nothing after
+    its path (a query or fragment would break the pane links made from it)."""
+    if not isinstance(text, str) or not text or len(text) > PUBLIC_URL_MAX:
+        raise ValueError(f"must be an http:// or https:// URL of at most {PUBLIC_URL_MAX} characters")
+    if any(c.isspace() or not c.isprintable() for c in text):
+        raise ValueError("must be an http:// or https:// URL without spaces or control characters")
+    try:
+        u = urlsplit(text)
+        host = u.hostname
+        u.port  # noqa: B018 - a bad port raises here
+    except ValueError:
+        host = None
+    if u.scheme not in ("http", "https") or not host:
+        raise ValueError(f"must be an http:// or https:// URL with a host, not {text[:80]!r}")
+    if u.query or u.fragment or "#" in text or "?" in text or u.username or u.password:
+        raise ValueError("must be an http:// or https:// URL without credentials, query or fragment")
+    return text.rstrip("/")
 
 
 class _Strict(BaseModel):
@@ -40,6 +65,14 @@ class ServerSection(_Strict):
     # Addresses or networks of reverse proxies whose X-Forwarded-For names the client
     # (proxies.py); empty: every peer is the client itself.
     trusted_proxies: list[str] = []
+    # The address people reach the board at (e.g. "https://board.example" behind a
+    # proxy): notifications link to a pane's page under it, and its origin may post.
+    public_url: str | None = None
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, v: str | None) -> str | None:
+        return None if v is None else check_public_url(v)
 
     @field_validator("trusted_proxies")
     @classmethod
@@ -117,6 +150,15 @@ class Config(_Strict):
         except ValueError as exc:
             raise ConfigError(f"--trusted-proxies: {exc}") from exc
         return self.model_copy(update={"server": self.server.model_copy(update={"trusted_proxies": items})})
+
+    def with_public_url(self, text: str, source: str) -> Config:
+        """This configuration with `server.public_url` from `source` (`--public-url`,
+        `$PANEBOARD_PUBLIC_URL`); ConfigError in one line if it is not http(s)."""
+        try:
+            url = check_public_url(text)
+        except ValueError as exc:
+            raise ConfigError(f"{source}: {exc}") from exc
+        return self.model_copy(update={"server": self.server.model_copy(update={"public_url": url})})
 
 
 def load_config(path: str | Path | None) -> Config:

@@ -40,7 +40,7 @@ async def running(cfg: Config, url: str, clock: Callable[[], float]) -> AsyncIte
     core.start()
     revocation = Revocation(engine, lim.revocation_check)
     revocation.extra.append(registry.holders)
-    notify = NotifyService(engine, cfg.notify, clock=clock)
+    notify = NotifyService(engine, cfg.notify, clock=clock, public_url=cfg.server.public_url)
     await notify.start()
     feed(notify, core)
     tasks: list[asyncio.Task[Any]] = [

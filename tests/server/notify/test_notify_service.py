@@ -356,3 +356,56 @@ def test_a_burst_is_told_at_once_and_buzzes_each_device_once(db_url, receiver, p
     told = receiver.wait_for(2)
     assert [b["title"] for b in told] == ["claude blocked (question)", "15 agents waiting"]
     assert len(receiver.bodies) == 2
+
+
+def test_every_message_links_to_the_panes_page_under_the_public_url(db_url, receiver, pushsvc):
+    """Apprise's body ends with the pane's link, ntfy's click action opens it, and a
+    push carries it; a burst's message links to the board."""
+    ntfy = JsonReceiver().start()
+    cfg = {"group_window": 0.01, "channels": [{"url": receiver.url}, {"url": ntfy.ntfy_url}]}
+
+    async def go():
+        engine = create_engine(db_url)
+        await add_panes(engine)
+        svc = NotifyService(engine, {"push_allow_local": True, **cfg}, public_url="https://board.example/pb")
+        await svc.start()
+        pushsvc.expected_vapid_key = svc.keys.public_key
+        await accounts.add_viewer(engine, "ann", "pw-ann-123456")
+        viewer_id = await accounts.check_login(engine, "ann", "pw-ann-123456")
+        await store.add_subscription(engine, viewer_id, Subscription.from_json(pushsvc.subscription()))
+        try:
+            await svc.handle(change(pane="7"))
+            await svc.handle_many([(change(pane="2"), None), (change(pane="3"), None)])
+        finally:
+            await svc.stop()
+            await engine.dispose()
+
+    try:
+        asyncio.run(go())
+        pane7, board = "https://board.example/pb/#/pane/7/screen", "https://board.example/pb/"
+        one, burst = receiver.wait_for(2)
+        assert one["message"].splitlines()[-1] == pane7
+        assert burst["message"].splitlines()[-1] == board
+        ntfy.wait_for(2)
+        assert [h.get("x-click") for h in ntfy.headers] == [pane7, board]
+        assert ntfy.bodies[0]["topic"] == "agents" and ntfy.bodies[0]["message"].endswith(pane7)
+        pushes = pushsvc.wait_for(2)
+        assert [p.payload["url"] for p in pushes] == [pane7, board]
+    finally:
+        ntfy.stop()
+
+
+def test_without_a_public_url_messages_carry_no_link(db_url, receiver, pushsvc):
+    async def go():
+        engine, svc, _, _ = await setup(db_url, {"channels": [{"url": receiver.url}]}, pushsvc)
+        try:
+            await svc.handle(change(pane="7"))
+        finally:
+            await svc.stop()
+            await engine.dispose()
+
+    asyncio.run(go())
+    [body] = receiver.wait_for(1)
+    assert "://" not in body["message"]
+    [push] = pushsvc.wait_for(1)
+    assert "url" not in push.payload

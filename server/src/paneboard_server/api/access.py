@@ -14,6 +14,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyCookie, HTTPBearer
 
 from ..auth import SESSION_COOKIE, Principal, lookup_token, same, session_principal
+from ..notify.links import origin_of
 from ..services import services_of
 
 CSRF_HEADER = "x-csrf-token"
@@ -63,7 +64,10 @@ def origin_ok(request: Request) -> bool:
     if origin is None:  # not a browser, or a same-origin GET-like navigation
         return True
     host = request.headers.get("host", "")
-    allowed = {f"http://{host}", f"https://{host}", *services_of(request.app).cfg.server.allowed_origins}
+    server = services_of(request.app).cfg.server
+    allowed = {f"http://{host}", f"https://{host}", *server.allowed_origins}
+    if server.public_url:  # behind a proxy that rewrites Host, the board's own origin
+        allowed.add(origin_of(server.public_url))
     return origin in allowed
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from .links import with_click
+
 # apprise is imported where it is used: it loads its plugins on import, and the server
 # should not pay that at start-up when no channel is configured.
 
@@ -29,8 +31,12 @@ def notify_type_for(state: str | None) -> str:
     return {"blocked": "warning", "error": "failure", "done": "success"}.get(state or "", "info")
 
 
-async def send(url: str, title: str, body: str, state: str | None = None) -> bool:
-    """True when Apprise reports the message delivered; False (one log line) if it raised."""
+async def send(url: str, title: str, body: str, state: str | None = None, link: str | None = None) -> bool:
+    """True when Apprise reports the message delivered; False (one log line) if it raised.
+    `link` (the pane's page) ends the body and is ntfy's click action."""
+    if link:
+        body = f"{body}\n{link}"
+        url = with_click(url, link)
     try:
         return await asyncio.to_thread(_send_sync, url, title, body, notify_type_for(state))
     except Exception as exc:

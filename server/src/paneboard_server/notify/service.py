@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from . import apprise_send, escalation, store, targets, webpush
+from . import apprise_send, escalation, links, store, targets, webpush
 from .events import StateChange, is_notable
 from .grouping import Told, Window, group_text, reason_of
 from .limits import Limiter, TokenBucket
@@ -109,8 +109,12 @@ class NotifyService:
         *,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Any] = asyncio.sleep,
+        public_url: str | None = None,
     ) -> None:
         self.engine = engine
+        # Where people reach the board (`server.public_url`): every message links to the
+        # pane's page under it (`links.py`).
+        self.public_url = public_url
         self._sleep = sleep
         self.waiting: Callable[[], int] | None = None  # how many panes wait (the app badge)
         # Answers a blocked pane's push offers operators (`answers/offer.py`, set by the
@@ -276,7 +280,7 @@ class NotifyService:
         title, body = (one.title(), one.body()) if one else group_text(wanted)
         states = {c.state for c in wanted}
         state = states.pop() if len(states) == 1 else None
-        ok = await apprise_send.send(ch.url, title, body, state)
+        ok = await apprise_send.send(ch.url, title, body, state, self._link(one))
         counts["channels"] += int(ok)
         counts["grouped"] += int(one is None)
         detail = "" if one else f"{len(wanted)} panes: " + ",".join(c.pane_id for c in wanted)
@@ -338,7 +342,8 @@ class NotifyService:
                 every = [*before.changes, *changes] if before else changes
                 tag = before.tag if before else webpush.GROUP_TAG
                 title, body = group_text(every)
-                data = webpush.group_message(title, body, waiting, tag=tag, renotify=before is None)
+                extra = {**waiting, **self._url(None)}
+                data = webpush.group_message(title, body, extra, tag=tag, renotify=before is None)
                 counts["push"] += await self._push_all(targets_, data, every[0], None, "grouped", len(every))
                 counts["grouped"] += 1
                 told = Told(tag, tuple(every))
@@ -356,6 +361,7 @@ class NotifyService:
         (`offer`; none found: a plain push), and the others' pushes do not wait for the
         screen that takes."""
         db_id, why = _db_id(c.pane_id), reason_of(c)
+        waiting = {**waiting, **self._url(c)}
         ops = [t for t in subs if t[0] in operators] if c.state == "blocked" and self.offers else []
         rest = [t for t in subs if t not in ops]
 
@@ -370,6 +376,15 @@ class NotifyService:
         sent = await asyncio.gather(to_operators(), self._push_all(rest, plain, c, db_id, why))
         return sum(sent)
 
+    def _link(self, change: StateChange | None) -> str | None:
+        """The absolute link a message about `change` (None: several) carries, if any."""
+        return links.link(self.public_url, change.pane_id if change else "")
+
+    def _url(self, change: StateChange | None) -> dict[str, str]:
+        """A push's `url` (the service worker opens it if it is on its own origin)."""
+        url = self._link(change)
+        return {"url": url} if url else {}
+
     async def escalate(self) -> int:
         """Tell each escalation route about the blocks past their threshold (once each);
         returns how many were sent."""
@@ -383,7 +398,8 @@ class NotifyService:
             if shared_quiet(d.change, now, dnd=dnd, mutes=mutes):
                 continue  # told when the quiet ends, if it still waits then
             title, body = escalation.message(d, now)
-            ok = await apprise_send.send(d.target.url, title, body, "blocked")
+            link = self._link(d.change)
+            ok = await apprise_send.send(d.target.url, title, body, "blocked", link)
             sent += int(ok)
             await store.log(
                 self.engine,
