@@ -11,6 +11,7 @@ import pytest
 from paneboard_server.auth import accounts
 from paneboard_server.notify import store
 from paneboard_server.notify.events import StateChange
+from paneboard_server.notify.grouping import Window
 from paneboard_server.notify.quiet import QuietHours
 from paneboard_server.notify.routing import ConfigError
 from paneboard_server.notify.service import NotifyService, NotifySettings
@@ -409,3 +410,28 @@ def test_without_a_public_url_messages_carry_no_link(db_url, receiver, pushsvc):
     assert "://" not in body["message"]
     [push] = pushsvc.wait_for(1)
     assert "url" not in push.payload
+
+
+def test_a_pane_that_blocks_again_within_the_window_is_itself_again_quietly(db_url, pushsvc):
+    """Not "2 agents waiting" about one pane: its new question replaces its push under
+    its own tag without a second buzz."""
+
+    async def go():
+        engine, svc, _, _ = await setup(db_url, {}, pushsvc)
+        try:
+            window = Window()
+            await svc.handle_many([(change(pane="4"), None)], window)
+            again = StateChange(
+                "4", "build-1", "work", "0", "claude", "blocked", "working", "question", "And now?"
+            )
+            await svc.handle_many([(again, None)], window)
+        finally:
+            await svc.stop()
+            await engine.dispose()
+
+    asyncio.run(go())
+    first, second = pushsvc.wait_for(2)
+    assert first.payload["title"] == second.payload["title"] == "claude blocked (question)"
+    assert second.payload["pane"] == "4" and second.payload["body"].startswith("And now?")
+    assert second.payload["tag"] == "4" and second.payload["renotify"] is False
+    assert buzzes([first, second]) == {first.path: 1}

@@ -50,6 +50,15 @@ def group_body(changes: list[StateChange]) -> str:
     return "\n".join(lines)
 
 
+def latest_per_pane(changes: list[StateChange]) -> list[StateChange]:
+    """Each pane once, as its latest change, in the order panes first came: a pane that
+    blocked again within the window is one pane waiting, on its newest question."""
+    latest: dict[str, StateChange] = {}
+    for c in changes:
+        latest[c.pane_id] = c  # a dict keeps the key's first place
+    return list(latest.values())
+
+
 def group_text(changes: list[StateChange]) -> tuple[str, str]:
     """("15 agents waiting", one line per pane): a grouped message's title and body."""
     return group_title(changes), group_body(changes)

@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import apprise_send, escalation, links, store, targets, webpush
 from .events import StateChange, is_notable
-from .grouping import Told, Window, group_text, reason_of
+from .grouping import Told, Window, group_text, latest_per_pane, reason_of
 from .limits import Limiter, TokenBucket
 from .quiet import shared_quiet, viewer_quiet
 from .routing import Channel, ConfigError, parse_channels
@@ -267,7 +267,7 @@ class NotifyService:
             if not self.limiter.allow_many(ch.url, [(c.pane_id, c.state or "") for c in wanted], now):
                 counts["limited"] += len(wanted)
                 continue
-            told = [*window.channels.get(ch.url, ()), *wanted]  # one further message for the lot
+            told = latest_per_pane([*window.channels.get(ch.url, ()), *wanted])  # one further message
             window.channels[ch.url] = told
             await self._tell_channel(ch, told, now, counts)
         await self._push_changes(live, now, dnd, mutes, counts, window)
@@ -334,12 +334,13 @@ class NotifyService:
         waiting = {"waiting": self.waiting()} if self.waiting is not None else {}
         for (idx, before), targets_ in plan.items():
             changes = [live[i][0] for i in idx]
-            if before is None and len(changes) == 1:
-                c = changes[0]
-                counts["push"] += await self._push_one(c, targets_, operators, waiting)
+            every = latest_per_pane([*(before.changes if before else ()), *changes])
+            if len(every) == 1:  # one pane: as itself (again, quietly, if it blocked anew)
+                c = every[0]
+                again = {"tag": before.tag, "renotify": False} if before else {}
+                counts["push"] += await self._push_one(c, targets_, operators, {**waiting, **again})
                 told = Told(webpush.tag_for(c.pane_id), (c,))
             else:
-                every = [*before.changes, *changes] if before else changes
                 tag = before.tag if before else webpush.GROUP_TAG
                 title, body = group_text(every)
                 extra = {**waiting, **self._url(None)}
