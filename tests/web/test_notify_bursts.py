@@ -123,3 +123,24 @@ def test_a_folded_burst_replaces_the_first_push_without_a_second_buzz(page, boar
     assert deliver(folded, "15 agents waiting") == [
         {"title": "15 agents waiting", "tag": "1", "renotify": False, "url": "/"}
     ]
+
+
+def test_a_push_opens_its_url_only_on_the_workers_own_origin(page, board):
+    """The public URL's link to the pane is what a tap opens; a link elsewhere is not
+    followed (the pane's page here instead)."""
+    page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+    cdp, reg = _registration(page, board.url)
+    change = StateChange("9", "build-1", "work", "0", "claude", "blocked", "working", "question", "q?", 1.0)
+    for url, opens in (
+        (board.url + "/#/pane/9/screen", "/#/pane/9/screen"),
+        ("https://evil.example/#/pane/9/screen", "/#/pane/9/screen"),
+        (board.url + "/#/pane/10/screen", "/#/pane/10/screen"),
+    ):
+        page.evaluate(CLOSE_ALL)
+        data = webpush.change_message(change, {"url": url})
+        cdp.send(
+            "ServiceWorker.deliverPushMessage",
+            {"origin": board.url, "registrationId": str(reg), "data": data},
+        )
+        shown = wait_for(lambda: page.evaluate(SHOWN), what="the push shown")
+        assert [n["url"] for n in shown] == [opens], url
