@@ -136,6 +136,8 @@ class NotifyService:
         self.dropped = 0
         self._queue: asyncio.Queue[tuple[StateChange, frozenset[str]]] = asyncio.Queue(QUEUE_MAX)
         self._worker: asyncio.Task[None] | None = None
+        self._no_window = asyncio.Event()  # set while no grouping window is open
+        self._no_window.set()
         self._http: aiohttp.ClientSession | None = None
         self._failures: dict[str, int] = {}  # endpoint -> consecutive failed sends
         self._page_buckets: dict[str, TokenBucket] = {}  # viewer -> its page's log reports
@@ -194,8 +196,10 @@ class NotifyService:
         self.watch.report(viewer, tab, watching, self.clock())
 
     async def idle(self) -> None:
-        """Wait until every queued change has been handled (tests, shutdown)."""
+        """Wait until every queued change has been handled and its window has closed
+        (tests, shutdown): a change after this starts a window of its own."""
         await self._queue.join()
+        await self._no_window.wait()
 
     # -- work --------------------------------------------------------------------------
 
@@ -213,14 +217,18 @@ class NotifyService:
         what follows within `group_window` is folded into it when the window closes."""
         while True:
             first: list[tuple[StateChange, frozenset[str] | None]] = [await self._queue.get()]
-            closes = time.monotonic() + self.settings.group_window
-            window = Window()
-            await self._tell(first + self._drain(), window)
-            if self.settings.group_window > 0:
-                await self._sleep(max(0.0, closes - time.monotonic()))
-                later = self._drain()
-                if later:
-                    await self._tell(later, window)
+            self._no_window.clear()
+            try:
+                closes = time.monotonic() + self.settings.group_window
+                window = Window()
+                await self._tell(first + self._drain(), window)
+                if self.settings.group_window > 0:
+                    await self._sleep(max(0.0, closes - time.monotonic()))
+                    later = self._drain()
+                    if later:
+                        await self._tell(later, window)
+            finally:
+                self._no_window.set()
 
     async def _tell(self, batch: list[tuple[StateChange, frozenset[str] | None]], window: Window) -> None:
         try:
