@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from helpers import b64, osc7501, reporter
+from paneboard_agent.control import quote
 from support.agentproc import AgentProcess
 from support.sshd import Sshd
 from support.tmux import TmuxServer
@@ -151,3 +152,19 @@ def test_a_pane_program_cannot_forge_the_listing_over_ssh(
         _no_forgery(proc, _attack(tmux_server, proc, secret))
     finally:
         proc.stop()
+
+
+def test_quote_carries_any_text_through_a_control_mode_command(tmux_server: TmuxServer) -> None:
+    """`control.quote`: what the listing's format needs (control bytes, in one command
+    line) and what would change it (`$`, `\\`, `"`) reach tmux as they were."""
+    text = 'a$HOME\\b"c\td\x01e\x7ff'
+    res = subprocess.run(
+        [*tmux_server.base(), "-C", "attach-session", "-r", "-t", "=main"],
+        input=f"display-message -p {quote(text)}\n".encode(),
+        capture_output=True,
+        env=tmux_server.env,
+        timeout=10,
+        check=True,
+    )
+    block = res.stdout.split(b"\n%begin ")[-1].split(b"\n")[1]
+    assert block == text.encode()
