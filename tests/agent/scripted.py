@@ -49,7 +49,10 @@ class ScriptedTmux(Transport):
     def add_pane(self, pane: str, pid: int, command: str, window: str = "w") -> None:
         self.panes[pane] = {"pid": str(pid), "command": command, "window": window}
 
+    listings = 0  # pane listings answered
+
     def pane_lines(self, token: str) -> bytes:
+        self.listings += 1
         out = []
         for pane, p in self.panes.items():
             fields = ["$0", "@0", "0", pane, p["pid"], "0", "/dev/pts/9", "main", p["window"], p["command"]]
