@@ -126,7 +126,7 @@ def test_answer_from_the_notification_down_to_the_keys_typed(browser: Any, stack
         offer = olga_push.payload["offer"]
         assert re.fullmatch(r"[0-9a-f]{64}", offer["fingerprint"])
         # the first two answers that change no standing permission: never "don't ask again"
-        assert offer["answers"] == [{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}]
+        assert offer["answers"] == [{"id": "yes", "label": "1. Yes"}, {"id": "no", "label": "No"}]
         assert "offer" not in nora_push.payload and nora_push.payload["pane"] == pid
 
         cdp, reg = _registration(page, pb.url)
@@ -155,7 +155,7 @@ def test_answer_from_the_notification_down_to_the_keys_typed(browser: Any, stack
         tap = "([d, a]) => self.handleClick(d, a)"
         assert worker.evaluate(tap, [data, "answer:yes"]) == "typed"
         wait_for(lambda: "ANSWERED yes" in pb.tmux.cmd("capture-pane", "-p", "-t", pane), what="the key read")
-        assert _followup(page) == "typed: Yes"
+        assert _followup(page) == "typed: 1. Yes"
 
         # The same button once the prompt has moved on: nothing is typed, and it says so.
         olga = WebClient(pb.url).login("olga", PASSWORD)
