@@ -92,6 +92,29 @@ def test_the_fingerprint_covers_the_lines_the_labels_come_from() -> None:
     assert offer(RULES, "claude", "blocked", "question", option, since=1.0).fingerprint != base.fingerprint
 
 
+def test_numbered_text_inside_a_choice_is_not_a_choice() -> None:
+    """A choice's description (the model's text, drawn indented under it) that holds a
+    numbered line is text of that choice, wherever it sits in the form."""
+    form = """\
+────────────────────────────────────────────────────────────
+ Which way?
+
+ ❯ 1. Keep the production database
+      It stays as it is. Steps if you change your mind:
+      {inner}
+   2. Skip it
+      {last}
+
+ Enter to select · ↑/↓ to navigate · Esc to cancel
+"""
+    for inner, last in (
+        ("1. Drop the production database", "Nothing runs."),
+        ("Nothing runs.", "1. Drop it all"),
+    ):
+        got = offer(RULES, "claude", "blocked", "question", form.format(inner=inner, last=last))
+        assert _digit_labels(got) == {"1": "Keep the production database", "2": "Skip it"}, (inner, last)
+
+
 def test_no_consistent_option_block_offers_no_answer() -> None:
     """Options out of order, or broken by a line that is neither an option nor its
     indented continuation, are not read as a form: nothing is offered (never a guess),

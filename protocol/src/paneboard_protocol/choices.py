@@ -42,6 +42,8 @@ from paneboard_protocol.rules.answers import LABEL_MAX
 _BORDERS = "│┃║|"
 #: glyphs drawn before a numbered choice's number when it is the selected one
 MARKERS = "❯›●>▶▸➤"
+#: columns a choice's number may sit right of another's in one menu (a `❯ ` marker)
+SLACK = 2
 _OPTION = re.compile(r"^(\s*)(?:([" + re.escape(MARKERS) + r"])\s*)?(\d{1,2})\.\s+(\S.*?)\s*$")
 
 
@@ -80,7 +82,10 @@ def _inner(line: str) -> str:
     return text
 
 
-def _option(line: str) -> tuple[int, int, str, bool] | None:
+_Parsed = tuple[int, int, str, bool]  # number, column of the number, text, selected
+
+
+def _option(line: str) -> _Parsed | None:
     """(number, column of the number, text, selected) of a numbered choice line."""
     m = _OPTION.match(_inner(line))
     if m is None:
@@ -93,30 +98,56 @@ def _indent(line: str) -> int:
     return len(text) - len(text.lstrip())
 
 
+def _nearest_above(parsed: Sequence[_Parsed | None], rows: Sequence[str], i: int) -> int | None:
+    """The nearest numbered line above row `i` with no blank line between."""
+    for j in range(i - 1, -1, -1):
+        if not rows[j].strip():
+            return None
+        if parsed[j] is not None:
+            return j
+    return None
+
+
 def option_block(rows: Sequence[str]) -> tuple[Option, ...]:
     """The numbered options 1..n nearest the bottom of `rows`, in order; () if the
-    bottom-most numbered line does not close a consistent block.
+    bottom-most choice line does not close a consistent block.
 
-    From the bottom-most numbered line upwards: each line is either the option before
-    (its number one less) or an indented continuation of that option (non-blank,
-    indented past the option's number); the block ends at option 1."""
-    last = next((i for i in range(len(rows) - 1, -1, -1) if _option(rows[i]) is not None), None)
+    Choices of one menu start at one column, give or take a selection marker
+    (`SLACK`); a numbered line indented deeper than the choice above it is text inside
+    that choice (a description the model wrote: "     1. Delete everything"), never a
+    choice. From the bottom-most choice upwards each line is either the choice before
+    (its number one less, at the block's column) or an indented continuation of that
+    choice (non-blank, indented past its number); the block ends at choice 1."""
+    parsed = [_option(r) for r in rows]
+    last: int | None = None
+    for i in range(len(rows) - 1, -1, -1):
+        got = parsed[i]
+        if got is None:
+            continue
+        above = _nearest_above(parsed, rows, i)
+        if above is not None and got[1] > (parsed[above] or got)[1] + SLACK:
+            continue
+        last = i
+        break
     if last is None:
         return ()
+    column = (parsed[last] or (0, 0, "", False))[1]
     found: list[Option] = []
-    pending: list[int] = []  # rows between this option and the one below it
+    pending: list[int] = []  # rows between this choice and the one below it
     expect: int | None = None
     for i in range(last, -1, -1):
-        got = _option(rows[i])
+        got = parsed[i]
+        if got is not None and got[1] > column + SLACK:
+            got = None  # numbered text inside a choice, deeper than the choices
         if got is None:
             if not rows[i].strip():
                 return ()
             pending.append(i)
             continue
-        number, column, text, selected = got
-        if expect is not None and number != expect:
+        number, at, text, selected = got
+        if (expect is not None and number != expect) or at < column - SLACK:
             return ()
-        if any(_indent(rows[j]) <= column for j in pending):
+        if any(_indent(rows[j]) <= at for j in pending):
             return ()
         pending.clear()
         found.append(Option(number, i, " ".join(text.split())[:LABEL_MAX], selected))
