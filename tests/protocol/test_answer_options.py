@@ -176,3 +176,19 @@ def test_a_highlighted_allow_once_elsewhere_is_not_the_selection() -> None:
     screen = "\n".join(plain(ln) for ln in once)
     got = offer(RULES, "opencode", "blocked", "permission", screen, styled=once)
     assert [(a.id, a.keys) for a, _ in got.answers] == [("once", ("Enter",)), ("reject", ("Escape",))]
+
+
+def test_codex_trust_offers_its_choices_only_while_the_first_is_selected() -> None:
+    """Enter takes the selected choice and Down Enter the one after the first: with the
+    selection moved to "2. No, quit" neither label would be what its keys do, so
+    nothing is offered — and no free text either (typed into the menu, its Enter
+    would take the selected choice)."""
+    screen = (FIX / "screens" / "codex__trust_directory_blocked.txt").read_text(encoding="utf-8")
+    got = offer(RULES, "codex", "blocked", "question", screen)
+    assert [(a.id, label, a.keys) for a, label in got.answers] == [
+        ("yes", "Yes, continue", ("Enter",)),
+        ("no", "No, quit", ("Down", "Enter")),
+    ]
+    moved = screen.replace("› 1. Yes, continue", "  1. Yes, continue").replace("2. No, quit", "› 2. No, quit")
+    got = offer(RULES, "codex", "blocked", "question", moved)
+    assert got.answers == () and not got.text
