@@ -331,7 +331,10 @@ class NotifyService:
             if not ops or self.offers is None:
                 return 0
             offer = await self.offers.offer(c.pane_id, self._unblocked_at.get(c.pane_id, 0.0))
-            extra = {**waiting, "offer": offer.to_json()} if offer is not None else waiting
+            extra = waiting
+            if offer is not None:
+                # the buttons answer the screen's prompt: the body says that question
+                extra = {**waiting, "offer": offer.to_json(), "body": c.body(offer.prompt)}
             return await self._push_all(ops, webpush.change_message(c, extra), c, db_id, why)
 
         plain = webpush.change_message(c, waiting)
