@@ -126,55 +126,54 @@ def test_without_a_grep_that_splits_on_nul_the_script_is_ps(pane: tuple[int, str
 
 
 def test_records_that_are_not_the_walks_own_are_ignored() -> None:
-    stats = b"\0".join(
+    out = b"\n".join(
         [
             b"12/stat:12 (a) b) S 1 12 12 34816 12 4194560",
+            b"12/stat:12 (second) S 1 99 99 34816 99",  # a file's first record counts
             b"16/stat:16 (on our tty) S 12 16 12 34816 12",
             b"17/stat:17 (own pty) S 12 17 17 34817 17",
+            b"12/cmdline:bash\0-l\0",
+            b"12/cmdline:a second line is not the first",
             b"/etc/13/stat:13 (x) S 1 13 0 0 13",  # not a pid's file
             b"14/stat:14 (y) S 1 14",  # cut short
             b"15/stat:15 (z) S 1 15 0 0 15",  # no command line: exiting
-            b"18/environ:SECRET=1",  # not a file the walk reads
-            b"18/stat:18 (z) S 12 18 12 34816 12",
-            b"19/cmdline:stat in the wrong part",
-            b"",
-        ]
-    )
-    args = b"\n".join(
-        [
-            b"12/cmdline:bash\0-l\0",
-            b"12/cmdline:a second line is not the first",
             b"16/cmdline:sleep",
             b"17/cmdline:sh",
             b"x/cmdline:evil",
+            b"18/environ:SECRET=1",  # not a file the walk reads
             b"18/stat:18 (z) S 12 18 12 34816 12",
             b"",
         ]
     )
-    procs = parse_procfs(stats, args, [12, 14, 15])
+    procs = parse_procfs(out, [12, 14, 15])
     assert set(procs) == {12, 16}
     assert procs[12].args == "bash -l" and procs[12].ppid == 1 and procs[12].pgid == 12
     assert procs[12].tpgid == 12
 
 
-def test_a_cut_reply_says_so() -> None:
-    """A reply that stops before its end line (cut at REPLY_MAX on the host, or by the
-    transport) says it is not whole, and a line cut in the middle is not read."""
+def test_a_cut_reply_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reply that stops before its end line (cut by the transport), or whose records
+    fill `head`'s allowance or stop inside a line (cut on the host), says it is not
+    whole, and a line cut in the middle is not read."""
     mark = b"pb-procfs-n6"
-    whole = (
-        mark + b"\n" + mark + b" cut 40\n"
-        b"12/stat:12 (bash) S 1 12 12 34816 12\0"
-        b"16/stat:16 (sleep) S 12 16 12 34816 16\0" + mark + b" args\n"
-        b"12/cmdline:bash\0\n16/cmdline:sleep\x00600\0\n" + mark + b" end\n"
+    records = (
+        b"12/stat:12 (bash) S 1 12 12 34816 12\n12/cmdline:bash\0\n"
+        b"16/stat:16 (sleep) S 12 16 12 34816 16\n16/cmdline:sleep\x00600\0\n"
     )
+    whole = mark + b"\n" + mark + b" cut 40\n" + records + mark + b" end\n"
     got = procs_answer(0, whole, b"", "n6", [12, 40])
     assert got is not None and got.whole and got.cut == {40} and set(got) == {12, 16}
     assert got.sure([12]) and not got.sure([12, 40])
-    for n in (len(whole) - 1, whole.index(b"600")):
+    for n in (len(whole) - 1, whole.index(b"600")):  # cut by the transport
         cut = procs_answer(0, whole[:n], b"", "n6", [12, 40])
         assert cut is not None and not cut.whole and not cut.sure([12])
         assert cut.get(16) is None or cut[16].args == "sleep 600"
-    assert procs_answer(0, whole[: whole.index(b"16/stat")], b"", "n6", [12]) == {}  # no command lines yet
+    inside = whole.replace(b"600\0\n", b"6")  # head stopped inside the last record
+    cut = procs_answer(0, inside, b"", "n6", [12])
+    assert cut is not None and not cut.whole and set(cut) == {12}
+    monkeypatch.setattr(procfs, "REPLY_MAX", len(records))  # records as long as the allowance
+    cut = procs_answer(0, whole, b"", "n6", [12])
+    assert cut is not None and not cut.whole
 
 
 def _spawning_pane(server: TmuxServer, name: str, command: str, kids: int) -> tuple[int, str]:
@@ -204,6 +203,27 @@ def test_a_pane_that_spawns_huge_command_lines_costs_a_bounded_reply(tmux_server
     assert len(res.stdout) < 32 * (procfs.ARGS_MAX + 100), len(res.stdout)
 
 
+def test_where_the_host_cannot_walk_ps_lines_are_cut_on_the_host(
+    tmux_server: TmuxServer, tmp_path: Path
+) -> None:
+    """The `ps` fallback is bounded alike: each line cut at ARGS_MAX bytes on the host."""
+    spawner = shlex.join([sys.executable, "-c", _SPAWN, "30", "60000"])
+    big = _spawning_pane(tmux_server, "big", spawner, 30)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("ps", "cut", "head"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    argv = procs_argv([big[0]], [big[1]], "n9")
+    argv[0] = shutil.which("sh") or "/bin/sh"
+    res = _run(argv, env={"PATH": str(bin_dir)})
+    got = procs_answer(res.returncode, res.stdout, res.stderr, "n9", [big[0]])
+    assert got is not None and got.whole and _descendants(big[0]) <= set(got)
+    assert len(res.stdout) < 32 * (procfs.ARGS_MAX + 1), len(res.stdout)
+    assert all(len(line) <= procfs.ARGS_MAX for line in res.stdout.splitlines())
+
+
 def test_one_panes_fork_bomb_does_not_hide_anothers_processes(
     tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -218,7 +238,7 @@ def test_one_panes_fork_bomb_does_not_hide_anothers_processes(
     walked = procs_answer(res.returncode, res.stdout, res.stderr, "n8", [bomb[0], other[0]])
     assert walked is not None
     assert {other[0], *_descendants(other[0])} <= set(walked)  # the other pane's processes, all
-    stats = sum(1 for r in res.stdout.split(b"\0") if b"/stat:" in r)
+    stats = sum(1 for r in res.stdout.split(b"\n") if b"/stat:" in r)
     assert stats == 8 + 2, res.stdout  # and the bomb's share
     assert walked.cut == {bomb[0]} and not walked.sure([bomb[0]]) and walked.sure([other[0]])
 
@@ -239,5 +259,5 @@ def test_the_walk_stops_at_its_bound(pane: tuple[int, str], monkeypatch: pytest.
     res = _run(procs_argv([pane[0]], [pane[1]], "n5"))
     walked = procs_answer(res.returncode, res.stdout, res.stderr, "n5", [pane[0]])
     assert walked is not None and pane[0] in walked and walked.cut == {pane[0]}
-    records = res.stdout.split(b"\0")
+    records = res.stdout.split(b"\n")
     assert sum(1 for r in records if b"/stat:" in r) == 2, res.stdout  # the pane has five processes

@@ -7,7 +7,7 @@ collector alone would keep half a core of the host busy. On Linux the panes' own
 processes can be found without that scan: starting from the pane's process (and the
 foreground leaders seen last), each process's children are listed by the kernel in
 `/proc/PID/task/TID/children`, so one shell walks the tree level by level (the shell's
-own `read`, no process a level) and two `grep`s print each found process's `stat` and
+own `read`, no process a level) and one `grep` prints each found process's `stat` and
 `cmdline`. The cost is a few forks and the panes' own processes, whatever else runs on
 the host.
 
@@ -15,8 +15,8 @@ The walk finds what `ps -p PIDS -t TTYS` found for the panes: a pane's foregroun
 is its shell's descendants. A leader that is not (its parent exited and it was handed to
 init) is looked up by pid, as a leader named for the first time already was
 (`queries.with_leaders`). Where /proc has no `children` files (a kernel built without
-them, or not Linux) or `grep` cannot split on NUL bytes or match with `-P`, the same
-script runs `ps` as before; the reply says which answered.
+them, or not Linux) or `grep` cannot match with `-P`, the same script runs `ps` as
+before; the reply says which answered.
 
 A pane's program decides how big its processes' command lines are and how many
 processes it starts, and every byte of the reply crosses the link: so the reply is
@@ -27,10 +27,9 @@ share), and the whole reply is cut at `REPLY_MAX` by `head`. What the walk left 
 said (the start pids whose walk stopped, and an end line only a whole reply has), so
 the caller can tell "not read" from "gone": `Procs.sure`.
 
-`grep -a -H` makes the output unambiguous: every record, the head of a `stat` line
-(NUL-terminated, `-z`) or the first line of a command line (newline-terminated), comes
-prefixed with the file it was read from, so no command line can forge another
-process's record.
+`grep -a -H -m1` makes the output unambiguous: every record, the head of a `stat` line
+or the first line of a command line, is one line prefixed with the file it was read
+from, so no command line can forge another process's record.
 """
 
 from __future__ import annotations
@@ -88,22 +87,22 @@ class Procs(dict[int, ProcInfo]):
 
 #: The walk, in POSIX `sh`: @START@, @MARK@, @MAX@, @ARGS@ and @REPLY@ filled in, the
 #: `ps` fallback after it. `todo` holds a level's pids (ours, then the kernel's), so
-#: nothing here is split or globbed that a process could name. Of `stat` only the fields
-#: up to the terminal's foreground group are printed (`grep -o`, the command name matched
-#: greedily up to the last `) ` they follow): the whole line is ~300 bytes a process, ten
-#: times what `ps` printed, and every byte of a look's reply crosses the link and the SSH
-#: client. Of `cmdline` the first line, cut at @ARGS@ bytes (`-P`: a bounded repeat in
-#: `-E` costs seconds to compile). The check runs the `grep`s' options as the walk will,
-#: so a `grep` that lacks one (BusyBox's may) gets `ps` instead.
+#: nothing here is split or globbed that a process could name. One `grep` reads every
+#: found process's `stat` and `cmdline`: of `stat` only the fields up to the terminal's
+#: foreground group (`-o`, the command name matched greedily up to the last `) ` they
+#: follow; the whole line is ~300 bytes a process, and every byte of a look's reply
+#: crosses the link and the SSH client), of `cmdline` its first line cut at @ARGS@ bytes
+#: (`-P`: a bounded repeat in `-E` costs seconds to compile). A command line shaped like
+#: a `stat` line is only cut shorter: its record still names its file. `head` caps what
+#: `grep` prints; the end line comes after it either way, so a cut is told by the length
+#: (see `parse_walk`). The check runs `grep` as the walk will, so one that lacks an
+#: option (BusyBox's may) gets `ps` instead.
 _WALK = """\
-re='^[0-9]+ \\(.*\\) . -?[0-9]+ -?[0-9]+ -?[0-9]+ -?[0-9]+ -?[0-9]+'
-arg='^[^\\n]{1,@ARGS@}'
+re='^(?:[0-9]+ \\(.*\\) . -?[0-9]+ -?[0-9]+ -?[0-9]+ -?[0-9]+ -?[0-9]+|[^\\n]{1,@ARGS@})'
 if cd /proc 2>/dev/null && [ -r $$/task/$$/children ] &&
-  printf '1 (a) S 0 1 1 0 -1 x\\0' | LC_ALL=C grep -a -H -z -o -E "$re" >/dev/null 2>&1 &&
-  printf 'a\\0b\\nc\\n' | LC_ALL=C grep -a -H -m1 -o -P "$arg" >/dev/null 2>&1; then
-  {
+  printf '1 (a) S 0 1 1 0 -1 x\\n' | LC_ALL=C grep -a -H -m1 -o -P "$re" >/dev/null 2>&1; then
   printf '%s\\n' @MARK@
-  seen=' ' stats= cmds= cut=
+  seen=' ' files= cut=
   for r in @START@; do
     todo=$r n=0
     while [ -n "$todo" ]; do
@@ -114,8 +113,7 @@ if cd /proc 2>/dev/null && [ -r $$/task/$$/children ] &&
         seen="$seen$p "
         [ -e $p/stat ] || continue
         n=$((n+1))
-        stats="$stats $p/stat"
-        cmds="$cmds $p/cmdline"
+        files="$files $p/stat $p/cmdline"
         for c in $p/task/*/children; do
           k=
           read -r k < "$c" 2>/dev/null
@@ -126,11 +124,8 @@ if cd /proc 2>/dev/null && [ -r $$/task/$$/children ] &&
     done
   done
   printf '%s cut%s\\n' @MARK@ "$cut"
-  [ -z "$stats" ] || LC_ALL=C grep -a -H -z -o -E "$re" $stats 2>/dev/null
-  printf '%s args\\n' @MARK@
-  [ -z "$cmds" ] || LC_ALL=C grep -a -H -m1 -o -P "$arg" $cmds 2>/dev/null
+  [ -z "$files" ] || LC_ALL=C grep -a -H -m1 -o -P "$re" $files 2>/dev/null | head -c @REPLY@
   printf '%s end\\n' @MARK@
-  } | head -c @REPLY@
   exit 0
 fi
 """
@@ -189,33 +184,26 @@ def _whole_lines(out: bytes) -> bytes:
 
 
 def parse_walk(out: bytes, mark: bytes, pids: Collection[int]) -> Procs:
-    """The walk's reply after its first line: the cut start pids, `stat` records, command
-    lines, the end line. Whatever a cut reply lost is said in the result (`Procs`)."""
+    """The walk's reply after its first line: the cut start pids, `grep`'s records, the
+    end line. Not whole: no end line (the transport cut the reply), or `grep`'s part is
+    `head`'s whole allowance or ends inside a record (it was cut there)."""
     cut_line = mark + b" cut"
-    cut: list[int] = []
-    if out.startswith(cut_line):
-        end = out.find(b"\n")
-        if end < 0:
-            return Procs({}, whole=False)
-        cut = [int(w) for w in out[len(cut_line) : end].split() if w.isdigit()]
-        out = out[end + 1 :]
-    else:
+    end = out.find(b"\n")
+    if not out.startswith(cut_line) or end < 0:
         return Procs({}, whole=False)
-    # a `stat` head holds the command name, at most 15 bytes: never the marker
-    stats, sep, args = out.partition(mark + b" args\n")
-    if not sep:
-        stats, args = stats[: stats.rfind(b"\0") + 1], b""
-    end_line = b"\n" + mark + b" end\n"
-    whole = bool(sep) and (args.endswith(end_line) or args == end_line[1:])
+    cut = [int(w) for w in out[len(cut_line) : end].split() if w.isdigit()]
+    body = out[end + 1 :]
+    end_line = mark + b" end\n"
+    whole = body.endswith(end_line)
     if whole:
-        args = args[: -len(end_line) + 1]
-    return Procs(parse_procfs(stats, _whole_lines(args), pids), cut, whole)
+        body = body[: -len(end_line)]
+        whole = len(body) < REPLY_MAX and body[-1:] in (b"", b"\n")
+    return Procs(parse_procfs(body[: body.rfind(b"\n") + 1], pids), cut, whole)
 
 
-def parse_procfs(stats_out: bytes, args_out: bytes, pids: Collection[int]) -> dict[int, ProcInfo]:
-    """`grep -a -H` output from /proc: `N/stat:...` NUL-terminated records (`-z`), then
-    `N/cmdline:...` lines; `pids` and the processes on their terminals, by pid, as
-    `ps -p PIDS -t TTYS` selects them.
+def parse_procfs(out: bytes, pids: Collection[int]) -> dict[int, ProcInfo]:
+    """`grep -a -H` lines from /proc (`N/stat:...`, `N/cmdline:...`): `pids` and the
+    processes on their terminals, by pid, as `ps -p PIDS -t TTYS` selects them.
 
     A descendant on a terminal of its own (an agent runs its tools in a pseudo-terminal
     it opened) is not the pane's: left in, its foreground group would be looked up as a
@@ -223,24 +211,25 @@ def parse_procfs(stats_out: bytes, args_out: bytes, pids: Collection[int]) -> di
     fields after the command name's closing parenthesis (the name may hold spaces and
     parentheses itself): ppid, process group, terminal and the terminal's foreground
     group (-1: no controlling terminal). A process with no command line left (exiting,
-    or a zombie) is left out, as `parse_ps` leaves out ps's `[name]`."""
+    or a zombie) is left out, as `parse_ps` leaves out ps's `[name]`; so is one whose
+    name holds a line break (its `stat` is not one line)."""
     stats: dict[int, tuple[int, int, int, int]] = {}
     args: dict[int, bytes] = {}
-    for rec in stats_out.split(b"\0"):
+    for rec in out.split(b"\n"):
         slash = rec.find(b"/")
-        if slash < 1 or not rec[:slash].isdigit() or not rec.startswith(b"/stat:", slash):
+        if slash < 1 or not rec[:slash].isdigit():
             continue
-        close = rec.rfind(b") ")
-        fields = rec[close + 2 :].split() if close > slash else []
-        if len(fields) >= 6:
-            try:
-                stats[int(rec[:slash])] = (int(fields[1]), int(fields[2]), int(fields[4]), int(fields[5]))
-            except ValueError:
-                continue
-    for rec in args_out.split(b"\n"):
-        slash = rec.find(b"/")
-        if slash >= 1 and rec[:slash].isdigit() and rec.startswith(b"/cmdline:", slash):
-            args.setdefault(int(rec[:slash]), rec[slash + 9 :])
+        pid = int(rec[:slash])
+        if rec.startswith(b"/cmdline:", slash):
+            args.setdefault(pid, rec[slash + 9 :])
+        elif rec.startswith(b"/stat:", slash) and pid not in stats:
+            close = rec.rfind(b") ")
+            fields = rec[close + 2 :].split() if close > slash else []
+            if len(fields) >= 6:
+                try:
+                    stats[pid] = (int(fields[1]), int(fields[2]), int(fields[4]), int(fields[5]))
+                except ValueError:
+                    continue
     asked = set(pids)
     terminals = {stats[p][2] for p in asked if p in stats} - {0}
     found: dict[int, ProcInfo] = {}
