@@ -48,8 +48,8 @@ PANE_MAX = 64
 #: pane's program must not make every look carry its megabytes of arguments
 ARGS_MAX = 4096
 
-#: bytes of the whole reply: below the transports' 1 MiB, with room for the listing a
-#: look sends before it (look.py)
+#: bytes of the processes' records in one reply: below the transports' 1 MiB, with room
+#: for the listing a look sends before them (look.py)
 REPLY_MAX = 768 * 1024
 
 
