@@ -9,6 +9,7 @@ cannot walk (here: no `grep` on the PATH), the same script must be `ps` itself.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shlex
 import shutil
@@ -185,7 +186,34 @@ def _spawning_pane(server: TmuxServer, name: str, command: str, kids: int) -> tu
     return int(pid), tty
 
 
-def test_a_pane_that_spawns_huge_command_lines_costs_a_bounded_reply(tmux_server: TmuxServer) -> None:
+def _run_via(via: str, request: pytest.FixtureRequest, argv: list[str]) -> tuple[int | None, bytes, bytes]:
+    """Run the script here, or on this machine through a real sshd (`via`)."""
+    if via == "local":
+        res = _run(argv)
+        return res.returncode, res.stdout, res.stderr
+    from paneboard_agent.transport.ssh import SSHTarget, SSHTransport
+
+    sshd = request.getfixturevalue("sshd")
+    target = SSHTarget("127.0.0.1", sshd.port, sshd.user, (str(sshd.client_key),), str(sshd.known_hosts))
+
+    async def run() -> tuple[int | None, bytes, bytes]:
+        t = SSHTransport(target)
+        try:
+            got = await t.run(argv, 30)
+        finally:
+            await t.close()
+        return got.returncode, got.stdout, got.stderr
+
+    return asyncio.run(run())
+
+
+VIA = ["local", pytest.param("ssh", marks=pytest.mark.sshd)]
+
+
+@pytest.mark.parametrize("via", VIA)
+def test_a_pane_that_spawns_huge_command_lines_costs_a_bounded_reply(
+    tmux_server: TmuxServer, via: str, request: pytest.FixtureRequest
+) -> None:
     """Issue 40, finding 5: 30 children with 1.8 MB of arguments made every look carry them
     all. Each command line is cut on the host, and the reply stays bounded; the other
     pane's processes are all there."""
@@ -194,13 +222,13 @@ def test_a_pane_that_spawns_huge_command_lines_costs_a_bounded_reply(tmux_server
     kids = _descendants(big[0])
     assert sum(len(_cmdline(k)) for k in kids) > 1_800_000
     other = _spawning_pane(tmux_server, "other", "sh -c 'sleep 61; :'", 1)
-    res = _run(procs_argv([big[0], other[0]], [big[1], other[1]], "n7"))
-    walked = procs_answer(res.returncode, res.stdout, res.stderr, "n7", [big[0], other[0]])
+    code, out, err = _run_via(via, request, procs_argv([big[0], other[0]], [big[1], other[1]], "n7"))
+    walked = procs_answer(code, out, err, "n7", [big[0], other[0]])
     assert walked is not None and walked.whole and not walked.cut
     assert walked[other[0]].args == "sh -c sleep 61; :"
     assert [walked[p].args for p in _descendants(other[0])] == ["sleep 61"]
     assert kids <= set(walked) and all(len(walked[k].args) <= procfs.ARGS_MAX for k in kids)
-    assert len(res.stdout) < 32 * (procfs.ARGS_MAX + 100), len(res.stdout)
+    assert len(out) < 32 * (procfs.ARGS_MAX + 100), len(out)
 
 
 def test_where_the_host_cannot_walk_ps_lines_are_cut_on_the_host(
@@ -224,8 +252,9 @@ def test_where_the_host_cannot_walk_ps_lines_are_cut_on_the_host(
     assert all(len(line) <= procfs.ARGS_MAX for line in res.stdout.splitlines())
 
 
+@pytest.mark.parametrize("via", VIA)
 def test_one_panes_fork_bomb_does_not_hide_anothers_processes(
-    tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch
+    tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch, via: str, request: pytest.FixtureRequest
 ) -> None:
     """The bound is per start pid (per pane), not one for all: a pane with more processes
     than its share is walked to its share and said to be cut; the pane walked after it is
@@ -234,12 +263,12 @@ def test_one_panes_fork_bomb_does_not_hide_anothers_processes(
     bomb = _spawning_pane(tmux_server, "bomb", shlex.join([sys.executable, "-c", _SPAWN, "20", "10"]), 20)
     other = _spawning_pane(tmux_server, "other", "sh -c 'sleep 61; :'", 1)
     assert bomb[0] < other[0]  # the bomb's walk comes first
-    res = _run(procs_argv([bomb[0], other[0]], [bomb[1], other[1]], "n8"))
-    walked = procs_answer(res.returncode, res.stdout, res.stderr, "n8", [bomb[0], other[0]])
+    code, out, err = _run_via(via, request, procs_argv([bomb[0], other[0]], [bomb[1], other[1]], "n8"))
+    walked = procs_answer(code, out, err, "n8", [bomb[0], other[0]])
     assert walked is not None
     assert {other[0], *_descendants(other[0])} <= set(walked)  # the other pane's processes, all
-    stats = sum(1 for r in res.stdout.split(b"\n") if b"/stat:" in r)
-    assert stats == 8 + 2, res.stdout  # and the bomb's share
+    stats = sum(1 for r in out.split(b"\n") if b"/stat:" in r)
+    assert stats == 8 + 2, out  # and the bomb's share
     assert walked.cut == {bomb[0]} and not walked.sure([bomb[0]]) and walked.sure([other[0]])
 
 
