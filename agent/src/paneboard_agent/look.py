@@ -30,8 +30,9 @@ from paneboard_agent.procfs import procs_answer, procs_script
 from paneboard_agent.queries import NO_SERVER, only_filter
 from paneboard_agent.transport import Transport, TransportError
 
-#: stdout kept of one look: a listing line is ~100 bytes and `ps -ww` lines are whole
-#: command lines; as for a lone `ps`, more is cut (and then the look is no answer)
+#: stdout kept of one look: a listing line is ~100 bytes, and the processes' part is
+#: capped on the host (procfs.REPLY_MAX); more is cut (before the marker the look is no
+#: answer, after it the processes' answer says it is not whole)
 LIMIT = 1 << 20
 
 

@@ -46,10 +46,12 @@ from paneboard_agent.pace import PollPace
 from paneboard_agent.pane_tasks import PaneTasks, WatchedPane
 from paneboard_agent.panes import (
     ListingRefused,
+    Observation,
     PaneInfo,
     observe,
     session_selected,
 )
+from paneboard_agent.procfs import Procs
 from paneboard_agent.pump import Pump
 from paneboard_agent.screens import PaneScreens
 from paneboard_agent.sink import PaneKey, PaneUpdate
@@ -614,7 +616,7 @@ class TmuxWatcher:
                 pane = self._new_pane(info.pane_id, info.session)
             seen.add(info.pane_id)
             obs = None
-            if info.pane_id in look:
+            if info.pane_id in look and _tells(procs, info, pane.tracker.obs):
                 obs = observe(
                     info, procs, self.opt.transports, self.opt.shells, pane.tracker.obs, self._agent_of
                 )
@@ -670,6 +672,14 @@ class TmuxWatcher:
 
     def snapshot(self) -> list[PaneUpdate]:
         return [p.tracker.last_update for p in self.panes.values() if p.tracker.last_update is not None]
+
+
+def _tells(procs: dict[int, Any] | None, info: PaneInfo, previous: Observation | None) -> bool:
+    """Whether `procs` may judge this pane's processes; when not (a walk cut short on
+    the host, procfs.py), the pane keeps its last observation, as a pane not looked at."""
+    if info.dead or not isinstance(procs, Procs):
+        return True
+    return procs.tells(info.pane_pid, previous.pid if previous is not None else None)
 
 
 async def _round_trip(control: ControlClient) -> float | None:
