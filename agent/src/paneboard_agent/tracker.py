@@ -162,7 +162,7 @@ class PaneTracker:
             self.info = info
             if obs != self.obs:
                 rules_before = self._screen_rules()
-                self.classifier.set_process(now, obs.name, obs.pid, obs.observable, obs.why)
+                self.classifier.set_process(now, obs.name, obs.pid, obs.observable, obs.why, obs.chain)
                 self.obs = obs
                 self._evaluate(now)
                 if self._wants_screen and self._screen_rules() != rules_before:
