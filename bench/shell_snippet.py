@@ -171,7 +171,9 @@ def main() -> int:
             for py in pythons:
                 got = one(py, shell, way, args.runs)
                 where = Path(py).parents[2] if len(Path(py).parents) > 2 else py
-                print(f"{shell:4} {way:6} {where!s:40} held {got['held']}/{args.runs}  {got}", flush=True)
+                through = got["held"] + got["gap"]
+                line = f"{shell:4} {way:6} {where!s:24} through the command {through}/{args.runs}  {got}"
+                print(line, flush=True)
     print(f"load (1 min) at end: {os.getloadavg()[0]:.2f}")
     return 0
 
