@@ -35,9 +35,12 @@ COMMAND = 'sleep 3 && status done "Photos synced" || status error "rsync failed"
 PANEBOARD = str(Path(sys.executable).parent / "paneboard")
 
 
-@pytest.fixture
-def agent(tmux_server: TmuxServer) -> Iterator[AgentProcess]:
-    proc = AgentProcess("--local", "--tmux-socket", tmux_server.name, "--explain")
+@pytest.fixture(params=["local", pytest.param("ssh", marks=pytest.mark.sshd)])
+def agent(request: pytest.FixtureRequest, tmux_server: TmuxServer) -> Iterator[AgentProcess]:
+    """The collector on this machine, or through a real sshd on loopback (the parent
+    chain is read on the watched host either way)."""
+    where = ["--local"] if request.param == "local" else request.getfixturevalue("sshd").ssh_args()
+    proc = AgentProcess(*where, "--tmux-socket", tmux_server.name, "--explain")
     try:
         first = tmux_server.panes()[0]
         proc.wait_line(lambda o: o["pane"] == first, what="the first pane listed")
