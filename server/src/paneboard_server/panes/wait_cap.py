@@ -38,9 +38,9 @@ def note(tx: Tx, pane_ids: list[int]) -> None:
     core = tx.core
     counts = core.waits_opened
     step = max(1, core.cfg.retention.max_waits_per_day // 10)
-    for pid in pane_ids:
-        p = tx.pane_by_id(pid)
-        h = tx.host_by_id(p.host_id) if p is not None else None
+    for pid in pane_ids:  # read, not copied into the batch: these panes are written already
+        p = tx.panes.get(pid) or core.panes.get(pid)
+        h = (tx.hosts.get(p.host_id) or core.hosts.get(p.host_id)) if p is not None else None
         if h is None:
             continue
         cid = h.collector_id
