@@ -157,18 +157,19 @@ class AnswerDesk:
             "outcome": outcome,
             "done_at": self.core.clock(),
         }
+        burst, first = None, False
         if outcome in REFUSALS:
             burst, first = self._burst((who.kind, who.id, pane_id, outcome), now)
-            if not first:
-                row["id"] = await self._count(burst, now)
+            if not first and (counted := await self._count(burst, now)) is not None:
+                row["id"] = counted
                 log.debug("answer by %s to pane %s: %s (counted in its burst)", who.name, pane_id, outcome)
                 return outcome, row
-            try:
-                row["id"] = burst.id = await self._audit(row, asked_at)
-            finally:
-                burst.inserted.set()
-        else:
+        try:  # a row of its own (the first of a burst, or one whose burst has no row)
             row["id"] = await self._audit(row, asked_at)
+        finally:
+            if burst is not None and first:
+                burst.id = row.get("id")
+                burst.inserted.set()
         log.info("answer by %s to pane %s: %s", who.name, pane_id, outcome)
         return outcome, row
 
@@ -194,7 +195,7 @@ class AnswerDesk:
     async def _count(self, burst: _Burst, now: float) -> int | None:
         """One more refusal in `burst`'s row (once the row is in)."""
         await burst.inserted.wait()
-        if burst.id is None:  # its insert failed: nothing to count in
+        if burst.id is None:  # its insert failed: this refusal gets a row of its own
             return None
         a = s.answers.c
         async with self.core.engine.begin() as conn:
