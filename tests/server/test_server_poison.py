@@ -7,6 +7,7 @@ real `paneboard serve` on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any
@@ -351,3 +352,83 @@ def test_disconnecting_collectors_leave_no_pending_task(db_url: str, server_fact
     assert srv.log is not None
     log = srv.log.read_text()
     assert log.count("collector col disconnected") == 20 and "Task was destroyed" not in log, log[-3000:]
+
+
+def test_a_refused_token_is_backed_off_and_logged_once_a_burst(db_url: str, server_factory: Any) -> None:
+    """A token whose snapshot is refused and that reconnects at once is served later each
+    time (its next connection waits, one at a time), and its burst of refusals is one log
+    line, while an honest collector beside it keeps every ack."""
+    tokens = asyncio.run(make_tokens(db_url))
+    evil = asyncio.run(collector_token(db_url, "evil"))
+    srv = server_factory(db_url)
+    bad = {"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [pane("bad", "%\x001")]}
+    attack_for = 4.0
+
+    async def honest(stop: asyncio.Event) -> tuple[int, int]:
+        ws = await connect_collector(srv.url, tokens["collector"], "honest")
+        seq, acked = 0, 0
+        while not stop.is_set() or acked < seq:
+            while seq - acked < 8 and not stop.is_set():
+                seq += 1
+                op = {"op": "pane", "update": pane("good", f"%{seq % 20}", msg=f"n{seq}")}
+                kind = "snapshot" if seq == 1 else "delta"
+                body = {"panes": [op["update"]], "t": 1.7e9} if seq == 1 else {"ops": [op]}
+                await ws.send(json.dumps({"type": kind, "seq": seq, **body}))
+            m = json.loads(await asyncio.wait_for(ws.recv(), 30))  # a close here fails the test
+            if m["type"] == "ack":
+                acked = m["seq"]
+        await ws.close()
+        return seq, acked
+
+    async def attacker() -> int:
+        """Reconnects at once after each refusal; returns how many refusals it got."""
+        refused = 0
+        deadline = time.monotonic() + attack_for
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(attack_for):
+                while time.monotonic() < deadline:
+                    ws = await connect_collector(srv.url, evil, f"evil{refused}")
+                    await ws.send(json.dumps(bad))
+                    got, code, _ = await refusal(ws)
+                    assert got is not None and code == 1007, (got, code)
+                    refused += 1
+        return refused
+
+    async def at_once(n: int) -> list[int]:
+        """`n` connections of the refused token at once: the close codes of those not served."""
+
+        async def one() -> int | None:
+            ws = await websockets.connect(
+                srv.url.replace("http", "ws") + "/api/ingest", additional_headers=bearer(evil)
+            )
+            await ws.send(json.dumps({"type": "hello", "protocol": 1, "stream": "x"}))
+            try:
+                await asyncio.wait_for(ws.recv(), 1.0)
+            except TimeoutError:
+                await ws.close()
+                return None  # waiting to be served
+            except websockets.ConnectionClosed as exc:
+                return exc.rcvd.code if exc.rcvd is not None else -1
+            await ws.close()
+            return 0
+
+        codes = await asyncio.gather(*(one() for _ in range(n)))
+        return [c for c in codes if c is not None]
+
+    async def go() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(honest(stop))
+        refused = await attacker()
+        closed = await at_once(4)
+        stop.set()
+        sent, acked = await task
+        assert acked == sent > 8
+        # refusals at once, then after 1 s, 2 s: a few, not one per round trip
+        assert 2 <= refused <= 4, refused
+        # while one connection waits out the delay, the others are closed: try again later
+        assert closed.count(1013) >= 3, closed
+
+    asyncio.run(go())
+    log = srv.log.read_text() if srv.log else ""
+    lines = [ln for ln in log.splitlines() if "collector evil:" in ln]
+    assert len(lines) == 1 and "refused seq 1" in lines[0], lines

@@ -103,6 +103,7 @@ class Core:
             "refused_unstorable": 0,
             "refused_host": 0,
             "refused_cap": 0,
+            "ingest_delayed": 0,  # collector connections delayed after their token's refusals
             "gone_capped": 0,  # gone panes deleted over retention.max_gone_panes
         }
         # Set while the writer cannot commit (cleared by the next commit): /healthz shows it.
