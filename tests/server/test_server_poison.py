@@ -68,9 +68,23 @@ POISON = [
 ]
 
 
+async def collector_tokens(db: str, names: list[str]) -> list[str]:
+    """Several collector tokens at once."""
+    from paneboard_server.auth import accounts
+    from paneboard_server.store.database import create_engine, resolve_url
+
+    engine = create_engine(resolve_url(db))
+    try:
+        return [await accounts.create_token(engine, name, "collector") for name in names]
+    finally:
+        await engine.dispose()
+
+
 def test_poison_messages_are_refused_to_their_sender_alone(db_url: str, server_factory: Any) -> None:
     tokens = asyncio.run(make_tokens(db_url))
-    evil = asyncio.run(collector_token(db_url, "evil"))
+    # A fresh token per poison connection: one token refused again and again is backed
+    # off (the test below), which is not what this one is about.
+    evils = asyncio.run(collector_tokens(db_url, [f"evil{i}" for i in range(6 * len(POISON))]))
     srv = server_factory(db_url)
 
     async def honest(stop: asyncio.Event) -> tuple[int, int]:
@@ -93,7 +107,7 @@ def test_poison_messages_are_refused_to_their_sender_alone(db_url: str, server_f
         out = []
         for round_ in range(6):
             for what, msg, _, _, _ in POISON:
-                ws = await connect_collector(srv.url, evil, f"evil{round_}{len(out)}")
+                ws = await connect_collector(srv.url, evils[len(out)], f"evil{round_}{len(out)}")
                 # a text frame carries NUL and NaN as JSON allows (\u0000, NaN)
                 await ws.send(json.dumps(msg))
                 refused, code, why = await refusal(ws)
