@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import shutil
 import signal
@@ -126,6 +127,12 @@ async def poisoner(
             out["refused"] += 1
 
 
+def _poison_process(url: str, token: str, until: float, refused_only: bool, q: Any) -> None:
+    out = {"refused": 0, "cleaned": 0}
+    asyncio.run(poisoner(url, token, until, out, refused_only))
+    q.put(out)
+
+
 def run(kind: str, args: argparse.Namespace) -> dict[str, float]:
     tmp = Path(tempfile.mkdtemp(prefix="pb-poison-"))
     url, cleanup = prepare_db(kind, tmp, sys.executable)
@@ -159,6 +166,18 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, float]:
             h = {"acks": 0, "closed": 0}
             p = {"refused": 0, "cleaned": 0}
             jobs = [honest(ws_url, tokens[0], until, args.window, h)]
+            if with_poison and args.own_process:
+                # As an attacker runs: its own process, at its own pace.
+                ctx = multiprocessing.get_context("spawn")
+                q = ctx.Queue()
+                proc = ctx.Process(
+                    target=_poison_process, args=(ws_url, tokens[1], until, args.refused_only, q)
+                )
+                proc.start()
+                await asyncio.gather(*jobs)
+                p = await asyncio.to_thread(q.get)
+                proc.join()
+                return h, p
             if with_poison:
                 jobs.append(poisoner(ws_url, tokens[1], until, p, args.refused_only))
             await asyncio.gather(*jobs)
@@ -197,6 +216,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2, help="alone/beside pairs per database")
     p.add_argument("--window", type=int, default=32, help="honest deltas in flight")
     p.add_argument("--refused-only", action="store_true", help="only poison the server refuses")
+    p.add_argument("--own-process", action="store_true", help="the poisoner in a process of its own")
     args = p.parse_args()
     unwind_on_signals()
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
