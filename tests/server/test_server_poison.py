@@ -7,7 +7,6 @@ real `paneboard serve` on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from typing import Any
@@ -371,7 +370,8 @@ def test_disconnecting_collectors_leave_no_pending_task(db_url: str, server_fact
 def test_a_refused_token_is_backed_off_and_logged_once_a_burst(db_url: str, server_factory: Any) -> None:
     """A token whose snapshot is refused and that reconnects at once is served later each
     time (its next connection waits, one at a time), and its burst of refusals is one log
-    line, while an honest collector beside it keeps every ack."""
+    line, while an honest collector beside it keeps every ack. Load can only make the
+    refusals fewer: the bounds are upper ones."""
     tokens = asyncio.run(make_tokens(db_url))
     evil = asyncio.run(collector_token(db_url, "evil"))
     srv = server_factory(db_url)
@@ -394,18 +394,17 @@ def test_a_refused_token_is_backed_off_and_logged_once_a_burst(db_url: str, serv
         await ws.close()
         return seq, acked
 
-    async def attacker() -> int:
-        """Reconnects at once after each refusal; returns how many refusals it got."""
-        refused = 0
-        deadline = time.monotonic() + attack_for
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(attack_for):
-                while time.monotonic() < deadline:
-                    ws = await connect_collector(srv.url, evil, f"evil{refused}")
-                    await ws.send(json.dumps(bad))
-                    got, code, _ = await refusal(ws)
-                    assert got is not None and code == 1007, (got, code)
-                    refused += 1
+    async def attacker() -> list[float]:
+        """Reconnects at once after each refusal, for `attack_for` seconds and until it
+        has four refusals; returns when each came (seconds since it started)."""
+        t0 = time.monotonic()
+        refused: list[float] = []
+        while time.monotonic() - t0 < attack_for or len(refused) < 4:
+            ws = await connect_collector(srv.url, evil, f"evil{len(refused)}")
+            await ws.send(json.dumps(bad))
+            got, code, _ = await refusal(ws)
+            assert got is not None and code == 1007, (got, code)
+            refused.append(time.monotonic() - t0)
         return refused
 
     async def at_once(n: int) -> list[int]:
@@ -415,8 +414,8 @@ def test_a_refused_token_is_backed_off_and_logged_once_a_burst(db_url: str, serv
             ws = await websockets.connect(
                 srv.url.replace("http", "ws") + "/api/ingest", additional_headers=bearer(evil)
             )
-            await ws.send(json.dumps({"type": "hello", "protocol": 1, "stream": "x"}))
-            try:
+            try:  # the close may come before the hello is sent
+                await ws.send(json.dumps({"type": "hello", "protocol": 1, "stream": "x"}))
                 await asyncio.wait_for(ws.recv(), 1.0)
             except TimeoutError:
                 await ws.close()
@@ -433,12 +432,13 @@ def test_a_refused_token_is_backed_off_and_logged_once_a_burst(db_url: str, serv
         stop = asyncio.Event()
         task = asyncio.create_task(honest(stop))
         refused = await attacker()
-        closed = await at_once(4)
+        closed = await at_once(4)  # just after the fourth refusal: the next waits 4 s
         stop.set()
         sent, acked = await task
         assert acked == sent > 8
-        # refusals at once, then after 1 s, 2 s: a few, not one per round trip
-        assert 2 <= refused <= 4, refused
+        # two refusals at once, then one after 1 s, 2 s, 4 s: a few, not one per round trip
+        early = [t for t in refused if t < attack_for]
+        assert len(early) <= 4, refused
         # while one connection waits out the delay, the others are closed: try again later
         assert closed.count(1013) >= 3, closed
 
