@@ -105,6 +105,7 @@ class Core:
             "refused_unstorable": 0,
             "refused_host": 0,
             "refused_cap": 0,
+            "ingest_delayed": 0,  # collector connections delayed after their token's refusals
             "gone_capped": 0,  # gone panes deleted over retention.max_gone_panes
             "waits_capped": 0,  # ledger rows deleted over retention.max_waits_per_day
         }
