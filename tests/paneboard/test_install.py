@@ -25,6 +25,7 @@ from support.tools import CHROMIUM, require_tool
 pytestmark = [pytest.mark.tmux, pytest.mark.browser]
 
 REPO = Path(__file__).resolve().parents[2]
+IMG = REPO / "docs" / "img"  # the README's pictures of the board come from this test
 PACKAGES = ("paneboard", "paneboard_protocol", "paneboard_agent", "paneboard_server")
 
 
@@ -141,16 +142,32 @@ def test_the_installed_demo_serves_a_board_that_loads(installed: Path, tmp_path:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
             try:
-                page = browser.new_page()
+                desk = browser.new_context(viewport={"width": 1440, "height": 900})
+                page = desk.new_page()
                 page.goto(url + "/login")
                 page.fill("#login-user", "demo")
                 page.fill("#login-pass", password)
                 page.click("button[type=submit]")
                 page.wait_for_url(url + "/")
                 page.wait_for_selector("html[data-stream='live']", timeout=60_000)
-                # The demo's agents reach the board through the installed collector.
-                page.wait_for_selector(".card", timeout=120_000)
                 assert "dashboard files are not installed" not in page.content()
+                # The demo's agents reach the board through the installed collector; the
+                # picture waits for the one that asks and for the rest of them.
+                page.wait_for_selector(".card[data-waiting]", timeout=120_000)
+                page.wait_for_function("document.querySelectorAll('.card').length >= 6", timeout=120_000)
+                IMG.mkdir(exist_ok=True)
+                page.screenshot(path=str(IMG / "board-desktop.png"))
+                phone = browser.new_context(
+                    viewport={"width": 390, "height": 844},
+                    is_mobile=True,
+                    has_touch=True,
+                    device_scale_factor=2,
+                    storage_state=desk.storage_state(),
+                )
+                small = phone.new_page()
+                small.goto(url + "/")
+                small.wait_for_selector(".card[data-waiting]", timeout=60_000)
+                small.screenshot(path=str(IMG / "board-phone.png"))
             finally:
                 browser.close()
     finally:
