@@ -142,7 +142,7 @@ class Counting:
 
     async def execute(self, stmt: Any) -> Any:
         result = await self.conn.execute(stmt)
-        rows = result.all()
+        rows = result.all() if result.returns_rows else []
         self.rows += len(rows)
         return Rows(rows)
 

@@ -31,9 +31,24 @@ from functools import lru_cache
 from typing import Any
 
 from paneboard_protocol.pane import TEXT_MAX
-from sqlalchemy import Float, Integer, case, func, literal, select, tuple_, union_all
+from sqlalchemy import (
+    Column,
+    Float,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    case,
+    func,
+    insert,
+    literal,
+    select,
+    tuple_,
+    union_all,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import CreateTable, DropTable
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -42,6 +57,7 @@ from .intervals import NORMAL_MAX, normalise
 from .stats import MAX_SERIES, TOP, Query, days, overlapping
 
 W = s.waits
+_COLS = ("host", "tmux", "pane", "session", "agent", "kind", "msg", "start_t", "end_t", "ended")
 DAY = 86400
 GROUPS_MAX = 100  # time-to-answer groups listed per dimension (agents, hosts, kinds)
 SQLITE_NORMALISE = "pb_normalise"
@@ -90,6 +106,20 @@ def normalise_pg(msg: ColumnElement[Any]) -> ColumnElement[str]:
     return func.coalesce(func.left(func.lower(func.btrim(text)), NORMAL_MAX), "")
 
 
+#: The range's waits as the figures read them: a TEMPORARY table of one connection, for
+#: the length of one `aggregate`.
+RANGE = Table(
+    "pb_stats_range",
+    MetaData(),
+    *(Column(col.name, col.type) for col in W.c if col.name in _COLS),
+    *(Column(name, Float) for name in ("a", "b", "waited")),
+    *(Column(name, Text) for name in ("stack", "agent_name", "kind_name", "kind_key", "ended_key", "text")),
+    Column("ia", Integer),
+    Column("ib", Integer),
+    prefixes=["TEMPORARY"],
+)
+
+
 def _num(x: float) -> ColumnElement[float]:
     return literal(x, Float())
 
@@ -100,14 +130,19 @@ async def aggregate(conn: AsyncConnection, q: Query, now: float, pg: bool) -> di
     ndays = len(day_list)
     day0 = (q.start + q.tz * 60) // DAY * DAY - q.tz * 60  # stats._midnight
     cap = min(q.end, now)
-    cols = (W.c.host, W.c.tmux, W.c.pane, W.c.session, W.c.agent, W.c.kind, W.c.msg, W.c.start_t, W.c.end_t,
-            W.c.ended)  # fmt: skip
-    o = overlapping(q, select(*cols)).subquery("o")
+    o = overlapping(q, select(*(W.c[name] for name in _COLS))).subquery("o")
     a = case((o.c.start_t > _num(q.start), o.c.start_t), else_=_num(q.start))
     b = case((o.c.end_t.is_(None) | (o.c.end_t > _num(cap)), _num(cap)), else_=o.c.end_t)
-    # Every derived value is a column here, so that GROUP BY and PARTITION BY name a
-    # column: PostgreSQL cannot tell that two bound parameters are the same expression.
-    c = select(
+    # The range's waits with every value the figures need, read once into a table of
+    # this connection's own (TEMPORARY: no other connection sees it, nothing of the
+    # ledger is written): each figure below is then a pass over it, not over the ledger
+    # and its indexes again. A column for each derived value also lets GROUP BY and
+    # PARTITION BY name a column: PostgreSQL cannot tell that two bound parameters are
+    # the same expression.
+    x_a = (a - _num(day0)) / _num(DAY)
+    x_b = (b - _num(day0)) / _num(DAY)
+    norm = normalise_pg(o.c.msg) if pg else getattr(func, SQLITE_NORMALISE)(o.c.msg)
+    fill = select(
         o,
         a.label("a"),
         b.label("b"),
@@ -117,7 +152,24 @@ async def aggregate(conn: AsyncConnection, q: Query, now: float, pg: bool) -> di
         func.coalesce(o.c.kind, "none").label("kind_name"),
         func.coalesce(o.c.kind, "").label("kind_key"),
         case((o.c.end_t.is_(None), None), else_=func.coalesce(o.c.ended, "cancelled")).label("ended_key"),
-    ).subquery("c")
+        # the prompts count the waits that began in the range
+        case((o.c.start_t >= _num(q.start), norm), else_=None).label("text"),
+        # first and last local day of [a, b); the last holds b unless b is its first instant
+        _floor(x_a).label("ia"),
+        case((_floor(x_b) == x_b, _floor(x_b) - 1), else_=_floor(x_b)).label("ib"),
+    )
+    await conn.execute(DropTable(RANGE, if_exists=True))
+    await conn.execute(CreateTable(RANGE))
+    try:
+        await conn.execute(insert(RANGE).from_select([col.name for col in RANGE.c], fill))
+        return await _figures(conn, q, now, day0, ndays, day_list)
+    finally:
+        await conn.execute(DropTable(RANGE, if_exists=True))
+
+
+async def _figures(conn: AsyncConnection, q: Query, now: float, day0: float, ndays: int,
+                   day_list: list[Any]) -> dict[str, Any]:  # fmt: skip
+    c = RANGE
     waited = c.c.waited
 
     # Totals: open, and closed by how they ended.
@@ -155,7 +207,7 @@ async def aggregate(conn: AsyncConnection, q: Query, now: float, pg: bool) -> di
         "per_day": {"days": [d.strftime("%Y-%m-%d") for d in day_list], "series": series},
         "time_to_answer": tta,
         "panes": await _panes(conn, c, waited),
-        "prompts": await _prompts(conn, c, q, waited, pg),
+        "prompts": await _prompts(conn, c, waited),
     }
 
 
@@ -175,16 +227,7 @@ async def _per_day(
         stack: Any = case((c.c.stack.in_(names), c.c.stack), else_=None)
     else:
         stack = c.c.stack
-    x_a = (c.c.a - _num(day0)) / _num(DAY)
-    x_b = (c.c.b - _num(day0)) / _num(DAY)
-    i_a = _floor(x_a)
-    # The last day holds b unless b is that day's first instant: [a, b) ends before it.
-    i_b = case((_floor(x_b) == x_b, _floor(x_b) - 1), else_=_floor(x_b))
-    d = (
-        select(stack.label("stack"), i_a.label("ia"), i_b.label("ib"), c.c.a, c.c.b)
-        .where(c.c.b > c.c.a)
-        .subquery("d")
-    )
+    d = select(stack.label("stack"), c.c.ia, c.c.ib, c.c.a, c.c.b).where(c.c.b > c.c.a).subquery("d")
     first_end = _num(day0) + (d.c.ia + 1) * _num(DAY)
     zero, one = literal(0, Integer()), literal(1, Integer())
     parts = union_all(
@@ -280,17 +323,11 @@ async def _panes(conn: AsyncConnection, c: Any, waited: Any) -> list[dict[str, A
     return out
 
 
-async def _prompts(conn: AsyncConnection, c: Any, q: Query, waited: Any, pg: bool) -> list[dict[str, Any]]:
-    norm = normalise_pg(c.c.msg) if pg else getattr(func, SQLITE_NORMALISE)(c.c.msg)
-    p = (
-        select(c.c.kind, c.c.kind_key, c.c.msg, waited.label("waited"), norm.label("text"))
-        .where(c.c.start_t >= _num(q.start))
-        .subquery("p")
-    )
-    n, secs = func.count(), func.sum(p.c.waited)
+async def _prompts(conn: AsyncConnection, c: Any, waited: Any) -> list[dict[str, Any]]:
+    n, secs = func.count(), func.sum(waited)
     rows = (await conn.execute(
-        select(func.max(p.c.kind), p.c.text, func.min(p.c.msg), n, secs).group_by(p.c.kind_key, p.c.text)
-        .order_by(n.desc(), secs.desc(), p.c.text).limit(TOP)
+        select(func.max(c.c.kind), c.c.text, func.min(c.c.msg), n, secs).where(c.c.text.is_not(None))
+        .group_by(c.c.kind_key, c.c.text).order_by(n.desc(), secs.desc(), c.c.text).limit(TOP)
     )).all()  # fmt: skip
     return [{"kind": k, "text": t or "", "example": (m or "")[:TEXT_MAX], "count": int(cnt),
              "waited": max(0.0, float(w or 0.0))} for k, t, m, cnt, w in rows]  # fmt: skip
