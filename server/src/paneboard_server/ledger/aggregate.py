@@ -32,6 +32,7 @@ from typing import Any
 
 from paneboard_protocol.pane import TEXT_MAX
 from sqlalchemy import (
+    Boolean,
     Column,
     Float,
     Integer,
@@ -113,7 +114,8 @@ RANGE = Table(
     MetaData(),
     *(Column(col.name, col.type) for col in W.c if col.name in _COLS),
     *(Column(name, Float) for name in ("a", "b", "waited")),
-    *(Column(name, Text) for name in ("stack", "agent_name", "kind_name", "kind_key", "ended_key", "text")),
+    *(Column(name, Text) for name in ("stack", "agent_name", "kind_name", "kind_key", "ended_key")),
+    Column("began", Boolean),
     Column("ia", Integer),
     Column("ib", Integer),
     prefixes=["TEMPORARY"],
@@ -141,7 +143,6 @@ async def aggregate(conn: AsyncConnection, q: Query, now: float, pg: bool) -> di
     # the same expression.
     x_a = (a - _num(day0)) / _num(DAY)
     x_b = (b - _num(day0)) / _num(DAY)
-    norm = normalise_pg(o.c.msg) if pg else getattr(func, SQLITE_NORMALISE)(o.c.msg)
     fill = select(
         o,
         a.label("a"),
@@ -153,7 +154,7 @@ async def aggregate(conn: AsyncConnection, q: Query, now: float, pg: bool) -> di
         func.coalesce(o.c.kind, "").label("kind_key"),
         case((o.c.end_t.is_(None), None), else_=func.coalesce(o.c.ended, "cancelled")).label("ended_key"),
         # the prompts count the waits that began in the range
-        case((o.c.start_t >= _num(q.start), norm), else_=None).label("text"),
+        (o.c.start_t >= _num(q.start)).label("began"),
         # first and last local day of [a, b); the last holds b unless b is its first instant
         _floor(x_a).label("ia"),
         case((_floor(x_b) == x_b, _floor(x_b) - 1), else_=_floor(x_b)).label("ib"),
@@ -162,13 +163,13 @@ async def aggregate(conn: AsyncConnection, q: Query, now: float, pg: bool) -> di
     await conn.execute(CreateTable(RANGE))
     try:
         await conn.execute(insert(RANGE).from_select([col.name for col in RANGE.c], fill))
-        return await _figures(conn, q, now, day0, ndays, day_list)
+        return await _figures(conn, q, now, day0, ndays, day_list, pg)
     finally:
         await conn.execute(DropTable(RANGE, if_exists=True))
 
 
 async def _figures(conn: AsyncConnection, q: Query, now: float, day0: float, ndays: int,
-                   day_list: list[Any]) -> dict[str, Any]:  # fmt: skip
+                   day_list: list[Any], pg: bool) -> dict[str, Any]:  # fmt: skip
     c = RANGE
     waited = c.c.waited
 
@@ -207,7 +208,7 @@ async def _figures(conn: AsyncConnection, q: Query, now: float, day0: float, nda
         "per_day": {"days": [d.strftime("%Y-%m-%d") for d in day_list], "series": series},
         "time_to_answer": tta,
         "panes": await _panes(conn, c, waited),
-        "prompts": await _prompts(conn, c, waited),
+        "prompts": await _prompts(conn, c, pg),
     }
 
 
@@ -323,11 +324,20 @@ async def _panes(conn: AsyncConnection, c: Any, waited: Any) -> list[dict[str, A
     return out
 
 
-async def _prompts(conn: AsyncConnection, c: Any, waited: Any) -> list[dict[str, Any]]:
-    n, secs = func.count(), func.sum(waited)
+async def _prompts(conn: AsyncConnection, c: Any, pg: bool) -> list[dict[str, Any]]:
+    # Each distinct text is normalised once (the same prompt recurs: that is the point),
+    # then the texts that normalise alike are added together.
+    by_msg = (
+        select(c.c.kind_key, c.c.msg, func.max(c.c.kind).label("kind"), func.min(c.c.msg).label("example"),
+               func.count().label("n"), func.sum(c.c.waited).label("secs"))
+        .where(c.c.began).group_by(c.c.kind_key, c.c.msg).subquery("m")
+    )  # fmt: skip
+    norm = normalise_pg(by_msg.c.msg) if pg else getattr(func, SQLITE_NORMALISE)(by_msg.c.msg)
+    texts = select(by_msg, norm.label("text")).subquery("t")
+    n, secs = func.sum(texts.c.n), func.sum(texts.c.secs)
     rows = (await conn.execute(
-        select(func.max(c.c.kind), c.c.text, func.min(c.c.msg), n, secs).where(c.c.text.is_not(None))
-        .group_by(c.c.kind_key, c.c.text).order_by(n.desc(), secs.desc(), c.c.text).limit(TOP)
+        select(func.max(texts.c.kind), texts.c.text, func.min(texts.c.example), n, secs)
+        .group_by(texts.c.kind_key, texts.c.text).order_by(n.desc(), secs.desc(), texts.c.text).limit(TOP)
     )).all()  # fmt: skip
     return [{"kind": k, "text": t or "", "example": (m or "")[:TEXT_MAX], "count": int(cnt),
              "waited": max(0.0, float(w or 0.0))} for k, t, m, cnt, w in rows]  # fmt: skip
