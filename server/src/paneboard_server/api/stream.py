@@ -20,6 +20,26 @@ from ..stream import END, QuietEventSource, sse_frame
 from .access import Viewer
 from .errors import READ, responses
 
+#: One event of the stream, as a client's parser reads it (`event`, `data` and `id`
+#: lines; pings are comments, not events). OpenAPI 3.1 has no keyword for the items of
+#: a stream (3.2's `itemSchema`): there, a `text/event-stream` schema describes each
+#: event, and a plain string would say each event is text, which no parser gives.
+EVENT = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["snapshot", "change", "reset", "revoked"]},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "description": "the event's JSON object (docs/wire.md)",
+        },
+        "id": {"type": "string", "pattern": "^[0-9]+$", "description": "the revision, for `Last-Event-ID`"},
+        "retry": {"type": "integer", "minimum": 0},
+    },
+    "required": ["event", "data"],
+    "additionalProperties": False,
+}
+
 
 def make_router() -> APIRouter:
     r = APIRouter()
@@ -32,7 +52,7 @@ def make_router() -> APIRouter:
             200: {
                 "description": "An endless `text/event-stream`: `snapshot`, then `change` events "
                 "(docs/wire.md); `reset` or `revoked` ends it",
-                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                "content": {"text/event-stream": {"schema": EVENT}},
             },
             **responses(*READ, e429="More live streams than `limits.max_streams_per_credential`"),
         },
