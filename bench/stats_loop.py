@@ -6,7 +6,8 @@ Starts a real `paneboard serve` on a throw-away SQLite (or `--pg URL`, a databas
 this creates and drops) holding `--waits` ledger rows over the last year, then measures
 /healthz one request after another, first alone and then while `--clients` clients
 each ask `GET /api/stats` for the last 366 days, one request after another, each for a
-range of its own (a `to` a few seconds apart), so no answer comes from the cache. Prints
+range of its own (a `to` a few seconds apart), so no answer comes from the cache, for at
+least `--seconds` and until each client has had an answer. Prints
 /healthz p50/p99/max alone and under the stats load, and the stats requests' median. To
 measure another version of the server, pass that checkout's interpreter as
 `--server-python` (e.g. `/work/main/.venv/bin/python`).
@@ -141,7 +142,11 @@ def measure(url: str, token: str, now: float, clients: int, seconds: float) -> d
     time.sleep(0.5)  # the first requests are under way
     t = threading.Thread(target=lambda: loaded.extend(healthz_while(url, stop)))
     t.start()
-    time.sleep(seconds)
+    # Until every client's first answer is in (however long that takes on a loaded
+    # machine): a window shorter than a request would see only part of its work.
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end or len(stats) < clients:
+        time.sleep(0.2)
     stop.set()
     t.join()
     for a in askers:
