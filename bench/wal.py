@@ -3,7 +3,7 @@ writes them.
 
 On SQLite every commit appends each page the batch dirtied to the WAL, and a checkpoint
 later copies each of them into the database file; at 10,000 reports/s the checkpoints,
-not the fan-out, set the p99 of `bench/ingest.py` (docs/operations.md). Both costs go
+not the fan-out, set the p99 of `bench/ingest.py`. Both costs go
 with the pages a batch touches, and a report that lands in a random place of an index
 (a pane's rows, keyed by pane) touches a page of its own once the index outgrows a
 batch. This runs the writer in process on the workload of `bench/writer.py` (every

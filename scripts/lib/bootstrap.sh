@@ -3,7 +3,8 @@
 
 # fonts-dejavu-core, fonts-freefont-ttf: the screen's fonts (web/style.css); FreeMono has the
 # glyphs agents draw that DejaVu lacks (⎿), so they are not missing-glyph boxes.
-_apt_packages=(tmux procps openssh-server openssh-client chromium zsh iproute2 util-linux nginx fonts-dejavu-core fonts-freefont-ttf)
+# prometheus: its promtool checks the alert rules docs/operations.md offers.
+_apt_packages=(tmux procps openssh-server openssh-client chromium zsh iproute2 util-linux nginx fonts-dejavu-core fonts-freefont-ttf prometheus)
 
 _as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else

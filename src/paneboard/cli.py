@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "token": ("paneboard_server.cli", "token_main", "create, list or revoke collector/viewer tokens"),
     "user": ("paneboard_server.cli", "user_main", "add, list or remove dashboard viewers"),
     "db": ("paneboard_server.cli", "db_main", "upgrade the database schema or show its revision"),
+    "status": ("paneboard.status", "main", "the panes and their states, from a server or the local tmux"),
     "decode": ("paneboard_protocol.decode_cli", "main", "print the status sequences in raw pane output"),
     "replay": ("paneboard_protocol.replay_cli", "main", "drive the classifier from a recorded trace"),
     "rules": ("paneboard_protocol.rules_cli", "main", "check, list or explain the screen rules"),

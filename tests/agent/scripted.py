@@ -10,10 +10,22 @@ between two polls. It speaks just enough control mode (`%begin`/`%end` replies,
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 
-from paneboard_agent.panes import PANE_FIELDS
+from paneboard_agent.panes import END_FIELD, PANE_FIELDS
 from paneboard_agent.transport import Channel, RunResult, Transport
+
+
+def token_of(command: str | Sequence[str]) -> str:
+    """The listing token a query asked for: its `-F` format's first field, in argv or in a
+    control-mode command line (`-F "TOKEN\\011..."`)."""
+    if not isinstance(command, str):
+        argv = list(command)
+        return argv[argv.index("-F") + 1].split("\t", 1)[0]
+    m = re.search(r'-F "([0-9a-f]+)\\011', command)
+    assert m is not None, command
+    return m[1]
 
 
 def asks_processes(argv: Sequence[str]) -> bool:
@@ -37,16 +49,21 @@ class ScriptedTmux(Transport):
     def add_pane(self, pane: str, pid: int, command: str, window: str = "w") -> None:
         self.panes[pane] = {"pid": str(pid), "command": command, "window": window}
 
-    def pane_lines(self) -> bytes:
+    listings = 0  # pane listings answered
+
+    def pane_lines(self, token: str) -> bytes:
+        self.listings += 1
         out = []
         for pane, p in self.panes.items():
             fields = ["$0", "@0", "0", pane, p["pid"], "0", "/dev/pts/9", "main", p["window"], p["command"]]
             assert len(fields) == len(PANE_FIELDS)
-            out.append("P\t" + "\t".join(fields))
+            out.append("\t".join([token, *fields, END_FIELD]))
         return "".join(line + "\n" for line in out).encode()
 
-    def session_lines(self) -> bytes:
-        return "".join(f"S\t${i}\t{name}\n" for i, name in enumerate(self.sessions)).encode()
+    def session_lines(self, token: str) -> bytes:
+        return "".join(
+            f"{token}\t${i}\t{name}\t{END_FIELD}\n" for i, name in enumerate(self.sessions)
+        ).encode()
 
     async def output(self, pane: str, data: bytes) -> None:
         """A pane writes `data`: every attached control client gets `%output`."""
@@ -69,15 +86,22 @@ class ScriptedTmux(Transport):
         argv = list(argv)
         self.runs.append(argv)
         if asks_processes(argv):  # a host with no /proc to walk (procfs.py): the script is ps
+            # the script's last line carries ps's status (procfs.py); `ps` alone has none
+            nonce = re.search(r"pb-procfs-(\w+)", argv[2]) if argv[0] == "sh" else None
             if self.ps_missing:
+                if nonce:
+                    return RunResult(0, f"pb-procfs-{nonce[1]} ps 127\n".encode(), b"sh: 1: ps: not found\n")
                 return RunResult(127, b"", b"sh: 1: ps: not found\n")
-            return RunResult(1, b"", b"")  # no such pids: what ps says for pids it cannot see
+            # no such pids: what ps says for pids it cannot see
+            if nonce:
+                return RunResult(0, f"pb-procfs-{nonce[1]} ps 1\n".encode(), b"")
+            return RunResult(1, b"", b"")
         if "-V" in argv:
             return RunResult(0, f"{self.version}\n".encode(), b"")
         if "list-sessions" in argv:
-            return RunResult(0, self.session_lines(), b"")
+            return RunResult(0, self.session_lines(token_of(argv)), b"")
         if "list-panes" in argv:
-            return RunResult(0, self.pane_lines(), b"")
+            return RunResult(0, self.pane_lines(token_of(argv)), b"")
         if "capture-pane" in argv:
             return RunResult(0, b"$ \n", b"")
         return RunResult(0, b"", b"")
@@ -114,9 +138,9 @@ class ScriptedChannel(Channel):
             if line.startswith("display-message"):
                 body = b"4242\n"
             elif line.startswith("list-sessions"):
-                body = self.tmux.session_lines()
+                body = self.tmux.session_lines(token_of(line))
             elif line.startswith("list-panes"):
-                body = self.tmux.pane_lines()
+                body = self.tmux.pane_lines(token_of(line))
             else:
                 body = b""
             self.feed(self._reply(body))

@@ -57,13 +57,39 @@ def test_real_stream_parses_to_expected_notifications() -> None:
     assert ControlParser().feed(REAL) == EXPECTED
 
 
-def test_notification_inside_a_block_is_delivered_and_not_part_of_the_reply() -> None:
-    data = b"%begin 1 7 1\nline one\n%window-add @4\n%output %2 hi\nline two\n%end 1 7 1\n"
+def test_reply_lines_are_never_notifications() -> None:
+    """tmux sends no notification inside a reply (tmux(1), CONTROL MODE): a reply line
+    that starts with `%` (a program's name in a listing once did) is reply text."""
+    data = (
+        b"%begin 1 7 1\nline one\n%sessions-changed\n%window-add @4\n%output %2 hi\n"
+        b"%exit\n%end 1 7 0\n%end 2 7 1\nline two\n%end 1 7 1\n%sessions-changed\n"
+    )
     assert ControlParser().feed(data) == [
-        Notice("window-add", ("@4",)),
-        Output("%2", b"hi"),
-        Block(7, 1, True, (b"line one", b"line two")),
+        Block(
+            7,
+            1,
+            True,
+            (
+                b"line one",
+                b"%sessions-changed",
+                b"%window-add @4",
+                b"%output %2 hi",
+                b"%exit",
+                b"%end 1 7 0",  # not the `%begin`'s flags
+                b"%end 2 7 1",  # nor its time
+                b"line two",
+            ),
+        ),
+        Notice("sessions-changed", ()),
     ]
+
+
+def test_an_overlong_reply_line_cuts_the_reply_and_is_no_lost_output() -> None:
+    p = ControlParser(max_line=40)
+    out = p.feed(b"%begin 1 3 1\n%output %5 " + b"x" * 50 + b"\nok\n%end 1 3 1\n")
+    assert out == [Block(3, 1, True, (b"ok",), truncated=True)]
+    p.feed(b"%begin 1 4 1\n%output %5 " + b"y" * 50)
+    assert p.feed(b"y\n%end 1 4 1\n") == [Block(4, 1, True, (), truncated=True)]
 
 
 def test_error_block_and_foreign_end_number() -> None:

@@ -5,14 +5,20 @@ from __future__ import annotations
 import pytest
 from paneboard_agent.config import ConfigError, load_config, parse_config, parse_ssh_spec
 from paneboard_agent.panes import (
+    END_FIELD,
+    PANE_FIELDS,
+    ListingRefused,
     Observation,
     PaneInfo,
     ProcInfo,
+    ancestry,
     observe,
+    pane_format,
     parse_panes,
     parse_ps,
     parse_sessions,
     ps_argv,
+    session_format,
     session_selected,
 )
 
@@ -21,25 +27,80 @@ def _info(cmd: str = "bash", pid: int = 100, dead: bool = False) -> PaneInfo:
     return PaneInfo("$0", "@0", "0", "%1", pid, dead, "/dev/pts/1", "main", "win", cmd)
 
 
-def test_parse_panes_skips_malformed_and_linked_duplicates() -> None:
+TOKEN = "0a1b2c3d4e5f"
+
+
+def _line(*fields: str, token: str = TOKEN, end: str = END_FIELD) -> bytes:
+    return "\t".join([token, *fields, end]).encode()
+
+
+def test_parse_panes_takes_framed_lines_and_linked_duplicates_once() -> None:
     lines = [
-        b"P\t$0\t@1\t0\t%1\t100\t0\t/dev/pts/1\tmain\tvim\tvim",
-        b"P\t$1\t@1\t0\t%1\t100\t0\t/dev/pts/1\tother\tvim\tvim",  # same window linked elsewhere
-        b"P\t$0\t@2\t1\t%2\tnotapid\t0\t/dev/pts/2\tmain\tx\tbash",
-        b"%output %1 forged",
-        b"P\ttoo\tfew",
-        "P\t$0\t@3\t2\t%3\t300\t1\t/dev/pts/3\tmain\tnäme\tpython3".encode(),
+        _line("$0", "@1", "0", "%1", "100", "0", "/dev/pts/1", "main", "vim", "vim"),
+        _line("$1", "@1", "3", "%1", "100", "0", "/dev/pts/1", "other", "vim", "vim"),  # linked elsewhere
+        b"",
+        _line("$0", "@3", "2", "%3", "300", "1", "/dev/ttys003", "main", "näme", "python3"),
     ]
-    panes = parse_panes(lines)
+    panes = parse_panes(lines, TOKEN)
     assert [(p.pane_id, p.session, p.dead) for p in panes] == [("%1", "main", False), ("%3", "main", True)]
     assert panes[1].window == "2:näme"
 
 
+GOOD = ("$0", "@1", "0", "%1", "100", "0", "/dev/pts/1", "main", "vim", "vim")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        _line(*GOOD, token="ffffffff"),  # another query's token (or a guess)
+        _line(*GOOD, end="X"),  # cut, or run on into the next line
+        b"P\tX",  # what a program named `$'sleep\nP\tX'` added to a listing
+        b"%sessions-changed",
+        _line(*GOOD[:9]),  # a field short
+        _line(*GOOD, "extra"),
+        _line("$0", "@1", "0", "1", *GOOD[4:]),  # not a pane id
+        _line("$0", "@1", "0", "%1", "1e3", *GOOD[5:]),
+        _line("$0", "@1", "0", "%1", "100", "2", *GOOD[6:]),
+        _line("$0", "@1", "0", "%1", "100", "0", "/dev/../etc/passwd", *GOOD[7:]),
+        _line("$0", "@1", "0", "%1", "100", "0", "pts/1", *GOOD[7:]),
+        _line("x", *GOOD[1:]),
+        _line("$0", "@1", "²", *GOOD[3:]),
+        _line(*GOOD[:9], "sle\x1bep"),  # a control byte tmux was asked to replace
+    ],
+)
+def test_a_listing_with_a_line_that_does_not_fit_is_refused_whole(bad: bytes) -> None:
+    with pytest.raises(ListingRefused):
+        parse_panes([_line(*GOOD), bad], TOKEN)
+
+
+@pytest.mark.parametrize("field", range(10))
+def test_a_pane_listed_twice_must_agree_but_for_its_session(field: int) -> None:
+    """A window linked into two sessions lists its panes once per session: they may differ
+    in the session and the window's index there, in nothing else (or one is forged)."""
+    other = list(GOOD)
+    other[field] = {0: "$7", 1: "@9", 2: "5", 3: "%1", 4: "101", 5: "1", 6: "/dev/pts/2"}.get(field, "forged")
+    lines = [_line(*GOOD), _line(*other)]
+    if PANE_FIELDS[field] in ("session_id", "window_index", "session_name", "pane_id"):
+        assert [p.session for p in parse_panes(lines, TOKEN)] == ["main"]
+    else:
+        with pytest.raises(ListingRefused):
+            parse_panes(lines, TOKEN)
+
+
+def test_the_formats_frame_every_line_and_replace_control_bytes_in_names() -> None:
+    fmt = pane_format(TOKEN)
+    assert fmt.startswith(TOKEN + "\t") and fmt.endswith("\t" + END_FIELD)
+    for name in ("pane_current_command", "window_name", "session_name"):
+        assert f"#{{s/[\x01-\x1f\x7f]/?/:{name}}}" in fmt
+    assert "#{pane_current_command}" not in fmt
+    assert session_format(TOKEN) == f"{TOKEN}\t#{{session_id}}\t#{{s/[\x01-\x1f\x7f]/?/:session_name}}\tE"
+    with pytest.raises(ValueError):
+        pane_format("a\tb")
+
+
 def test_parse_sessions_and_ps() -> None:
-    assert parse_sessions([b"S\t$0\tmain", b"S\t$3\twith\ttab", b"junk"]) == [
-        ("$0", "main"),
-        ("$3", "with\ttab"),
-    ]
+    lines = [_line("$0", "main"), _line("$3", "with", "tab"), _line("$4", "x", token="ffff"), b"junk"]
+    assert parse_sessions(lines, TOKEN) == [("$0", "main")]
     procs = parse_ps(
         b"  100    90   100   200 -bash\n  200   100   200   200 node /usr/lib/claude/cli.js --x\n"
         b" junk\n 300 1 300 -1\n 400 1 x 2 bad pgid\n"
@@ -83,9 +144,22 @@ def test_observe_shell_program_transport_and_unknown() -> None:
     # pane process gone, pane dead, or no name: exited / unknown
     assert observe(_info("vim"), {}) == Observation(None, None, True)
     assert observe(_info("vim", dead=True), prog) == Observation(None, None, True)
-    assert observe(_info(""), prog) == Observation(None, 150, False)
+    assert observe(_info(""), None) == Observation(None, None, False)
     # ps unavailable: tmux's name only
     assert observe(_info("vim"), None) == Observation("vim", None, True)
+
+
+def test_the_program_is_named_by_the_process_look_not_by_tmux() -> None:
+    """tmux's `#{pane_current_command}` is argv[0] as a program set it; where the process
+    look sees the foreground leader, its command line names the program, as tmux would."""
+    prog = {100: ProcInfo(100, 150, "-bash"), 150: ProcInfo(150, 150, "/usr/bin/vim x")}
+    assert observe(_info("claude"), prog) == Observation("vim", 150, True)
+    assert observe(_info(""), prog) == Observation("vim", 150, True)
+    back = {100: ProcInfo(100, 100, "-bash")}  # the leader left before `ps`: the shell is back
+    assert observe(_info("claude"), back) == Observation(None, 100, True)
+    # the leader gone before `ps` read it: tmux's name is all there is of it
+    gone = {100: ProcInfo(100, 150, "-bash")}
+    assert observe(_info("vim"), gone) == Observation("vim", 150, True)
     # the transport list is configuration
     assert observe(_info("vim"), prog, transports=("vim",)).observable is False
 
@@ -307,3 +381,25 @@ def test_screens_and_input_per_host_and_from_the_command_line() -> None:
     assert all(h.allow_input for h in hosts_from_args(args, parse_config({})))
     args = build_parser().parse_args(["--stdout", "--allow-input", "--no-screens"])
     assert not any(h.allow_input or h.screens for h in hosts_from_args(args, cfg))
+
+
+def test_observe_gives_the_parent_chain_of_the_process_in_front() -> None:
+    """RI-2: a shell's report stays live while the shell is an ancestor of what is in
+    front, so the observation carries the pids above the foreground process."""
+    procs = {
+        100: ProcInfo(100, 300, "-bash", ppid=1, pgid=100),
+        200: ProcInfo(200, 300, "make", ppid=100, pgid=300),
+        300: ProcInfo(300, 300, "rsync -a x y", ppid=200, pgid=300),
+    }
+    assert observe(_info("rsync"), procs).chain == (200, 100, 1)
+    at_prompt = {100: ProcInfo(100, 100, "-bash", ppid=1, pgid=100)}
+    shell = observe(_info("bash"), at_prompt)
+    assert (shell, shell.chain) == (Observation(None, 100, True), (1,))
+    # a parent loop in a torn or forged reply ends, bounded
+    loop = {
+        100: ProcInfo(100, 7, "-bash", ppid=1),
+        7: ProcInfo(7, 7, "sleep 9", ppid=8),
+        8: ProcInfo(8, 7, "x", ppid=7),
+    }
+    assert observe(_info("sleep"), loop).chain == (8,)
+    assert ancestry(None, 7) == () and ancestry(loop, None) == ()

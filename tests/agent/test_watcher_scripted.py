@@ -89,6 +89,44 @@ def test_without_ps_the_pane_is_judged_by_tmux_name_alone() -> None:
     assert any(asks_processes(argv) for argv in tmux.runs)  # it was tried
 
 
+def test_a_listing_line_outside_its_frame_refuses_the_listing(caplog: pytest.LogCaptureFixture) -> None:
+    """A tmux that let a program's name break a line (3.3a did, before the listing asked
+    it to replace control bytes) lists a pane under an excluded session: the listing is
+    refused whole, every pane stays as it was (none made `gone`), and the refusals,
+    one a poll, are one warning."""
+    tmux = ScriptedTmux()
+    tmux.add_pane("%0", 100, "bash")
+    tmux.add_pane("%1", 200, "bash")
+
+    async def scenario(sink: Recorder) -> None:
+        await _until(lambda: len({u.key.pane for u in sink.updates}) == 2, what="both panes")
+        tmux.panes["%0"]["command"] = "sleep\nP\t$0\t@0\t0\t%1\t200\t0\t/dev/pts/9\tsecret\tw\tx"
+        seen = tmux.listings
+        await _until(lambda: tmux.listings >= seen + 5, what="five listings refused")
+
+    with caplog.at_level(logging.WARNING, logger="paneboard.agent"):
+        sink = _run_excluding(tmux, scenario, ["secret"])
+    assert sink.gone == []
+    assert caplog.text.count("refused") == 1, caplog.text
+
+
+def _run_excluding(tmux: ScriptedTmux, scenario, exclude: list[str]) -> Recorder:
+    async def main() -> Recorder:
+        sink = Recorder()
+        target = TmuxTarget(tmux, exclude=exclude)
+        collector = Collector([target], sink, Options(poll_interval=0.2, rules=RULES))
+        task = asyncio.create_task(collector.run())
+        try:
+            await scenario(sink)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        return sink
+
+    return asyncio.run(main())
+
+
 def test_a_reused_pane_id_is_a_new_pane() -> None:
     """A pane id listed again with another pid (the tmux server restarted between two
     polls) is the old pane gone and a new one: the old one's records never carry over

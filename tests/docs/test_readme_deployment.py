@@ -70,10 +70,14 @@ def test_the_block_is_the_deployment_we_check() -> None:
     assert "export PANEBOARD_TOKEN" in steps
 
 
-def test_path_instructions_name_what_exists() -> None:
-    block = readme_block("### Putting `paneboard` on your PATH")
-    assert 'export PATH="$PWD/.venv/bin:$PATH"' in block
-    assert (Path(sys.executable).parent / "paneboard").is_file()
+def test_install_instructions_are_what_the_install_test_runs() -> None:
+    """The README's install line is the one tests/paneboard/test_install.py carries out."""
+    block = readme_block("## Install")
+    assert "uv tool install --find-links DIST paneboard" in block
+    assert "uv build --all-packages -o DIST" in block
+    test = (Path(__file__).parents[1] / "paneboard" / "test_install.py").read_text()
+    assert '"tool", "install", "--find-links", str(dist), "paneboard"' in test
+    assert '"build", "--all-packages", "-o", str(out)' in test
 
 
 def _in_session(sid: int, word: str) -> list[int]:

@@ -6,8 +6,8 @@ configuration names them by the aliases of a private ssh config, feeding one ser
 The link drop is real (`ip link set down` on the host's veth); the delay is the
 harness's userspace relay (this kernel has no netem). Speed is bench/fleet.py's job:
 the waits here are bounds loose enough for a loaded machine. How soon a dropped link
-shows (the goal: within twice the SSH keepalive; measured 22-23 s against 30 s) is
-measured there and in docs/operations.md, not asserted here.
+shows (the goal: within twice the SSH keepalive) is measured there (bench/README.md),
+not asserted here.
 """
 
 from __future__ import annotations

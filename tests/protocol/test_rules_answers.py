@@ -144,6 +144,10 @@ def test_not_blocked_offers_nothing_and_a_question_without_answers_takes_text() 
         ('[{ id = "x", label = "X", keys = [] }]', "keys must be"),
         ('[{ id = "x", label = "X", keys = ["1"], run = "sh" }]', "unknown key"),
         ('[{ id = "x", label = "X", keys = ["1"] }, { id = "x", label = "Y", keys = ["2"] }]', "twice"),
+        ('[{ id = "x", label = "X", keys = ["1"], option = 0 }]', "choice number"),
+        ('[{ id = "x", label = "X", keys = ["1"], option = "1" }]', "choice number"),
+        ('[{ id = "x", label = "X", keys = ["Enter"], moves_from = 1 }]', "needs the option"),
+        ('[{ id = "x", label = "X", keys = ["Enter"], selected = "^X$" }]', "selected needs a line"),
     ],
 )
 def test_manifest_answers_are_checked(answers: str, why: str) -> None:

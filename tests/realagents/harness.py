@@ -396,3 +396,21 @@ def wait_until(pred: Callable[[], object], timeout: float, what: str) -> object:
 
 
 __all__ = ["FIXTURES", "PANEBOARD", "ModelApi", "Page", "Stage", "time", "wait_until"]
+
+
+def choice_mislabels(lines: list[str], answers: list[dict[str, Any]]) -> list[str]:
+    """The answers of a wire `screen` whose label is not the choice their keys select:
+    for an answer naming numbered choice N (`option`), the bottom-most line of the
+    screen that draws `N.` must draw the label right after it (issue 40)."""
+    from paneboard_protocol.screen import plain
+
+    text = [plain(ln) for ln in lines]
+    wrong = []
+    for a in answers:
+        n = a.get("option")
+        if n is None:
+            continue
+        drawn = next((ln for ln in reversed(text) if re.match(rf"^[\s│┃|❯›●>]*{n}\.\s", ln)), "")
+        if not re.match(rf"^[\s│┃|❯›●>]*{n}\.\s+{re.escape(a['label'])}", drawn):
+            wrong.append(f"{a['id']}: {a['label']!r} on {drawn!r}")
+    return wrong

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Page, Stage
+from harness import Page, Stage, choice_mislabels
 from test_claude import claude_env, claude_home
 
 pytestmark = [pytest.mark.realagent, pytest.mark.tmux, pytest.mark.timeout(180)]
@@ -61,6 +61,9 @@ def test_real_claude_code_permission_answered_by_the_collector(
             "a screen with answers",
         )
         assert [a["id"] for a in shot["answers"]][:1] == ["yes"] and shot["answers"][-1]["id"] == "no"
+        # each numbered button is labelled by the very choice its key selects
+        assert shot["answers"][0]["option"] == 1 and shot["answers"][-1]["option"] is None
+        assert choice_mislabels(shot["lines"], shot["answers"]) == []
         assert shot["input"] and "Do you want to proceed?" in (shot["prompt"] or "")
 
         assert answer("stale", "0" * 64) == "changed"

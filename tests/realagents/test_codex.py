@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from pathlib import Path
 
 import pytest
 from harness import PANEBOARD, Stage, wait_until
 from install import AGENTS
+from paneboard_protocol.rules import load_rules
+from paneboard_protocol.screen import offer
 
 pytestmark = [pytest.mark.realagent, pytest.mark.tmux, pytest.mark.timeout(150)]
 
@@ -88,6 +91,16 @@ def test_codex_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
     )
     stage.save("codex", "blocked")
     assert not (work / "pb-ran").exists()
+    # the collector's answers on the real prompt: each numbered one labelled by the
+    # choice whose line names the very key it types ("› 1. Yes, proceed (y)")
+    screen = stage.screen()
+    rules = load_rules(tmp_path / "no-user-rules", bundled=True)
+    got = offer(rules, "codex", "blocked", "permission", screen)
+    assert [(c.answer.id, c.number) for c in got.offered] == [("yes", 1), ("always", 2), ("no", None)]
+    for c in got.offered:
+        if c.number is not None:
+            drawn = next(ln for ln in reversed(screen.split("\n")) if re.match(rf"^[\s›]*{c.number}\.\s", ln))
+            assert c.label in drawn and drawn.rstrip().endswith(f"({c.keys[0]})"), (c, drawn)
 
     stage.press_until(["y"], lambda: stage.api.held(2), "the approval")
     assert (work / "pb-ran").exists(), "the approved command ran"

@@ -27,6 +27,7 @@ _PACKAGES = {
     "zsh": "zsh",
     "bash": "bash",
     "uv": "uv (pip install uv)",
+    "promtool": "prometheus",
 }
 
 

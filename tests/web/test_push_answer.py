@@ -126,7 +126,9 @@ def test_answer_from_the_notification_down_to_the_keys_typed(browser: Any, stack
         offer = olga_push.payload["offer"]
         assert re.fullmatch(r"[0-9a-f]{64}", offer["fingerprint"])
         # the first two answers that change no standing permission: never "don't ask again"
-        assert offer["answers"] == [{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}]
+        assert offer["answers"] == [{"id": "yes", "label": "1. Yes"}, {"id": "no", "label": "No"}]
+        # the lock screen does not show the prompt: the body says what the buttons answer
+        assert olga_push.payload["body"].startswith("Do you want to proceed?")
         assert "offer" not in nora_push.payload and nora_push.payload["pane"] == pid
 
         cdp, reg = _registration(page, pb.url)
@@ -137,7 +139,7 @@ def test_answer_from_the_notification_down_to_the_keys_typed(browser: Any, stack
         assert [a["title"] for a in note["actions"]] == ["Open"]  # not an operator's device
         note = _deliver(page, cdp, reg, pb.url, olga_push)
         page.evaluate(CLOSE_ALL)
-        assert [a["title"] for a in note["actions"]] == ["Yes", "No", "Open"][:most]
+        assert [a["title"] for a in note["actions"]] == ["1. Yes", "No", "Open"][:most]
         assert [a["action"] for a in note["actions"]] == ["answer:yes", "answer:no", "open"][:most]
         data = note["data"]
         assert data["fingerprint"] == offer["fingerprint"] and data["pane"] == pid
@@ -155,7 +157,7 @@ def test_answer_from_the_notification_down_to_the_keys_typed(browser: Any, stack
         tap = "([d, a]) => self.handleClick(d, a)"
         assert worker.evaluate(tap, [data, "answer:yes"]) == "typed"
         wait_for(lambda: "ANSWERED yes" in pb.tmux.cmd("capture-pane", "-p", "-t", pane), what="the key read")
-        assert _followup(page) == "typed: Yes"
+        assert _followup(page) == "typed: 1. Yes"
 
         # The same button once the prompt has moved on: nothing is typed, and it says so.
         olga = WebClient(pb.url).login("olga", PASSWORD)

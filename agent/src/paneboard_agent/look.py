@@ -13,8 +13,9 @@ concurrently would lose that; running them in one shell keeps it and costs one t
 fixed for its life) and the foreground leaders it saw last: the caller checks that the
 listing names no pane outside that selection (a new or respawned pane) and runs one
 more `ps` when it does. The nonce keeps a pane's window or session name from forging the
-marker; output is bounded by the transport's limit, and a reply cut before the marker
-is no answer (the caller falls back to two commands).
+marker, and frames every listing line (`panes.pane_format`); output is bounded by the
+transport's limit, and a reply cut before the marker is no answer (the caller falls
+back to two commands).
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ import shlex
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from paneboard_agent.panes import PANE_FORMAT, PaneInfo, ProcInfo, parse_panes
+from paneboard_agent.panes import PaneInfo, ProcInfo, pane_format, parse_panes
 from paneboard_agent.procfs import procs_answer, procs_script
 from paneboard_agent.queries import NO_SERVER, only_filter
 from paneboard_agent.transport import Transport, TransportError
 
-#: stdout kept of one look: a listing line is ~100 bytes and `ps -ww` lines are whole
-#: command lines; as for a lone `ps`, more is cut (and then the look is no answer)
+#: stdout kept of one look: a listing line is ~100 bytes, and the processes' part is
+#: capped on the host (procfs.REPLY_MAX); more is cut (before the marker the look is no
+#: answer, after it the processes' answer says it is not whole)
 LIMIT = 1 << 20
 
 
@@ -60,7 +62,7 @@ def look_argv(
     land before the marker, so what is left on stderr is `ps`'s alone, and the command's
     exit status is `ps`'s, as when it ran by itself."""
     filt = ["-f", only_filter(only)] if only is not None else []
-    listing = shlex.join([*base, "list-panes", "-a", *filt, "-F", PANE_FORMAT])
+    listing = shlex.join([*base, "list-panes", "-a", *filt, "-F", pane_format(nonce)])
     script = f"{listing} 2>&1; printf '\\n%s %d\\n' {_mark(nonce)} $?\n{procs_script(pids, ttys, nonce)}"
     return ["sh", "-c", script]
 
@@ -100,6 +102,6 @@ async def look(
             return Look([], {}, frozenset(pids), frozenset(ttys))
         err = listing.decode(errors="replace").strip()
         raise TransportError(f"{t.host}: tmux list-panes failed: {err}")
-    infos = parse_panes(listing.splitlines())
+    infos = parse_panes(listing.splitlines(), nonce)
     procs = procs_answer(res.returncode, ps_out, res.stderr, nonce, pids)
     return Look(infos, procs, frozenset(pids), frozenset(ttys))

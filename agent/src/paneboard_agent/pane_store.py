@@ -36,8 +36,9 @@ from paneboard_agent.pane_state import (
 
 #: seconds a tmux command may take before it is given up on
 TMUX_TIMEOUT = 2.0
-#: the relay starts at most one tmux per this many seconds (a program that reports its
-#: progress many times a second costs ~3 ms of CPU per write, measured with tmux 3.3a)
+#: the relay starts at most one tmux per this many seconds (each write is a tmux
+#: process, and a program that reports its progress many times a second would pay one
+#: per report)
 MIN_SPACING = 0.25
 #: set in the relay's program's environment to the pane it keeps the options of, so a
 #: `paneboard emit` run behind the relay leaves them to it (the relay sees its report too)

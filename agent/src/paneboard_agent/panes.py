@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from paneboard_protocol.identity import MAX_ARGS, Member, choose, is_interpreter
 
-#: fields of one `list-panes -a -F` line, tab separated; the leading "P" keeps any
-#: line of the reply from starting with "%" (see control.py)
+#: fields of one `list-panes -a -F` line, tab separated, between the query's token and
+#: `END_FIELD` (see `pane_format`)
 PANE_FIELDS = (
     "session_id",
     "window_id",
@@ -28,8 +29,52 @@ PANE_FIELDS = (
     "window_name",
     "pane_current_command",
 )
-PANE_FORMAT = "P\t" + "\t".join("#{" + f + "}" for f in PANE_FIELDS)
-SESSION_FORMAT = "S\t#{session_id}\t#{session_name}"
+#: the fields whose text a person or a program chooses: tmux 3.3a escapes session and
+#: window names itself, but puts the foreground process's argv[0] into
+#: `#{pane_current_command}` as it is (cut at the first space only), so a program named
+#: `$'sleep\nP\t...'` wrote whole lines into the listing
+FREE_TEXT = frozenset({"session_name", "window_name", "pane_current_command"})
+#: every control byte in a free-text field becomes `?` (tmux's `s/` modifier replaces
+#: every match): none can end a line or a field. The class is written with the bytes
+#: themselves (`[[:cntrl:]]` does not survive tmux's modifier parsing); NUL cannot be in
+#: a C string and so needs no place in it.
+CONTROL_BYTES = "[\x01-\x1f\x7f]"
+#: the last field of every listing line: a line cut short, or split by a stray newline,
+#: lacks it
+END_FIELD = "E"
+
+
+def _field(name: str) -> str:
+    return f"#{{s/{CONTROL_BYTES}/?/:{name}}}" if name in FREE_TEXT else f"#{{{name}}}"
+
+
+def pane_format(token: str) -> str:
+    """The `list-panes -F` format of one query: each line `token`, the fields, `END_FIELD`.
+
+    The token is fresh per query (`secrets.token_hex`): a line the query did not write
+    itself cannot start with it. The format holds control bytes (the class above): a
+    command sent through a control client carries it in `control.quote`'s form."""
+    _check_token(token)
+    return "\t".join([token, *(_field(f) for f in PANE_FIELDS), END_FIELD])
+
+
+def session_format(token: str) -> str:
+    """The `list-sessions -F` format of one query, framed as `pane_format`'s."""
+    _check_token(token)
+    return "\t".join([token, "#{session_id}", _field("session_name"), END_FIELD])
+
+
+def _check_token(token: str) -> None:
+    if not (token.isascii() and token.isalnum()):
+        raise ValueError(f"a listing token is letters and digits: {token!r}")
+
+
+class ListingRefused(ValueError):
+    """A pane listing that is not what tmux writes: a line that does not fit the query's
+    frame, a field of the wrong shape, or a pane listed twice unlike itself. Taken in
+    part it would let a program in a pane file one pane under another's session, or
+    leave one out (made `gone`), so none of it is taken."""
+
 
 #: a foreground process with one of these names is a shell: nothing identifiable runs
 DEFAULT_SHELLS = frozenset(
@@ -87,30 +132,75 @@ class PaneInfo:
         return f"{self.window_index}:{self.window_name}"
 
 
-def parse_panes(lines: Iterable[bytes]) -> list[PaneInfo]:
-    """Panes from `list-panes -a -F PANE_FORMAT`; malformed lines are skipped.
+_ID = {
+    "session_id": re.compile(r"\$[0-9]+"),
+    "window_id": re.compile(r"@[0-9]+"),
+    "pane_id": re.compile(r"%[0-9]+"),
+    "window_index": re.compile(r"[0-9]+"),
+    "pane_pid": re.compile(r"[0-9]+"),
+    "pane_dead": re.compile(r"[01]"),
+}
+#: a terminal's path: `/dev/pts/3` (Linux), `/dev/ttys003` (macOS), `/dev/ttyp0` (BSD)
+_TTY = re.compile(r"/dev/[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*")
+#: what a pane listed in several sessions (its window linked into each) may differ in
+_PER_SESSION = frozenset({"session_id", "session_name", "window_index"})
 
-    A window linked into several sessions is listed once per session: the first
-    listing wins, so every pane has exactly one session.
-    """
-    seen: dict[str, PaneInfo] = {}
+
+def parse_panes(lines: Iterable[bytes], token: str) -> list[PaneInfo]:
+    """Panes from `list-panes -a -F pane_format(token)`.
+
+    Every line must be framed by `token` and `END_FIELD` with every field of its shape;
+    a window linked into several sessions is listed once per session, and those lines
+    must agree in all but the session and the window's index there (the first listing
+    gives the pane its session). Anything else refuses the whole listing
+    (`ListingRefused`). Blank lines are no panes."""
+    seen: dict[str, tuple[PaneInfo, list[str]]] = {}
     for raw in lines:
+        if not raw:
+            continue
         parts = raw.decode("utf-8", "replace").split("\t")
-        if len(parts) != len(PANE_FIELDS) + 1 or parts[0] != "P":
+        if len(parts) != len(PANE_FIELDS) + 2 or parts[0] != token or parts[-1] != END_FIELD:
+            raise ListingRefused("a line outside the query's frame")
+        fields = parts[1:-1]
+        _check_shape(dict(zip(PANE_FIELDS, fields, strict=True)))
+        sid, wid, widx, pid, ppid, dead, tty, sname, wname, cmd = fields
+        first = seen.get(pid)
+        if first is not None:
+            if _shared(first[1]) != _shared(fields):
+                raise ListingRefused(f"pane {pid} listed twice with different fields")
             continue
-        sid, wid, widx, pid, ppid, dead, tty, sname, wname, cmd = parts[1:]
-        if not pid.startswith("%") or not ppid.isdigit() or pid in seen:
-            continue
-        seen[pid] = PaneInfo(sid, wid, widx, pid, int(ppid), dead == "1", tty, sname, wname, cmd)
-    return list(seen.values())
+        info = PaneInfo(sid, wid, widx, pid, int(ppid), dead == "1", tty, sname, wname, cmd)
+        seen[pid] = (info, fields)
+    return [info for info, _ in seen.values()]
 
 
-def parse_sessions(lines: Iterable[bytes]) -> list[tuple[str, str]]:
-    """(session_id, name) pairs from `list-sessions -F SESSION_FORMAT`."""
+def _shared(fields: list[str]) -> list[str]:
+    return [v for f, v in zip(PANE_FIELDS, fields, strict=True) if f not in _PER_SESSION]
+
+
+def _check_shape(row: dict[str, str]) -> None:
+    for name, shape in _ID.items():
+        if not shape.fullmatch(row[name]):
+            raise ListingRefused(f"{name} {row[name][:20]!r} is not of tmux's shape")
+    if row["pane_tty"] and not _TTY.fullmatch(row["pane_tty"]):
+        raise ListingRefused(f"pane_tty {row['pane_tty'][:40]!r} is not a terminal's path")
+    if any(ch < " " or ch == "\x7f" for f in FREE_TEXT for ch in row[f]):
+        raise ListingRefused("a control character in a name")
+
+
+def parse_sessions(lines: Iterable[bytes], token: str) -> list[tuple[str, str]]:
+    """(session_id, name) pairs from `list-sessions -F session_format(token)`; a line
+    outside the frame is no session (tmux escapes control bytes in session names, so
+    none of its own lines is one)."""
     out = []
     for raw in lines:
-        parts = raw.decode("utf-8", "replace").split("\t", 2)
-        if len(parts) == 3 and parts[0] == "S" and parts[1].startswith("$"):
+        parts = raw.decode("utf-8", "replace").split("\t")
+        if (
+            len(parts) == 4
+            and parts[0] == token
+            and parts[3] == END_FIELD
+            and _ID["session_id"].fullmatch(parts[1])
+        ):
             out.append((parts[1], parts[2]))
     return out
 
@@ -186,12 +276,16 @@ class Observation:
     """What the classifier is told: `name` None means the shell (or nothing) is in front.
 
     `why`: set when the name comes from a process other than the group's leader (a
-    wrapper stays in front), in words for `--explain` and the evidence."""
+    wrapper stays in front), in words for `--explain` and the evidence. `chain`: the
+    pids of `pid`'s ancestors, nearest first, as far as the look saw them: a report
+    its writer filed stays live while the writer is one of them (RI-2)."""
 
     name: str | None
     pid: int | None
     observable: bool
     why: str | None = None
+    # not compared: the process in front is (name, pid); its ancestors go with it
+    chain: tuple[int, ...] = field(default=(), compare=False)
 
 
 def _matches_transport(name: str, args: str | None, transports: Sequence[str]) -> bool:
@@ -241,6 +335,22 @@ def _shell_parent(procs: dict[int, ProcInfo] | None, pid: int | None, shells: fr
     return parent.pid if parent is not None and _is_shell(parent, shells) else None
 
 
+#: ancestors followed at most (a pid loop in a forged or torn reply ends here too)
+MAX_CHAIN = 64
+
+
+def ancestry(procs: dict[int, ProcInfo] | None, pid: int | None) -> tuple[int, ...]:
+    """The pids above `pid`, nearest first, through the processes the look saw (the
+    walk from the pane's process, or `ps` of its terminal): up to the first parent it
+    did not see."""
+    out: list[int] = []
+    me = procs.get(pid) if procs is not None and pid is not None else None
+    while me is not None and me.ppid > 0 and me.ppid not in out and me.ppid != pid and len(out) < MAX_CHAIN:
+        out.append(me.ppid)
+        me = procs.get(me.ppid) if procs is not None else None
+    return tuple(out)
+
+
 def observe(
     pane: PaneInfo,
     procs: dict[int, ProcInfo] | None,
@@ -255,7 +365,7 @@ def observe(
     group's leader names no agent, the other members of the foreground group are
     looked at (`identity.choose`): an agent behind a wrapper that stays in front.
     """
-    obs = _observe_leader(pane, procs, transports, shells, previous)
+    obs = _with_chain(_observe_leader(pane, procs, transports, shells, previous), procs)
     if agent_of is None or procs is None or not obs.observable or obs.pid is None:
         return obs
     if obs.name is not None and agent_of(obs.name) is not None:
@@ -266,7 +376,21 @@ def observe(
     choice = choose(obs.pid, leader.args, group_members(procs, obs.pid), agent_of)
     if choice is None:
         return obs
-    return Observation(choice.name, choice.pid, True, choice.why)
+    return Observation(choice.name, choice.pid, True, choice.why, ancestry(procs, choice.pid))
+
+
+def _with_chain(obs: Observation, procs: dict[int, ProcInfo] | None) -> Observation:
+    """`obs` with its process's ancestors, when this look saw them (a `previous` kept
+    from an earlier look keeps the chain it had)."""
+    if procs is None or obs.pid is None or obs.pid not in procs:
+        return obs
+    return replace(obs, chain=ancestry(procs, obs.pid))
+
+
+def _program_name(command: str | None) -> str | None:
+    """A command's program as tmux names it: the first word's basename, no login `-`."""
+    words = (command or "").split(maxsplit=1)
+    return (os.path.basename(words[0]).lstrip("-") or None) if words else None
 
 
 def _observe_leader(
@@ -288,7 +412,6 @@ def _observe_leader(
     """
     if pane.dead:
         return Observation(None, None, True)
-    name = os.path.basename(pane.command.strip()).lstrip("-") or None
     fg_pid: int | None = None
     fg_args: str | None = None
     if procs is not None:
@@ -299,6 +422,9 @@ def _observe_leader(
             fg_pid = shell_proc.tpgid
             fg = procs.get(fg_pid)
             fg_args = fg.args if fg else None
+    # the name tmux would give (the leader's first word), read from the process look:
+    # tmux's own is only for when there is none (no `ps`, or the leader already gone)
+    name = _program_name(fg_args) or _program_name(pane.command)
     if name is None:
         return Observation(None, fg_pid, False)
     if _matches_transport(name, fg_args, transports):

@@ -14,13 +14,13 @@ import secrets
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from paneboard_agent.control import CommandError, ControlClient
+from paneboard_agent.control import CommandError, ControlClient, quote
 from paneboard_agent.panes import (
-    PANE_FORMAT,
-    SESSION_FORMAT,
     PaneInfo,
+    pane_format,
     parse_panes,
     parse_sessions,
+    session_format,
 )
 from paneboard_agent.procfs import procs_answer, procs_argv
 from paneboard_agent.transport import Transport, TransportError
@@ -35,24 +35,26 @@ async def list_sessions(
     t: Transport, base: Sequence[str], control: ControlClient | None
 ) -> list[tuple[str, str]] | None:
     """(session_id, name) of every session; None when no tmux server runs."""
+    token = secrets.token_hex(16)
+    fmt = session_format(token)
     if control is not None:
         try:
-            block = await control.command(f"list-sessions -F '{SESSION_FORMAT}'")
-            return parse_sessions(block.lines)
+            block = await control.command(f"list-sessions -F {quote(fmt)}")
+            return parse_sessions(block.lines, token)
         except (TransportError, CommandError):
             pass
-    res = await t.run([*base, "list-sessions", "-F", SESSION_FORMAT])
+    res = await t.run([*base, "list-sessions", "-F", fmt])
     if res.returncode != 0:
         if not any(s in res.stderr for s in NO_SERVER):
             err = res.stderr.decode(errors="replace").strip()
             raise TransportError(f"{t.host}: tmux list-sessions failed: {err}")
         return None
-    return parse_sessions(res.stdout.splitlines())
+    return parse_sessions(res.stdout.splitlines(), token)
 
 
 async def no_server(t: Transport, base: Sequence[str]) -> str | None:
     """Why no tmux server can be asked (tmux's own words), or None when one runs."""
-    res = await t.run([*base, "list-sessions", "-F", SESSION_FORMAT])
+    res = await t.run([*base, "list-sessions", "-F", "#{session_id}"])
     if res.returncode == 0 or not any(s in res.stderr for s in NO_SERVER):
         return None
     return res.stderr.decode(errors="replace").strip().splitlines()[0]
@@ -77,21 +79,26 @@ async def list_panes(
 ) -> list[PaneInfo]:
     """Every pane of the server, or only the panes `only` names (tmux 3.2+: filtered by
     tmux, so a poll for a few panes' held reports reads a few lines, not every pane's);
-    [] when no tmux server runs."""
+    [] when no tmux server runs. Raises `panes.ListingRefused` for a listing that is not
+    tmux's own (a line outside the query's frame)."""
     filt = ["-f", only_filter(only)] if only is not None else []
+    token = secrets.token_hex(16)
+    fmt = pane_format(token)
     if control is not None:
         try:
             where = f" -f '{filt[1]}'" if filt else ""
-            block = await control.command(f"list-panes -a{where} -F '{PANE_FORMAT}'")
-            return parse_panes(block.lines)
+            block = await control.command(f"list-panes -a{where} -F {quote(fmt)}")
         except (TransportError, CommandError):
             pass
-    res = await t.run([*base, "list-panes", "-a", *filt, "-F", PANE_FORMAT])
+        else:
+            if not block.truncated:
+                return parse_panes(block.lines, token)
+    res = await t.run([*base, "list-panes", "-a", *filt, "-F", fmt])
     if res.returncode != 0:
         if any(s in res.stderr for s in NO_SERVER):
             return []
         raise TransportError(f"{t.host}: tmux list-panes failed: {res.stderr.decode(errors='replace')}")
-    return parse_panes(res.stdout.splitlines())
+    return parse_panes(res.stdout.splitlines(), token)
 
 
 async def processes(t: Transport, pids: Collection[int], ttys: Collection[str] = ()) -> dict[int, Any] | None:

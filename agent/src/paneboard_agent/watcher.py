@@ -45,10 +45,13 @@ from paneboard_agent.overlap import LookPipeline
 from paneboard_agent.pace import PollPace
 from paneboard_agent.pane_tasks import PaneTasks, WatchedPane
 from paneboard_agent.panes import (
+    ListingRefused,
+    Observation,
     PaneInfo,
     observe,
     session_selected,
 )
+from paneboard_agent.procfs import Procs
 from paneboard_agent.pump import Pump
 from paneboard_agent.screens import PaneScreens
 from paneboard_agent.sink import PaneKey, PaneUpdate
@@ -92,13 +95,15 @@ POLL_SPACING = 0.05
 POLL_BURST = 2
 #: looks (listing and `ps`) under way at once per tmux server (overlap.py). The poll
 #: budget already caps how often one starts (20 a second); this caps what one slow host
-#: piles up. On a 150 ms link three reports within one round trip are common, and with two
-#: the third waited for the first's answer: a round trip on top of its own look.
+#: piles up. On a slow link several reports within one round trip are common, and with a
+#: lower cap the last waited for the first's answer: a round trip on top of its own look.
 LOOKS_AT_ONCE = 4
 #: what a wake-up waits for more notifications of the same burst before polling
 BURST_PAUSE = 0.005
 #: every this many polls the sessions are listed even though tmux announced no change
 ROUTINE_SESSIONS = 25
+#: seconds between two log lines about refused listings (each burst is one line)
+REFUSED_LOG_EVERY = 60.0
 
 
 class NoTmuxServer(FatalTransportError):
@@ -132,6 +137,8 @@ class TmuxWatcher:
         self._polls = 0
         self._pace = PollPace(POLL_SPACING, POLL_BURST)
         self._warned_old = False
+        self._refused = 0  # listings refused since the last line said so
+        self._refused_said = -REFUSED_LOG_EVERY
         # the one capture path of this tmux server: the trackers' and the pages' screens
         self.capture = PaneCapture(self.t, self.base, options.captures_at_once)
         self.tasks = PaneTasks(self.panes, lambda u: self.pump.changed(u), self.capture, self.host)
@@ -408,9 +415,9 @@ class TmuxWatcher:
         """List the sessions although tmux announced no change, in case one went unsaid.
 
         Beside the poll, not before it: a report held meanwhile reaches nobody until its
-        look comes back, and on a link of 150 ms a listing in front of every 25th look put
-        a whole round trip on each report held then: the p99 went from 325 to 426 ms
-        (bench/fleet.py, docs/collector.md).
+        look comes back, and a listing in front of every 25th look put a whole round trip
+        on each report held then: on a slow link, the far tail of report → board
+        (bench/fleet.py).
         It only reads; a difference makes the next poll list and attach as tmux's own
         notice would."""
         if self._routine is None or self._routine.done():
@@ -443,11 +450,29 @@ class TmuxWatcher:
                 await task
 
     async def _look_for(self, poll: _Poll) -> _Seen | None:
-        if poll.full:
-            return await self._look(None)
-        if poll.waiting:
-            return await self._look({p.tracker.key.pane for p in poll.waiting})
+        """The poll's look, or None: nothing to look at, or a listing refused as not
+        tmux's own (then nothing of it is applied: no pane moves or is made gone)."""
+        try:
+            if poll.full:
+                return await self._look(None)
+            if poll.waiting:
+                return await self._look({p.tracker.key.pane for p in poll.waiting})
+        except ListingRefused as exc:
+            self._listing_refused(exc)
         return None
+
+    def _listing_refused(self, exc: ListingRefused) -> None:
+        """One warning per burst: a program that breaks every listing must not fill the log."""
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._refused_said >= REFUSED_LOG_EVERY:
+            log.warning(
+                "%s: refused %d pane listing(s) not written by tmux as asked (%s); panes kept as they were",
+                self.host,
+                self._refused,
+                exc,
+            )
+            self._refused, self._refused_said = 0, now
 
     def _end_poll(self, poll: _Poll, seen: _Seen | None) -> None:
         """The poll's look came back: apply it, then let its held reports go."""
@@ -484,7 +509,7 @@ class TmuxWatcher:
         todo = [name for name in wanted if self.clients.may_attach(name)]
         if todo:  # a client whose link broke unseen may linger: detach it first
             await self.clients.detach_stale()
-        # in parallel: over SSH each attach is a channel and a login shell start (~0.3 s+)
+        # in parallel: over SSH each attach is a channel and a login shell start, slow on a busy host
         results = await asyncio.gather(
             *(self.clients.attach(n, self.version, self.opt.pause_after) for n in todo),
             return_exceptions=True,
@@ -591,7 +616,7 @@ class TmuxWatcher:
                 pane = self._new_pane(info.pane_id, info.session)
             seen.add(info.pane_id)
             obs = None
-            if info.pane_id in look:
+            if info.pane_id in look and _tells(procs, info, pane.tracker.obs):
                 obs = observe(
                     info, procs, self.opt.transports, self.opt.shells, pane.tracker.obs, self._agent_of
                 )
@@ -647,6 +672,14 @@ class TmuxWatcher:
 
     def snapshot(self) -> list[PaneUpdate]:
         return [p.tracker.last_update for p in self.panes.values() if p.tracker.last_update is not None]
+
+
+def _tells(procs: dict[int, Any] | None, info: PaneInfo, previous: Observation | None) -> bool:
+    """Whether `procs` may judge this pane's processes; when not (a walk cut short on
+    the host, procfs.py), the pane keeps its last observation, as a pane not looked at."""
+    if info.dead or not isinstance(procs, Procs):
+        return True
+    return procs.tells(info.pane_pid, previous.pid if previous is not None else None)
 
 
 async def _round_trip(control: ControlClient) -> float | None:

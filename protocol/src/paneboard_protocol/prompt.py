@@ -10,7 +10,8 @@ What is covered (docs/answers.md, "What the fingerprint covers"):
 
 * the **prompt block**: the lines of the (bottom `rows` of the) screen from the top of
   what the matched rule read — the lines its `question` picks (the question, the
-  command), the lines its offered answers were read from (the options) — down to the
+  command), the line each offered answer's label was read from (its own choice line,
+  `choices.py`, the same line its keys select) — down to the
   bottom of the screen, extended upwards to the start of the block the question sits
   in (the nearest horizontal rule or box top, or two blank lines; at most
   `EXTEND_MAX` lines), so a command drawn above its question ("Bash command / touch
@@ -43,9 +44,10 @@ import json
 import re
 from collections.abc import Sequence
 
+from paneboard_protocol.choices import Choice, choices
 from paneboard_protocol.rules import Manifest, Rule
 from paneboard_protocol.rules.question import default_lines, select_lines
-from paneboard_protocol.rules.regions import _screen_of, _Texts
+from paneboard_protocol.rules.regions import _Screen, _screen_of, _Texts
 
 #: lines above the prompt's first line that may still belong to its block
 EXTEND_MAX = 24
@@ -90,14 +92,10 @@ def _last_index(lines: Sequence[str], wanted: str) -> int | None:
     return None
 
 
-def prompt_lines(manifest: Manifest, rule: Rule, screen: str, title: str = "") -> list[str]:
-    """The raw lines of `screen` the prompt of `rule` occupies (see the module doc): the
-    lines its question picks and its answers' `line` regexes match, down to the bottom,
-    extended up to the start of their block."""
-    sc = _screen_of(screen, manifest.rows)
+def _question_rows(manifest: Manifest, rule: Rule, sc: _Screen, title: str) -> list[int]:
+    """The rows of the lines the rule's `question` picks (the question, the command)."""
     lines = sc.lines
     texts = _Texts(sc, title, "")
-    marks: list[int] = []
     spec = rule.question
     own = rule.gate.region
     region = spec.region if spec is not None and spec.region is not None else own
@@ -107,16 +105,46 @@ def prompt_lines(manifest: Manifest, rule: Rule, screen: str, title: str = "") -
     picked = select_lines(region_lines, spec.lines) if spec is not None else []
     if not picked:
         picked = default_lines(region_lines, None, ask_only=own in ("title", "progress"))
-    for ln in picked:
-        at = _last_index(lines, ln)
-        if at is not None:
-            marks.append(at)
-    for answer in rule.answers:
-        if answer.line is None:
-            continue
-        at = next((i for i in range(len(lines) - 1, -1, -1) if answer.line.search(lines[i])), None)
-        if at is not None:
-            marks.append(at)
+    return [at for ln in picked if (at := _last_index(lines, ln)) is not None]
+
+
+def _aligned(styled: Sequence[str] | None, screen: str, rows: int) -> list[str] | None:
+    """The coloured rows that are the rule's `rows` plain rows (`_screen_of`: trailing
+    empty rows dropped, the bottom ones kept), or None if they do not line up."""
+    if styled is None:
+        return None
+    full = screen.replace("\r\n", "\n").split("\n")
+    if len(styled) != len(full):
+        return None
+    end = len(full)
+    while end and not full[end - 1].strip():
+        end -= 1
+    return list(styled[end - rows : end])
+
+
+def prompt_choices(
+    manifest: Manifest, rule: Rule, screen: str, title: str = "", styled: Sequence[str] | None = None
+) -> tuple[Choice, ...]:
+    """The answers `rule` offers on this (plain) screen, each read from its own line of
+    the prompt (`choices.choices`); `styled`: the screen's lines with their colours."""
+    sc = _screen_of(screen, manifest.rows)
+    head = min(_question_rows(manifest, rule, sc, title), default=0)
+    return choices(rule, sc.lines, _aligned(styled, screen, len(sc.lines)), head)
+
+
+def prompt_lines(
+    manifest: Manifest, rule: Rule, screen: str, title: str = "", offered: Sequence[Choice] | None = None
+) -> list[str]:
+    """The raw lines of `screen` the prompt of `rule` occupies (see the module doc): the
+    lines its question picks and the lines its offered answers were read from (the
+    choices, `prompt_choices`; by default read without colours), down to the bottom,
+    extended up to the start of their block."""
+    sc = _screen_of(screen, manifest.rows)
+    lines = sc.lines
+    marks = _question_rows(manifest, rule, sc, title)
+    if offered is None:
+        offered = choices(rule, lines, None, min(marks, default=0))
+    marks += [c.row for c in offered if c.row is not None]
     if not marks:
         return list(lines)
     top = min(marks)
@@ -149,19 +177,20 @@ def prompt_fingerprint(
     manifest: Manifest,
     rule: Rule,
     screen: str,
-    answers: Sequence[tuple[str, str]],
+    offered: Sequence[Choice],
     title: str = "",
     episode: float | None = None,
 ) -> str:
     """sha256 hex of the prompt `rule` matched on this (plain) screen, with the rule,
-    the offered answers `(id, label)` in order and the blocked episode's start."""
+    the answers offered (`prompt_choices`: id and label, in order) and the blocked
+    episode's start. The lines the labels were read from are inside the prompt."""
     return _digest(
         {
-            "v": 2,
+            "v": 3,
             "manifest": manifest.id,
             "rule": rule.id,
-            "answers": [list(a) for a in answers],
-            "prompt": _normalised(prompt_lines(manifest, rule, screen, title)),
+            "answers": [[c.answer.id, c.label] for c in offered],
+            "prompt": _normalised(prompt_lines(manifest, rule, screen, title, offered)),
             "episode": None if episode is None else round(episode, 3),
         }
     )
@@ -179,4 +208,12 @@ def screen_fingerprint(visible: Sequence[str], episode: float | None = None) -> 
     )
 
 
-__all__ = ["ANIMATED", "EXTEND_MAX", "normalise", "prompt_fingerprint", "prompt_lines", "screen_fingerprint"]
+__all__ = [
+    "ANIMATED",
+    "EXTEND_MAX",
+    "normalise",
+    "prompt_choices",
+    "prompt_fingerprint",
+    "prompt_lines",
+    "screen_fingerprint",
+]

@@ -18,8 +18,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from paneboard_protocol.highlight import highlighted
-from paneboard_protocol.prompt import prompt_fingerprint, screen_fingerprint
+from paneboard_protocol.choices import Choice
+from paneboard_protocol.prompt import prompt_choices, prompt_fingerprint, screen_fingerprint
 from paneboard_protocol.rules import Answer, Manifest, RuleSet
 from paneboard_protocol.wire import AnswerChoice
 
@@ -62,18 +62,24 @@ class Offer:
     """What a blocked screen takes: declared answers, free text, the prompt's text and
     its fingerprint (what an answer must name)."""
 
-    answers: tuple[tuple[Answer, str], ...] = ()  # (answer, label as drawn)
+    offered: tuple[Choice, ...] = ()  # each read from its own line (`choices.py`)
     text: bool = False
     prompt: str | None = None
     fingerprint: str = ""
 
+    @property
+    def answers(self) -> tuple[tuple[Answer, str], ...]:
+        """(answer, label as drawn) of each answer offered, in order."""
+        return tuple((c.answer, c.label) for c in self.offered)
+
     def choices(self) -> list[AnswerChoice]:
-        return [AnswerChoice(id=a.id, label=label) for a, label in self.answers]
+        return [AnswerChoice(id=c.answer.id, label=c.label, option=c.number) for c in self.offered]
 
     def keys(self, answer_id: str) -> tuple[str, ...] | None:
-        for a, _ in self.answers:
-            if a.id == answer_id:
-                return a.keys
+        """The keys of the offered answer `answer_id`: those its label's choice takes."""
+        for c in self.offered:
+            if c.answer.id == answer_id:
+                return c.keys
         return None
 
 
@@ -96,8 +102,9 @@ def offer(
     The fingerprint of the screen (`prompt.py`) whatever the state: of the prompt the
     matched blocked rule read, else of the whole screen. Answers only when blocked: the
     manifest of `agent` read on this screen: a blocked rule with declared answers
-    offers those whose `line` is on the screen; otherwise a `question` takes free text
-    and anything else takes nothing. `since`: when the pane's state began (a prompt
+    offers those its prompt draws, each label read from the choice its keys select
+    (`choices.py`), and nothing else; a rule without any takes free text if its kind
+    is `question`, and anything else takes nothing. `since`: when the pane's state began (a prompt
     asked again later is a new prompt). `styled`: the same rows with their colours
     (`capture-pane -e`), which say what a menu drawn in colour has selected; without
     them an answer that needs a selection is not offered."""
@@ -110,24 +117,15 @@ def offer(
         if match is not None and match.state == "blocked":
             rule = next((r for r in manifest.rules if r.id == match.rule), None)
             if rule is not None:
-                got: tuple[tuple[Answer, str], ...] = ()
-                if rule.answers:
-                    lines = screen.split("\n")[-manifest.rows :]
-                    marked = _marked(styled, manifest.rows) if any(a.selected for a in rule.answers) else []
-                    got = tuple(
-                        (a, label) for a in rule.answers if (label := a.offer(lines, marked)) is not None
-                    )
-                fp = prompt_fingerprint(
-                    manifest, rule, screen, [(a.id, label) for a, label in got], title or "", since
-                )
+                got = prompt_choices(manifest, rule, screen, title or "", styled) if rule.answers else ()
+                fp = prompt_fingerprint(manifest, rule, screen, got, title or "", since)
                 prompt = match.msg or msg
                 if got:
                     return Offer(got, False, prompt, fp)
-                takes_text = match.kind == "question" or (match.kind is None and kind == "question")
+                # a rule that declares answers but finds none drawn takes no free
+                # text either: typed into a menu it would pick something unseen
+                takes_text = not rule.answers and (
+                    match.kind == "question" or (match.kind is None and kind == "question")
+                )
                 return Offer((), takes_text, prompt, fp)
     return Offer((), kind == "question", msg, whole)
-
-
-def _marked(styled: Sequence[str] | None, rows: int) -> list[str]:
-    """The highlighted texts of the bottom `rows` rows."""
-    return [t for ln in (styled or [])[-rows:] for t in highlighted(ln)]

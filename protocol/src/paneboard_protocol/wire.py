@@ -127,6 +127,9 @@ RequestId = Annotated[str, Meta(min_length=1, max_length=REQUEST_ID_MAX, pattern
 class AnswerChoice(Struct, frozen=True):
     id: AnswerId
     label: Annotated[str, Meta(min_length=1, max_length=ANSWER_LABEL_MAX)]
+    # the numbered choice the answer's keys select, whose line the label is (a push
+    # shows "2. Skip it"); None: not a numbered choice, or a collector from before it
+    option: Annotated[int, Meta(ge=1, le=99)] | None = None
 
 
 class Screen(_Msg, frozen=True, tag="screen"):

@@ -2,7 +2,7 @@
 
 orjson writes the same JSON as `json.dumps(separators=(",", ":"), ensure_ascii=False)`
 for what the server handles (validated data: str keys, finite floats, 64-bit ints),
-~20x faster per pane (bench/json_encoders.py). Anything it refuses (a non-str key, an
+many times faster per pane (bench/json_encoders.py). Anything it refuses (a non-str key, an
 int beyond 64 bits) goes through the stdlib, so no value that encoded before fails now.
 """
 
@@ -24,6 +24,6 @@ def dumps(data: Any) -> bytes:
 
 def dumps_text(data: Any) -> str:
     """JSON text, for SQLAlchemy's JSON columns (evidence and records on every pane
-    row a batch writes: the stdlib encoder was 5% of the server's time at 5,000
-    reports/s)."""
+    row a batch writes: the stdlib encoder was a visible share of the server's time
+    under load)."""
     return dumps(data).decode()

@@ -47,11 +47,10 @@ def listen_url(sock: socket.socket) -> str:
 
 
 #: Collector reports allocate a few dozen short-lived containers each. With CPython's
-#: default thresholds (700, 10, 10) a server taking 5,000 reports/s ran ~1.3 full
-#: collections a second over its ~200,000 live objects, 100-150 ms each with the event
-#: loop stopped: a quarter of a core, and the p99 of every report's delay
-#: (bench/ingest.py, before/after in one run: p99 at 2,000/s 313 -> 192 ms, 3,000/s
-#: 811 -> 331 ms).
+#: default thresholds (700, 10, 10) a busy server ran full collections over all its
+#: live objects more than once a second, each with the event loop stopped: a large share
+#: of a core, and most of the p99 of every report's delay (bench/ingest.py, before/after
+#: in one run).
 #: Reference counting frees the reports (dicts and lists of scalars); the cycles left
 #: for the collector (tasks, exceptions with their frames) are few, so collecting them
 #: less often costs little memory (peak RSS in the same runs did not grow).

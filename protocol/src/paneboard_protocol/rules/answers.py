@@ -12,20 +12,26 @@ answers = [
 ]
 ```
 
-Why each answer may name a `line`: the same prompt draws different choices at different
-times (Claude Code's second option is "don't ask again for this command", "allow all
-edits", or "always allow access to DIR"); an answer is offered only when a line of the
-screen matches its `line`, and its label is then the regex's first group when it has
-one (what the screen says), else the declared label. The keys never leave the
-collector: the server and the page see ids and labels only.
+Why an answer names the `option` its keys select: the label a device shows, the keys
+typed and the line the prompt's fingerprint covers must be one line, the choice itself
+(`paneboard_protocol.choices`). An answer with `option = N` is offered only while the
+prompt's option block (the numbered choices nearest the bottom, 1..n in order) has a
+choice N whose own line matches its `line`; its label is then the regex's first group
+(what the screen says: Claude Code's second choice is "don't ask again for this
+command", "allow all edits" or "always allow access to DIR"), else that choice's text.
+`moves_from = M`: its keys move from choice M (`Down Enter`), so it is offered only
+while choice M carries the selection marker.
+
+An answer with a `line` and no `option` is read on the matching line nearest the
+bottom of the prompt; its label is the regex's first group, else the declared label.
 
 Why an answer may name a `selected` regex: a menu that shows its selection only in
 colour (OpenCode's permission dialog) draws the same text whatever is selected, and
 Enter takes the selected choice. Such an answer is offered only while a highlighted
-text of the screen (`paneboard_protocol.highlight`, read from the capture's colours)
-matches `selected`; moved elsewhere, the answer is not offered, so the prompt's
-fingerprint changes and an answer made before the move is refused, not typed on the
-other choice.
+text of its own choice line (`paneboard_protocol.highlight`, read from the capture's
+colours) matches `selected` — never a look-alike elsewhere on the screen; moved
+elsewhere, the answer is not offered, so the prompt's fingerprint changes and an
+answer made before the move is refused, not typed on the other choice.
 
 Keys are tmux key names from a short list (single characters, arrows, Enter, Escape,
 ...) so a manifest cannot make the collector run anything but `send-keys` of keys.
@@ -35,7 +41,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +54,9 @@ KEY_NAMES = frozenset(
 )
 _CTRL = re.compile(r"^C-[a-z]$")
 _ID = re.compile(r"^[a-z0-9_-]{1,32}$")
-_ANSWER_KEYS = frozenset({"id", "label", "keys", "line", "selected"})
+_ANSWER_KEYS = frozenset({"id", "label", "keys", "line", "selected", "option", "moves_from"})
+#: numbered choices an answer may name (`option`, `moves_from`)
+OPTION_MAX = 99
 MAX_ANSWERS = 16
 MAX_KEYS = 8
 LABEL_MAX = 128
@@ -70,26 +78,13 @@ class Answer:
     keys: tuple[str, ...]
     line: re.Pattern[str] | None = None
     selected: re.Pattern[str] | None = None
-
-    def offer(self, lines: list[str], marked: Sequence[str] = ()) -> str | None:
-        """The label to show on a screen with these lines, or None: not offered here.
-
-        `marked`: the screen's highlighted texts (none known: an answer that needs a
-        selection is not offered)."""
-        if self.selected is not None and not any(self.selected.search(t) for t in marked):
-            return None
-        if self.line is None:
-            return self.label
-        for ln in lines:
-            m = self.line.search(ln)
-            if m is not None:
-                label = m.group(1) if m.groups() and m.group(1) else self.label
-                return " ".join(label.split())[:LABEL_MAX] or self.label
-        return None
+    option: int | None = None  # the numbered choice the keys select
+    moves_from: int | None = None  # the choice the keys move from, which must be selected
 
 
 def parse_answers(value: Any) -> tuple[Answer, ...]:
-    """A rule's `answers = [{id, label, keys, line?, selected?}, ...]`, checked strictly."""
+    """A rule's `answers = [{id, label, keys, line?, selected?, option?, moves_from?}, ...]`,
+    checked strictly."""
     if not isinstance(value, list) or not value:
         raise ManifestError("answers must be a non-empty list of tables { id, label, keys }")
     if len(value) > MAX_ANSWERS:
@@ -101,7 +96,9 @@ def parse_answers(value: Any) -> tuple[Answer, ...]:
             raise ManifestError(f"{where}: a table {{ id, label, keys }}")
         for key in raw:
             if key not in _ANSWER_KEYS:
-                raise ManifestError(f"{where}: unknown key {key!r} (id, label, keys, line, selected)")
+                raise ManifestError(
+                    f"{where}: unknown key {key!r} (id, label, keys, line, selected, option, moves_from)"
+                )
         aid, label, keys = raw.get("id"), raw.get("label"), raw.get("keys")
         if not isinstance(aid, str) or not _ID.match(aid):
             raise ManifestError(f"{where}: id must match [a-z0-9_-]{{1,32}}")
@@ -123,5 +120,16 @@ def parse_answers(value: Any) -> tuple[Answer, ...]:
             if value is not None and not isinstance(value, str):
                 raise ManifestError(f"{where}: {field} must be a regex string")
             patterns.append(None if value is None else _compile([value], f"{where}.{field}")[0])
-        out.append(Answer(aid, label.strip(), tuple(keys), patterns[0], patterns[1]))
+        numbers: list[int | None] = []
+        for field in ("option", "moves_from"):
+            value = raw.get(field)
+            if value is not None and (type(value) is not int or not 1 <= value <= OPTION_MAX):
+                raise ManifestError(f"{where}: {field} must be a choice number 1..{OPTION_MAX}")
+            numbers.append(value)
+        if numbers[1] is not None and numbers[0] is None:
+            raise ManifestError(f"{where}: moves_from needs the option the keys select")
+        if patterns[1] is not None and patterns[0] is None and numbers[0] is None:
+            # a selection is read on the answer's own choice line: it needs one
+            raise ManifestError(f"{where}: selected needs a line or an option to read it on")
+        out.append(Answer(aid, label.strip(), tuple(keys), patterns[0], patterns[1], numbers[0], numbers[1]))
     return tuple(out)

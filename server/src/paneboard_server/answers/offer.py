@@ -12,15 +12,22 @@ with answers within `OFFER_WAIT` seconds: no offer, the push carries "Open" only
 Buttons on a lock screen are tapped without the prompt in view, so the answers that
 change the program's standing permissions ("always", "never": "Yes, and don't ask
 again") are never offered there; the first two others are (Yes / No for every bundled
-prompt). The offer is only what the push shows: the answer itself goes through
+prompt). For the same reason a push says what it answers as the prompt draws it: its
+body is the question the screen asks, and a button that selects a numbered choice
+reads as that choice's number and text ("1. Drop the production database"), both read
+by the collector from the choice's own line (`paneboard_protocol.choices`). The offer
+is only what the push shows: the answer itself goes through
 `POST /api/panes/{id}/answer` and every check of `desk.py`, on a fresh capture.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from paneboard_protocol.wire import AnswerChoice
 
 from .screens import ScreenHub
 
@@ -30,12 +37,15 @@ OFFER_WAIT = 2.0
 STANDING = frozenset({"always", "never"})
 #: answers a notification carries (Chromium shows two action buttons; "Open" is third)
 OFFERED_MAX = 2
+#: characters of the prompt a notification's body carries (`web/sw.js` shows 500)
+PROMPT_MAX = 500
 
 
 @dataclass(frozen=True, slots=True)
 class Offer:
     fingerprint: str
     answers: tuple[tuple[str, str], ...]  # (id, label as the screen draws it)
+    prompt: str | None = None  # the question the screen asks, read by the collector
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,9 +54,12 @@ class Offer:
         }
 
 
-def pick(answers: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    """The answers a notification offers: the first two that are not standing ones."""
-    return tuple(a for a in answers if a[0] not in STANDING)[:OFFERED_MAX]
+def pick(answers: Sequence[AnswerChoice]) -> tuple[tuple[str, str], ...]:
+    """The answers a notification offers: the first two that are not standing ones,
+    each `(id, label)`, the label with its choice's number where its keys select a
+    numbered choice (a collector from before `option` sends the label alone)."""
+    kept = [a for a in answers if a.id not in STANDING][:OFFERED_MAX]
+    return tuple((a.id, a.label if a.option is None else f"{a.option}. {a.label}") for a in kept)
 
 
 class Offers:
@@ -89,8 +102,9 @@ class Offers:
                 if fresh and sc.state == "blocked" and sc.input and sc.fingerprint and pane is not None:
                     if pane.state != "blocked":
                         return None
-                    answers = pick([(a.id, a.label) for a in sc.answers])
-                    return Offer(sc.fingerprint, answers) if answers else None
+                    answers = pick(sc.answers)
+                    prompt = sc.prompt[:PROMPT_MAX] if sc.prompt else None
+                    return Offer(sc.fingerprint, answers, prompt) if answers else None
                 since = shown.rev
             left = deadline - time.monotonic()
             if left <= 0:

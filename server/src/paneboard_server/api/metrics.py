@@ -1,9 +1,17 @@
-"""`GET /metrics`: Prometheus text, gathered from the live state on each scrape (any viewer)."""
+"""`GET /metrics`: Prometheus text, gathered from the live state on each scrape (any viewer).
+
+Every label value comes from a bounded set, because each distinct value is a series that
+Prometheus keeps: agents are the manifests' agents (a name only a program's own report
+gave is `other`), hosts the first `HOST_LABELS` by name (the rest `other`). A collector
+cannot grow the scrape by inventing names.
+"""
 
 from __future__ import annotations
 
+import functools
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from fastapi import APIRouter, Response
@@ -15,6 +23,36 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from ..services import Svc
 from .access import Viewer
 from .errors import READ, json_responses
+
+HOST_LABELS = 50  # hosts with a label of their own; the others are counted as `other`
+OTHER, NONE = "other", "none"
+
+
+@functools.cache
+def known_agents() -> frozenset[str]:
+    """The agents the screen-rule manifests name: the only agent label values besides
+    `other` and `none`. Read once; a manifest added later counts as `other` until restart."""
+    from paneboard_protocol.rules import load_rules
+
+    return load_rules().agents
+
+
+def _agent_label(agent: str | None, known: frozenset[str]) -> str:
+    if not agent:
+        return NONE
+    return agent if agent in known else OTHER
+
+
+def _host_labels(hosts: Iterable[str]) -> dict[str, str]:
+    """Each host's label: its name for the first `HOST_LABELS` by name, else `other`."""
+    names = sorted(set(hosts))
+    return {h: (h if i < HOST_LABELS else OTHER) for i, h in enumerate(names)}
+
+
+def longest_wait(panes: Iterable[Any], now: float) -> float:
+    """Seconds the longest-blocked live pane has waited; 0 when none waits."""
+    waits = [now - p.since for p in panes if p.state == "blocked" and p.since is not None]
+    return max(0.0, *waits) if waits else 0.0
 
 
 class _Live:
@@ -29,6 +67,34 @@ class _Live:
         for st in (*STATES, "none"):
             g.add_metric([st], states.get(st, 0))
         yield g
+        live = [p for p in core.panes.values() if p.gone_at is None]
+        known = known_agents()
+        by_agent = Counter((_agent_label(p.agent, known), p.state or NONE) for p in live)
+        g = GaugeMetricFamily(
+            "paneboard_agent_panes",
+            "Live panes by agent (the manifests' agents, other, none) and state",
+            labels=["agent", "state"],
+        )
+        for agent in (*sorted(known), OTHER, NONE):
+            for st in (*STATES, NONE):
+                g.add_metric([agent, st], by_agent.get((agent, st), 0))
+        yield g
+        names = {h.id: h.name for h in core.hosts.values()}
+        host_label = _host_labels(names.values())
+        by_host = Counter((host_label.get(names.get(p.host_id, ""), OTHER), p.state or NONE) for p in live)
+        g = GaugeMetricFamily(
+            "paneboard_host_panes",
+            f"Live panes by host (the first {HOST_LABELS} by name, the rest other) and state",
+            labels=["host", "state"],
+        )
+        for (host, st), n in sorted(by_host.items()):
+            g.add_metric([host, st], n)
+        yield g
+        yield GaugeMetricFamily(
+            "paneboard_longest_wait_seconds",
+            "How long the longest-blocked live pane has waited on a person (0: none waits)",
+            value=longest_wait(live, time.time()),
+        )
         yield GaugeMetricFamily(
             "paneboard_sse_clients", "Connected live-stream clients", value=len(core.hub.subscribers)
         )
@@ -65,6 +131,11 @@ class _Live:
         for reason in ("invalid", "unstorable", "host", "cap"):
             refused.add_metric([reason], core.stats[f"refused_{reason}"])
         yield refused
+        yield CounterMetricFamily(
+            "paneboard_ingest_delayed",
+            "Collector connections delayed (or closed 1013) because their token was refused lately",
+            value=core.stats["ingest_delayed"],
+        )
         yield CounterMetricFamily(
             "paneboard_batches_retried",
             "Writer batches that failed and were bisected",

@@ -23,14 +23,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..store import Bulk, Pipeline
 from ..store import schema as s
-from . import waits
+from . import wait_cap, waits
 from .state import PaneState
 from .tx import HISTORY_ORDER, Tx
 
 NOTIFY_CHANNEL = "paneboard_change"
 
 # The statements every batch runs, built once: building one and deriving its cache key
-# costs 50-110 us, paid per batch (several a second per collector) when built inline.
+# is SQLAlchemy's slow path, paid per batch (several a second per collector) if inline.
 _UPDATE_PANES = Bulk(
     update(s.panes).where(s.panes.c.id == bindparam("pid")).values({c: bindparam(c) for c in ROW_FIELDS})
 )
@@ -124,6 +124,8 @@ async def flush(core: PaneState, tx: Tx) -> None:
     if tx.collectors:
         await write_collectors(core, conn, tx, pipe)
     await pipe.send()
+    if tx.waits_due:  # after the waits this batch opened are in
+        await wait_cap.trim(tx)
     if core.is_pg and changed:
         for chunk in _chunks([str(pid) for pid in changed], 7000):
             await conn.execute(

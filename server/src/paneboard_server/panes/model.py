@@ -67,7 +67,7 @@ class Pane(StoredPane, kw_only=True):
 
     def copy(self) -> Pane:
         """A shallow copy (the writer's batch changes copies, never the mirror), made in
-        one C call (0.13 us; `copy.copy`'s look-up of the Struct's `__copy__`, 0.24)."""
+        one C call (`copy.copy` would first look up the Struct's `__copy__`)."""
         return msgspec.structs.replace(self)
 
     def triple(self) -> tuple[str | None, str | None, str | None]:
@@ -105,8 +105,8 @@ _NOTHING_KNOWN: dict[str, Any] = {
 
 def _row(p: Pane) -> dict[str, Any]:
     """The row fields by name, read in one C call (`attrgetter`): this runs for every
-    pane of every change. (It was a function compiled with `exec` from the names, twice
-    as fast at 0.4 us against 0.9; not worth code generated at run time.)"""
+    pane of every change. (A function compiled with `exec` from the names was faster,
+    but not by enough to be worth code generated at run time.)"""
     return dict(zip(_ROW, _row_values(p), strict=True))
 
 
@@ -117,7 +117,7 @@ _asdict = msgspec.structs.asdict
 
 def _api(p: Pane, host: Host | None, collector: str | None) -> dict[str, Any]:
     """Every field of the pane in one C call (`msgspec.structs.asdict`), less those the API
-    leaves out, and its host's: 0.75 us against 1.6 for a dict of the API's names filled
+    leaves out, and its host's: about half the cost of a dict of the API's names filled
     from an attrgetter, for every changed pane of every batch."""
     out = _asdict(p)
     for name in _NOT_API:

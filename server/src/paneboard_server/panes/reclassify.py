@@ -43,7 +43,7 @@ def deadline(evidence: dict[str, Any] | None, now: float) -> float | None:
     """When time alone may change the evidence's classification (None: never, or unreadable).
 
     Only a THINKTERM_AGENT contract's `ts` makes time matter (TA-12/TA-13), so evidence
-    without one has no deadline whether or not it reads: the check, 3.6 us of every
+    without one has no deadline whether or not it reads: the check, paid for every
     changed pane of every batch, is skipped for it."""
     if not evidence or evidence.get("contract") is None:
         return None

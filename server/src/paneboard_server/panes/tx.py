@@ -31,7 +31,7 @@ _history_values = attrgetter(*HISTORY_FIELDS)
 
 #: A history row as the writer builds it: a tuple in the order of the table's columns
 #: (its id aside), read by position (`H_*`). A dict a row, filled by name, read back by
-#: name for the insert and again by the ledger, was ~3 % of the writer's instructions.
+#: name for the insert and again by the ledger, cost the writer more instructions.
 HISTORY_ORDER = ("pane_id", "t", *HISTORY_FIELDS, "prev_state", "reason")
 _READ_BY_POSITION = ("pane_id", "t", "agent", "state", "kind", "msg", "prev_state", "reason")
 H_PANE, H_T, H_AGENT, H_STATE, H_KIND, H_MSG, H_PREV, H_REASON = map(HISTORY_ORDER.index, _READ_BY_POSITION)
@@ -67,6 +67,9 @@ class Tx:
         # contract's `blocked`, then the question read off its screen): the ledger's open
         # wait takes the text the card shows.
         self.retexts: dict[int, str] = {}
+        # Collectors that opened enough waits since their last check to be checked
+        # against their cap of ledger rows at this flush (`wait_cap.py`).
+        self.waits_due: set[int] = set()
 
     # --- lookups that copy into the batch ---------------------------------------
     def host_by_id(self, host_id: int) -> Host | None:

@@ -3,9 +3,9 @@ transaction (a burst of reports is one commit, not one per report), and only aft
 commit updates the in-memory mirror, publishes to live-stream clients, runs each
 operation's after-commit hook (a collector's ack, an HTTP reply) and tells the change
 listeners (notifications). A batch that fails is bisected: each half is tried on its own,
-so one bad operation among n costs about 2·log2(n) transactions, not n (one by one, on
-PostgreSQL ~12 ms each, a batch of a few hundred held every collector's acks for
-seconds), and it fails alone, never another collector's. A collector message that fails
+so one bad operation among n costs about 2·log2(n) transactions, not n (one by one, a
+batch of a few hundred held every collector's acks for seconds on PostgreSQL), and it
+fails alone, never another collector's. A collector message that fails
 alone for its data loses only the panes the database refuses (`isolate.py`).
 """
 
@@ -40,7 +40,7 @@ class Unstorable(Exception):
 
 class Change(msgspec.Struct):
     """One committed change of a pane, for listeners (notifications): one a changed pane
-    of every batch, so a Struct (0.07 us to make, a dataclass 0.16)."""
+    of every batch, so a Struct (about half a dataclass's cost to make)."""
 
     pane: dict[str, Any]
     prev_state: str | None
@@ -49,12 +49,12 @@ class Change(msgspec.Struct):
 
 
 # Under load, batches start at least this far apart (group commit). A SQLite commit writes
-# every page the batch dirtied to the WAL, ~2 ms whether it carries 200 reports or 1,000,
-# and a batch has other fixed work besides; a writer that commits the moment anything is
-# queued spends its core on small batches (at 5,000 reports/s: ~370 batches a second of
-# ~15 reports, ~180 us of server CPU a report). Spaced 50 ms apart the same load costs
-# ~85 us a report, and 10,000/s ~77 instead of ~88; 20 ms left 10,000/s at 86-89
-# (bench/ingest.py, three runs each beside the writer without it; docs/operations.md). Only
+# every page the batch dirtied to the WAL, about the same time whether it carries 200
+# reports or 1,000, and a batch has other fixed work besides; a writer that commits the
+# moment anything is queued spends its core on many small batches, each report paying a
+# large share of a commit. Spaced this far apart, the server's CPU a report roughly halved
+# at 5,000 reports/s; a shorter spacing gave back most of the gain at 10,000/s
+# (bench/ingest.py beside the writer without it; bench/README.md). Only
 # work that queued while the last batch ran waits: a report that finds the writer idle
 # goes at once, so a lone change (an agent turning blocked) is not held back.
 BATCH_SPACING = 0.05

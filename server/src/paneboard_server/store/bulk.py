@@ -2,9 +2,9 @@
 together.
 
 SQLAlchemy's `execute(stmt, rows)` builds each row's parameters in Python (a dict per
-row, looked up and processed by name), which cost 6.6-9.7 us a row against 3.5-4.2
-through the driver with a tuple per row (bench: 1,000 history rows a batch, SQLite). At
-10,000 reports a second a history row per report, that difference is a third of a core.
+row, looked up and processed by name), about twice what a tuple per row through the
+driver costs. With a history row per report at high rates, that difference is a large
+share of a core.
 So the statements the writer runs for every report keep SQLAlchemy's compiler (one SQL
 text per dialect, its placeholders and its type processors, e.g. the engine's JSON
 serializer) and skip only its per-row work: the rows go to `exec_driver_sql` as tuples,
@@ -15,8 +15,8 @@ type's bind processor where the type has one.
 list spread into the driver's placeholders at each run).
 
 `Pipeline` sends a batch's statements together. On SQLite each statement sent through
-aiosqlite's thread waits for a turn of the event loop to hand its result back, ~3 ms
-under load (bench: 2.99 ms a trip against 1.61 of work, 12 trips a batch): so they run
+aiosqlite's thread waits for a turn of the event loop to hand its result back, under
+load longer than the statement's own work, a dozen trips a batch: so they run
 on the loop's own thread, once the transaction holds the write lock (`Pipeline`). On
 PostgreSQL asyncpg talks to the server itself: they run one by one.
 """
@@ -89,7 +89,7 @@ class Bulk:
     ) -> tuple[str, list[tuple[Any, ...]]]:
         """`prepare` for rows given as tuples of the parameters `names`, which must be the
         statement's own order: for the rows of every changed pane, built in one C call
-        each (a mapping a row cost ~4 us more, built and then read back by name)."""
+        each (a mapping a row costs more, built and then read back by name)."""
         c = self._compiled(dialect)
         if names != c.names:
             raise ValueError(f"{dialect.name}: the statement takes {c.names}, not {names}")
@@ -130,8 +130,8 @@ class _CompiledQuery:
 
 class Query:
     """A SELECT run every batch with other values, compiled once per dialect: compiling
-    the ledger's read, a few hundred pane ids in an IN list, took ~4 % of the writer's
-    time (bench/writer.py). Its expanding parameters (`bindparam(..., expanding=True)`,
+    the ledger's read, a few hundred pane ids in an IN list, every batch was a visible
+    share of the writer's time (bench/writer.py). Its expanding parameters (`bindparam(..., expanding=True)`,
     a list for IN) are spread into the driver's `?` placeholders by `prepare`."""
 
     def __init__(self, stmt: Select[Any]) -> None:
@@ -221,8 +221,8 @@ class Pipeline:
     On SQLite they run on the event loop's own thread, once the transaction holds the
     write lock: a statement through aiosqlite's thread waits for a turn of the event loop
     to hand its result back, and under load that wait was most of a batch's time
-    (bench/ingest.py at 10,000 reports/s: 9-34 ms of the writer's first send, of which
-    ~5 ms was SQLite's work) and its thread's share of the GIL cost CPU besides. Run
+    (bench/ingest.py: most of the writer's first send was waiting, not SQLite's work)
+    and its thread's share of the GIL cost CPU besides. Run
     here, a batch's statements are CPU and page-cache writes only: no lock to wait for,
     and no fsync before the commit (synchronous=NORMAL; the commit, which may
     checkpoint, still goes through the driver's thread). On PostgreSQL asyncpg talks to

@@ -1,7 +1,7 @@
 """The first frames of a new `/api/stream` connection, from a cached encoding.
 
-Encoding every live pane for each new connection costs ~90 ms with 5,000 panes, on
-the event loop; 500 clients opening at once (a restart, a wall of screens) stalled
+Encoding every live pane for each new connection is long work on the event loop with
+thousands of panes; 500 clients opening at once (a restart, a wall of screens) stalled
 every other request for seconds. Instead the snapshot is encoded at most once per
 `refresh` seconds and shared: a connection gets that cached snapshot, and when the
 board has moved on since, one `change` frame with the panes changed after it (itself
