@@ -46,6 +46,7 @@ def pane(i: int, msg: str) -> dict[str, object]:
         "window": "0",
         "agent": "claude",
         "state": "working",
+        "kind": None,
         "msg": msg,
         "t": time.time(),
         "source": "protocol",

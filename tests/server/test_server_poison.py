@@ -290,6 +290,9 @@ def test_healthz_reports_a_writer_that_cannot_commit(db_url: str, server_factory
         assert code == 1011
         r = httpx.get(srv.url + "/healthz")
         assert r.status_code == 503 and r.json()["ok"] is False and "writer" in r.json()["error"], r.text
+        # no login needed: the database's own words (the table it lacks) are not given away
+        assert r.json()["detail"] == r.json()["error"] == "writer: database error", r.text
+        assert "history" not in r.text and "Error" not in r.text, r.text
 
     asyncio.run(go())
 

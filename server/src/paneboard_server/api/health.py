@@ -2,11 +2,14 @@
 
 Unhealthy (503, with `since` where known) when the database does not answer, when the
 writer's last batch failed (reads work but nothing is stored: a full disk, ...), or
-when one batch has run longer than `limits.writer_stall` (a lock held elsewhere).
+when one batch has run longer than `limits.writer_stall` (a lock held elsewhere). A
+database failure is said as "database error": anyone may ask, so the database's own
+text, which names files, tables and statements, stays in the log.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 
 from fastapi import APIRouter
@@ -16,7 +19,12 @@ from sqlalchemy import select
 
 from .. import __version__
 from ..services import Svc
+from ..store.database import describe
 from .errors import ErrorBody
+
+log = logging.getLogger("paneboard.server")
+#: What /healthz says of a database failure: it needs no login, so not the failure's text.
+DB_ERROR = "database error"
 
 
 class Health(BaseModel):
@@ -53,11 +61,13 @@ def make_router() -> APIRouter:
             async with core.engine.connect() as conn:
                 await conn.execute(select(1))
         except Exception as exc:
-            why = type(exc).__name__
-            return JSONResponse({"ok": False, "detail": why, "error": why}, 503)
+            log.error("/healthz: the database does not answer: %s", describe(exc))
+            return JSONResponse({"ok": False, "detail": DB_ERROR, "error": DB_ERROR}, 503)
         if core.writer_error is not None:  # reads work but writes fail (disk full, ...)
-            since, why = core.writer_error
-            why = f"writer: {why}"
+            # The database's own words (paths, table names, the statement) are the
+            # operator's, in the log where the writer put them, not anyone's who asks.
+            since, _ = core.writer_error
+            why = f"writer: {DB_ERROR}"
             return JSONResponse({"ok": False, "detail": why, "error": why, "since": since}, 503)
         return JSONResponse(
             {

@@ -20,6 +20,29 @@ from ..stream import END, QuietEventSource, sse_frame
 from .access import Viewer
 from .errors import READ, responses
 
+#: The most of a stream's first frames handed to the server at once (bytes).
+FIRST_PIECE = 64 * 1024
+
+#: One event of the stream, as a client's parser reads it (`event`, `data` and `id`
+#: lines; pings are comments, not events). OpenAPI 3.1 has no keyword for the items of
+#: a stream (3.2's `itemSchema`): there, a `text/event-stream` schema describes each
+#: event, and a plain string would say each event is text, which no parser gives.
+EVENT = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["snapshot", "change", "reset", "revoked"]},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "description": "the event's JSON object (docs/wire.md)",
+        },
+        "id": {"type": "string", "pattern": "^[0-9]+$", "description": "the revision, for `Last-Event-ID`"},
+        "retry": {"type": "integer", "minimum": 0},
+    },
+    "required": ["event", "data"],
+    "additionalProperties": False,
+}
+
 
 def make_router() -> APIRouter:
     r = APIRouter()
@@ -32,7 +55,7 @@ def make_router() -> APIRouter:
             200: {
                 "description": "An endless `text/event-stream`: `snapshot`, then `change` events "
                 "(docs/wire.md); `reset` or `revoked` ends it",
-                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                "content": {"text/event-stream": {"schema": EVENT}},
             },
             **responses(*READ, e429="More live streams than `limits.max_streams_per_credential`"),
         },
@@ -66,9 +89,17 @@ def make_router() -> APIRouter:
         holder = revocation.hold(who, end, "live stream")
         first = _first_frames(svc, resume)
 
-        async def gen() -> AsyncIterator[bytes]:
+        async def gen() -> AsyncIterator[bytes | memoryview]:
             try:
-                yield first
+                # The first frames are the cache's, shared by every stream: sent a
+                # piece at a time, so that a stream holds no copy of its own (the
+                # server's write buffers take at most a piece, then wait for the
+                # client), not the whole snapshot per client until the client has read it.
+                while first:
+                    frame = memoryview(first.pop(0))
+                    for at in range(0, len(frame), FIRST_PIECE):
+                        yield frame[at : at + FIRST_PIECE]
+                    del frame
                 while True:
                     if sub.dropped and sub.queue.empty():
                         yield sse_frame("reset", {"reason": "client too slow: reconnect and resume"})
@@ -92,14 +123,14 @@ def make_router() -> APIRouter:
     return r
 
 
-def _first_frames(svc: Services, resume: int | None) -> bytes:
+def _first_frames(svc: Services, resume: int | None) -> list[bytes]:
     """What a stream starts with: the changes since `resume`, or else a full snapshot."""
     core = svc.core
     start = core.rev
     # Panes evicted from memory since `resume` cannot be listed as gone: full snapshot.
     if resume is not None and 0 < resume <= start and resume >= core.evicted_rev:
         changed = [p for p in core.panes.values() if p.rev > resume]
-        return sse_frame(
+        return [sse_frame(
             "change",
             {
                 "rev": start,
@@ -108,5 +139,5 @@ def _first_frames(svc: Services, resume: int | None) -> bytes:
                 "gone": [p.id for p in changed if p.gone_at is not None],
             },
             start,
-        )
-    return b"".join(svc.snapshots.frames())
+        )]  # fmt: skip
+    return list(svc.snapshots.frames())

@@ -3,7 +3,8 @@
 The intervals (`intervals.py`, pure: `Event`, `Interval`, `derive`, `step`, `order`,
 `WAITING`), which the writer keeps in `waits` (panes/waits.py); `mark_answered`, the
 answer feature's mark on a block; the stats page's figures (`stats.py`: `Query`,
-`options`, `fetch`, `compute`, `overlapping`); the demo's sample week (`seed_sample`).
+`options`, `fetch`, `compute`, `overlapping`), added up by the database for the API
+(`aggregate.py`) and cached per range (`cache.py`); the demo's sample week (`seed_sample`).
 """
 
 from .intervals import WAITING, Event, Interval, derive, order, step

@@ -13,8 +13,10 @@ page draws, so the numbers and the plots cannot disagree:
 - the totals: every interval overlapping the range, by how it ended (`ended`: answered,
   cancelled, …) plus those still open, so `count` is `open` + the sum of `ended`.
 
-The SQL reads only the rows of the range (index on `start_t`), the rest is Python: the
-percentiles and day splits are the same on SQLite and PostgreSQL that way.
+`fetch` + `compute` are the reading in Python, over the range's rows: the reference the
+server's answer (`aggregate.py`, the same figures added up by the database, so that the
+rows of a year never reach the event loop) is tested against, and what the benchmark's
+baseline derives from history with.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .. import fastjson
+from ..ledger.aggregate import register_sqlite
 
 
 class DatabaseError(Exception):
@@ -224,6 +225,7 @@ def create_engine(url: str) -> AsyncEngine:
             cur.execute("PRAGMA busy_timeout=30000")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
+            register_sqlite(dbapi_conn)  # the stats' prompt text, normalised in SQL
 
         return engine
     return create_async_engine(
