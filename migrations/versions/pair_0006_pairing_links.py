@@ -1,7 +1,7 @@
 """single-use sign-in links for phones (`paneboard pair`), their audit, plain sessions
 
 Revision ID: pair_0006
-Revises: ledger_0005
+Revises: answer_0003
 Create Date: 2026-12-07 00:30:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "pair_0006"
-down_revision = "ledger_0005"
+down_revision = "answer_0003"
 branch_labels = None
 depends_on = None
 
