@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "agent": ("paneboard_agent.cli", "main", "run the collector (local tmux or over SSH)"),
     "token": ("paneboard_server.cli", "token_main", "create, list or revoke collector/viewer tokens"),
     "user": ("paneboard_server.cli", "user_main", "add, list or remove dashboard viewers"),
+    "pair": ("paneboard_server.cli", "pair_main", "sign a phone in with a single-use link and QR code"),
     "db": ("paneboard_server.cli", "db_main", "upgrade the database schema or show its revision"),
     "status": ("paneboard.status", "main", "the panes and their states, from a server or the local tmux"),
     "decode": ("paneboard_protocol.decode_cli", "main", "print the status sequences in raw pane output"),

@@ -16,7 +16,21 @@ from contextlib import asynccontextmanager
 from fastapi import APIRouter, FastAPI
 
 from . import __version__
-from .api import errors, health, ingest, login, metrics, notify, pages, panes, screens, seen, stats, stream
+from .api import (
+    errors,
+    health,
+    ingest,
+    login,
+    metrics,
+    notify,
+    pages,
+    pair,
+    panes,
+    screens,
+    seen,
+    stats,
+    stream,
+)
 from .config import Config
 from .lifespan import running
 from .services import install
@@ -33,6 +47,7 @@ ROUTERS: tuple[Callable[[], APIRouter], ...] = (
     metrics.make_router,
     login.make_router,
     pages.make_router,
+    pair.make_router,
     notify.make_router,
     stats.make_router,
     screens.make_router,

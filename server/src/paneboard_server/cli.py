@@ -384,3 +384,131 @@ def serve_main(argv: list[str]) -> int:
         return _err("serve", str(exc))
     except OSError as exc:
         return _err("serve", str(exc))
+
+
+def _base_url(text: str) -> str:
+    """The board's address as a phone reaches it: http(s)://HOST[:PORT], no query."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise argparse.ArgumentTypeError(f"not an http(s) address of the board: {text!r}")
+    return text.strip().rstrip("/")
+
+
+def _minutes(text: str) -> float:
+    from .auth.pairing import MINUTES_MAX
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of minutes: {text!r}") from None
+    if not 0 < value <= MINUTES_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{text} minutes: a link lasts more than 0 and at most {MINUTES_MAX}"
+        )
+    return value
+
+
+def _who() -> str:
+    """Who makes a link, for the audit: the user and host, and the SSH client if any."""
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    ssh = os.environ.get("SSH_CLIENT", "").split()
+    return f"{user}@{socket.gethostname()} (paneboard pair" + (f", ssh from {ssh[0]})" if ssh else ")")
+
+
+def pair_main(argv: list[str]) -> int:
+    from .auth import pairing
+
+    p = _Parser(
+        prog="paneboard pair",
+        description="Sign a phone in without typing a password: make a single-use sign-in link for an "
+        "existing dashboard login and print it with a QR code to scan. The link works once, expires "
+        f"within minutes ({pairing.MINUTES_DEFAULT} by default) and grants a plain login (the board, "
+        "no answering prompts) unless --operator is given. Every link made, used or refused is "
+        "audited (--audit shows it). See docs/phone.md.",
+    )
+    p.add_argument("name", metavar="NAME", nargs="?", help="the dashboard login the phone signs in as")
+    p.add_argument(
+        "--url",
+        type=_base_url,
+        metavar="URL",
+        help="the board's address as the phone reaches it, e.g. https://board.example.org "
+        "(required to make a link)",
+    )
+    p.add_argument(
+        "--minutes",
+        type=_minutes,
+        default=pairing.MINUTES_DEFAULT,
+        metavar="N",
+        help=f"how long the link works if unused (default {pairing.MINUTES_DEFAULT}, "
+        f"at most {pairing.MINUTES_MAX})",
+    )
+    p.add_argument(
+        "--operator",
+        action="store_true",
+        help="the session may also answer prompts (only for a login that is an operator)",
+    )
+    p.add_argument(
+        "--audit", action="store_true", help="show the latest pairing events instead of making a link"
+    )
+    _db_arg(p)
+    args = p.parse_args(argv)
+    try:
+        url = resolve_url(args.db)
+    except DatabaseError as exc:
+        return _err("pair", str(exc))
+    if args.audit:
+
+        async def show() -> int:
+            for row in reversed(await _with_engine(url, pairing.audit)):
+                when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.t))
+                print(
+                    "\t".join(
+                        [when, row.event, row.account or "-", row.role or "-", row.who, row.agent or "-"]
+                    )
+                )
+            return 0
+
+        return _run("pair", show)
+    if not args.name:
+        return _err("pair", "which login? `paneboard pair NAME --url URL`")
+    if not args.url:
+        return _err("pair", "--url is needed: the board's address as the phone reaches it (https://...)")
+
+    async def make() -> int:
+        import segno
+
+        link = await _with_engine(
+            url,
+            lambda e: pairing.create_link(
+                e, args.name, who=_who(), operator=args.operator, minutes=args.minutes
+            ),
+        )
+        address = f"{args.url}/pair/{link.token}"
+        role = (
+            "operator (may answer prompts)" if link.operator else "plain (the board; cannot answer prompts)"
+        )
+        until = time.strftime("%H:%M:%S", time.localtime(link.expires_at))
+        print(
+            f"Sign-in link for {link.account!r}, role {role}: works once, until {until} "
+            f"({args.minutes:g} min). Scan the code with the phone's camera, or open the link:",
+            file=sys.stderr,
+        )
+        print(address)
+        segno.make(address, error="m").terminal(out=sys.stdout, compact=True)
+        sys.stdout.flush()
+        if args.url.startswith("http://"):
+            print(
+                "note: over plain http a phone gets no push notifications and cannot install the "
+                "board as an app (docs/phone.md)",
+                file=sys.stderr,
+            )
+        return 0
+
+    return _run("pair", make)

@@ -368,7 +368,8 @@ async def session_principal(engine: AsyncEngine, sid: str) -> Principal | None:
             readonly=row.readonly,
             csrf=row.csrf,
             session_hash=row.id_hash,
-            operator=bool(row.operator) and not row.readonly,
+            # A plain session (a pairing link without --operator) never answers.
+            operator=bool(row.operator) and not row.readonly and not row.plain,
         )
     if row.token_id is not None and row.tname is not None and row.revoked_at is None:
         return Principal(

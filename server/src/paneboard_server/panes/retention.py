@@ -45,6 +45,9 @@ async def prune_once(core: Core) -> int:
     await prune_waits(core, cutoff)  # not counted: `removed` is history rows
     async with engine.begin() as conn:  # the answer audit is kept as long as the history
         await conn.execute(delete(s.answers).where(s.answers.c.t < cutoff))
+        # Pairing: its audit lives as long; a link is worthless once expired.
+        await conn.execute(delete(s.pair_audit).where(s.pair_audit.c.t < cutoff))
+        await conn.execute(delete(s.pair_links).where(s.pair_links.c.expires_at < cutoff))
     async with engine.connect() as conn:
         heavy = (
             await conn.execute(

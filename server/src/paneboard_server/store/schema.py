@@ -189,7 +189,41 @@ web_sessions = Table(
     Column("readonly", Boolean, nullable=False, default=False),
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float, nullable=False),
+    # A session a pairing link opened without the operator role (`paneboard pair`
+    # without --operator): it never answers prompts, whatever its account may do.
+    Column("plain", Boolean, nullable=False, default=False, server_default=false()),
     Index("ix_web_sessions_expires", "expires_at"),
+)
+
+# Single-use sign-in links (`paneboard pair`, docs/phone.md): only a hash of the link's
+# token is stored. `used_at` is set once, by the one request that signs in with it.
+pair_links = Table(
+    "pair_links",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("viewer_id", Integer, ForeignKey("viewers.id", ondelete="CASCADE"), nullable=False),
+    Column("operator", Boolean, nullable=False, default=False),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Column("used_at", Float),
+    Index("ix_pair_links_expires", "expires_at"),
+)
+
+# Every pairing event, made or refused (insert-only, pruned by age like the answer
+# audit). Names and addresses are kept as text so a record outlives its link and login.
+pair_audit = Table(
+    "pair_audit",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("t", Float, nullable=False),
+    Column("link_id", Integer, ForeignKey("pair_links.id", ondelete="SET NULL")),
+    Column("account", String(128)),
+    Column("role", String(16)),
+    Column("event", String(16), nullable=False),
+    Column("who", String(255), nullable=False),
+    Column("agent", String(255)),
+    Index("ix_pair_audit_t", "t"),
 )
 
 push_subscriptions = Table(
