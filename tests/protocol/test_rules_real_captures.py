@@ -29,6 +29,7 @@ PROGRAMS = {
     "aider": ("aider", "aider", "0.86.2"),
     "gemini": ("gemini", "gemini", "0.61.0"),
     "opencode": ("opencode", "opencode", "1.18.33"),
+    "pi": ("pi", "pi", "0.73.1"),
 }
 
 # (directory, capture) -> (state, kind) the screen means

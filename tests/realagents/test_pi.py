@@ -1,0 +1,89 @@
+"""The real Pi coding agent (0.73.1) against a loopback OpenAI chat-completions stand-in:
+a custom provider in Pi's own `models.json` (`api = "openai-completions"`, `baseUrl` the
+stand-in) made the default in `settings.json`, both in a `PI_CODING_AGENT_DIR` of the
+test's own. `PI_OFFLINE=1` switches off Pi's start-up network use (version and package
+checks, install telemetry, the fd/ripgrep downloads). Pi has no permission prompts by
+design: the stand-in's `touch pb-ran` tool call runs at once, so the walk is idle,
+working (the task held at the stand-in), working (the answer after the tool result
+held), idle."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from harness import Stage
+
+pytestmark = [pytest.mark.realagent, pytest.mark.tmux, pytest.mark.timeout(180)]
+
+VERSION = "0.73.1"
+
+
+def pi_env(tmp: Path, url: str) -> dict[str, str]:
+    """Pi's configuration directory for the stand-in, and the environment naming it."""
+    home, conf = tmp / "home", tmp / "pi-agent"
+    home.mkdir()
+    conf.mkdir()
+    models = {
+        "providers": {
+            "pb": {
+                "baseUrl": url + "/v1",
+                "api": "openai-completions",
+                "apiKey": "pb-dummy",
+                # the stand-in speaks plain chat completions: a `system` message, no effort
+                "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
+                "models": [{"id": "pb-model", "name": "pb-model", "reasoning": False}],
+            }
+        }
+    }
+    settings = {"defaultProvider": "pb", "defaultModel": "pb-model", "enableInstallTelemetry": False}
+    (conf / "models.json").write_text(json.dumps(models))
+    (conf / "settings.json").write_text(json.dumps(settings))
+    return {
+        "HOME": str(home),
+        "TERM": "xterm-256color",
+        "PI_CODING_AGENT_DIR": str(conf),
+        "PI_OFFLINE": "1",
+        "PI_SKIP_VERSION_CHECK": "1",
+        "PI_TELEMETRY": "0",
+    }
+
+
+def test_pi_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
+    pi = agent_cli("pi")
+    work = tmp_path / "work"
+    work.mkdir()
+    stage.open(str(pi), pi_env(tmp_path, stage.api.url), work)
+
+    stage.wait_screen(lambda s: f"pi v{VERSION}" in s and "pb-model" in s, 120, "Pi's editor")
+    stage.wait_class({"agent": "pi", "state": "idle", "kind": None}, 30, "idle at start")
+    stage.save("pi", "idle")
+
+    stage.press_until(
+        ["Please do PBTASK now"],
+        lambda: "PBTASK" in stage.screen(),
+        "the prompt typed",
+        tries=3,
+        each=5,
+        literal=True,
+    )
+    stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
+    stage.check({"agent": "pi", "state": "working", "kind": None}, 20, "working")
+    stage.save("pi", "working")
+
+    # No prompt: the tool call runs as soon as it arrives, and Pi asks again at once.
+    stage.api.release(1)
+    stage.api.wait_held(2)
+    assert (work / "pb-ran").exists(), "the tool call ran without asking"
+    stage.check({"agent": "pi", "state": "working", "kind": None}, 20, "working after the tool call")
+    stage.save("pi", "answered")
+
+    stage.api.release(2)
+    stage.wait_screen(lambda s: "All done: pb-ran exists." in s, 60, "the final answer")
+    stage.check({"agent": "pi", "state": "idle", "kind": None}, 30, "idle at the turn's end")
+    stage.save("pi", "done")
+    seen = stage.states()
+    if seen != ["idle", "working", "idle"]:
+        stage.gaps.append(f"states seen: {seen}")
+    assert not stage.gaps, "\n".join(stage.gaps)
