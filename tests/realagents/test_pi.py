@@ -5,19 +5,23 @@ test's own. `PI_OFFLINE=1` switches off Pi's start-up network use (version and p
 checks, install telemetry, the fd/ripgrep downloads). Pi has no permission prompts by
 design: the stand-in's `touch pb-ran` tool call runs at once, so the walk is idle,
 working (the task held at the stand-in), working (the answer after the tool result
-held), idle."""
+held), idle; with docs/recipes/pi-paneboard.ts as an extension, the same turn is
+reported by Pi itself and ends `done` with its answer."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
-from harness import Stage
+from harness import PANEBOARD, Stage
 
 pytestmark = [pytest.mark.realagent, pytest.mark.tmux, pytest.mark.timeout(180)]
 
 VERSION = "0.73.1"
+RECIPE = Path(__file__).resolve().parents[2] / "docs" / "recipes" / "pi-paneboard.ts"
 
 
 def pi_env(tmp: Path, url: str) -> dict[str, str]:
@@ -86,4 +90,46 @@ def test_pi_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
     seen = stage.states()
     if seen != ["idle", "working", "idle"]:
         stage.gaps.append(f"states seen: {seen}")
+    assert not stage.gaps, "\n".join(stage.gaps)
+
+
+def test_pi_turn_with_the_extension_recipe(stage: Stage, agent_cli, tmp_path: Path) -> None:
+    """docs/recipes/pi-paneboard.ts, verbatim, as a global extension of the real Pi: its
+    reports carry the pane from the start (`protocol`), and the turn ends `done` with
+    Pi's answer as the message, after `working` and never before the end."""
+    pi = agent_cli("pi")
+    work = tmp_path / "work"
+    work.mkdir()
+    env = pi_env(tmp_path, stage.api.url)
+    extensions = Path(env["PI_CODING_AGENT_DIR"]) / "extensions"
+    extensions.mkdir()
+    shutil.copy(RECIPE, extensions / "paneboard.ts")
+    env["PATH"] = f"{Path(PANEBOARD).parent}:{os.environ['PATH']}"  # `paneboard` as the recipe names it
+    stage.open(str(pi), env, work)
+
+    stage.wait_screen(lambda s: f"pi v{VERSION}" in s and "pb-model" in s, 120, "Pi's editor")
+    stage.check({"agent": "pi", "state": "idle", "source": "protocol"}, 30, "idle (session_start)")
+    stage.press_until(
+        ["Please do PBTASK now"],
+        lambda: "PBTASK" in stage.screen(),
+        "the prompt typed",
+        tries=3,
+        each=5,
+        literal=True,
+    )
+    stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
+    stage.check({"agent": "pi", "state": "working", "source": "protocol"}, 30, "working (agent_start)")
+    stage.api.release(1)
+    stage.api.wait_held(2)
+    stage.check({"agent": "pi", "state": "working", "source": "protocol"}, 30, "working after the tool call")
+    stage.api.release(2)
+    stage.wait_screen(lambda s: "All done: pb-ran exists." in s, 60, "the final answer")
+    stage.check(
+        {"agent": "pi", "state": "done", "source": "protocol", "msg": "All done: pb-ran exists."},
+        30,
+        "done (agent_end) with the answer",
+    )
+    seen = stage.states()
+    if seen != ["idle", "working", "done"]:
+        stage.gaps.append(f"states seen: {stage.walk()}")
     assert not stage.gaps, "\n".join(stage.gaps)
