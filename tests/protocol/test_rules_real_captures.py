@@ -39,6 +39,7 @@ EXPECTED = {
     "blocked": ("blocked", "permission"),
     "answered": ("working", None),
     "done": ("idle", None),
+    "draft": ("working", None),  # Pi: a draft typed while it works, under the loader
 }
 OVERRIDES = {("aider", "blocked"): ("blocked", "question")}
 

@@ -76,6 +76,16 @@ def test_pi_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
     stage.check({"agent": "pi", "state": "working", "kind": None}, 20, "working")
     stage.save("pi", "working")
 
+    # A draft typed while Pi works grows the editor under the loader (a trailing
+    # backslash makes Enter a new line); the loader still reads as working.
+    for line in ("a draft typed while", "Pi works, on", "three lines"):
+        stage.keys(line + "\\", literal=True)
+        stage.keys("Enter")
+    stage.keys("and a fourth", literal=True)
+    stage.wait_screen(lambda s: "and a fourth" in s and "three lines" in s, 30, "the draft under the loader")
+    stage.check({"agent": "pi", "state": "working", "kind": None}, 20, "working with a draft in the editor")
+    stage.save("pi", "draft")  # the collector prints only changes: the capture's own test reads it
+
     # No prompt: the tool call runs as soon as it arrives, and Pi asks again at once.
     stage.api.release(1)
     stage.api.wait_held(2)
