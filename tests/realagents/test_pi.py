@@ -143,3 +143,56 @@ def test_pi_turn_with_the_extension_recipe(stage: Stage, agent_cli, tmp_path: Pa
     if seen != ["idle", "working", "done"]:
         stage.gaps.append(f"states seen: {stage.walk()}")
     assert not stage.gaps, "\n".join(stage.gaps)
+
+
+def test_pi_turn_with_an_extension_asking(stage: Stage, agent_cli, tmp_path: Path) -> None:
+    """Pi's own example extension permission-gate.ts (shipped in the package) asks before
+    `rm -rf`: its selector takes the editor's place under the still-running loader, and
+    the pane reads blocked/question with the extension's question until it is answered."""
+    pi = agent_cli("pi")
+    work = tmp_path / "work"
+    (work / "pb-dir").mkdir(parents=True)
+    (stage.api.root / "commands.json").write_text(json.dumps(["rm -rf pb-dir"]))
+    gate = pi.parent.parent / "@mariozechner" / "pi-coding-agent" / "examples" / "extensions"
+    env = pi_env(tmp_path, stage.api.url)
+    extensions = Path(env["PI_CODING_AGENT_DIR"]) / "extensions"
+    extensions.mkdir()
+    shutil.copy(gate / "permission-gate.ts", extensions / "permission-gate.ts")
+    stage.open(str(pi), env, work)
+
+    stage.wait_screen(lambda s: f"pi v{VERSION}" in s and "permission-gate" in s, 120, "Pi's editor")
+    stage.wait_class({"agent": "pi", "state": "idle", "kind": None}, 30, "idle at start")
+    stage.press_until(
+        ["Please do PBTASK now"],
+        lambda: "PBTASK" in stage.screen(),
+        "the prompt typed",
+        tries=3,
+        each=5,
+        literal=True,
+    )
+    stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
+    stage.check({"agent": "pi", "state": "working", "kind": None}, 20, "working")
+    stage.api.release(1)
+    stage.wait_screen(lambda s: "Dangerous command" in s and "Allow?" in s, 60, "the extension's question")
+    stage.check(
+        {
+            "agent": "pi",
+            "state": "blocked",
+            "kind": "question",
+            "msg": "⚠️ Dangerous command: / rm -rf pb-dir / Allow?",
+        },
+        20,
+        "blocked on the extension's question",
+    )
+    stage.save("pi-gate", "blocked")
+    assert (work / "pb-dir").exists()
+    stage.press_until(["Enter"], lambda: stage.api.held(2), "the answer (Yes is selected)")
+    assert not (work / "pb-dir").exists(), "the allowed command ran"
+    stage.check({"agent": "pi", "state": "working", "kind": None}, 20, "working again after the answer")
+    stage.api.release(2)
+    stage.wait_screen(lambda s: "All done: pb-ran exists." in s, 60, "the final answer")
+    stage.check({"agent": "pi", "state": "idle", "kind": None}, 30, "idle at the turn's end")
+    seen = stage.states()
+    if seen != ["idle", "working", "blocked", "working", "idle"]:
+        stage.gaps.append(f"states seen: {seen}")
+    assert not stage.gaps, "\n".join(stage.gaps)
