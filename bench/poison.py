@@ -8,6 +8,9 @@ in a msg and in a record, NaN in evidence), on SQLite and PostgreSQL.
 The honest collector keeps `--window` deltas in flight (one pane op each) and counts the
 sequence numbers acknowledged; if the server closes it, it reconnects and counts the
 close. Goal: its rate beside the poisoner within 10 % of its rate alone, never closed.
+`--refused-only` sends only what the server refuses (a snapshot refused each time);
+`log/16s` is the server's log lines about the poisoner per 16 s beside it (the server
+backs off a token refused again and again, and logs a burst once).
 Phases alternate (alone, beside, alone, beside) after a 1 s warm-up, so load from other
 processes on the machine hits both alike. Runtime: under a minute by default.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import shutil
 import signal
@@ -39,6 +43,10 @@ def pane(host: str, pane_id: str, **extra: Any) -> dict[str, Any]:
         "window": "0",
         "agent": "claude",
         "state": "working",
+        "kind": None,
+        "msg": None,
+        "source": None,
+        "observable": True,
         "t": time.time(),
         **extra,
     }
@@ -90,16 +98,26 @@ async def honest(url: str, token: str, until: float, window: int, out: dict[str,
         await ws.close()
 
 
-async def poisoner(url: str, token: str, until: float, out: dict[str, int]) -> None:
+REFUSED = [POISON[0], POISON[1], POISON[4]]  # the ones refused, not cleaned
+
+
+async def poisoner(
+    url: str, token: str, until: float, out: dict[str, int], refused_only: bool = False
+) -> None:
     """One poison message per connection: refused ones end in a close, cleaned ones
-    (NUL in a msg or a record is removed on ingest) in an ack."""
+    (NUL in a msg or a record is removed on ingest) in an ack. A connection the server
+    delays is given up at the phase's end."""
     import websockets
 
+    kinds = REFUSED if refused_only else POISON
     i = 0
     while time.time() < until:
         i += 1
-        ws = await _connect(url, token, f"evil{i}")
-        await ws.send(json.dumps(POISON[i % len(POISON)]))
+        try:
+            ws = await asyncio.wait_for(_connect(url, token, f"evil{i}"), max(0.01, until - time.time()))
+        except (TimeoutError, websockets.ConnectionClosed):
+            continue
+        await ws.send(json.dumps(kinds[i % len(kinds)]))
         try:
             while json.loads(await asyncio.wait_for(ws.recv(), 5)).get("type") != "ack":
                 pass
@@ -107,6 +125,12 @@ async def poisoner(url: str, token: str, until: float, out: dict[str, int]) -> N
             await ws.close()
         except websockets.ConnectionClosed:
             out["refused"] += 1
+
+
+def _poison_process(url: str, token: str, until: float, refused_only: bool, q: Any) -> None:
+    out = {"refused": 0, "cleaned": 0}
+    asyncio.run(poisoner(url, token, until, out, refused_only))
+    q.put(out)
 
 
 def run(kind: str, args: argparse.Namespace) -> dict[str, float]:
@@ -142,8 +166,20 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, float]:
             h = {"acks": 0, "closed": 0}
             p = {"refused": 0, "cleaned": 0}
             jobs = [honest(ws_url, tokens[0], until, args.window, h)]
+            if with_poison and args.own_process:
+                # As an attacker runs: its own process, at its own pace.
+                ctx = multiprocessing.get_context("spawn")
+                q = ctx.Queue()
+                proc = ctx.Process(
+                    target=_poison_process, args=(ws_url, tokens[1], until, args.refused_only, q)
+                )
+                proc.start()
+                await asyncio.gather(*jobs)
+                p = await asyncio.to_thread(q.get)
+                proc.join()
+                return h, p
             if with_poison:
-                jobs.append(poisoner(ws_url, tokens[1], until, p))
+                jobs.append(poisoner(ws_url, tokens[1], until, p, args.refused_only))
             await asyncio.gather(*jobs)
             return h, p
 
@@ -151,7 +187,7 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, float]:
         args.duration = 1.0
         asyncio.run(phase(False))  # warm-up, not counted
         args.duration = saved
-        total = {"alone": 0.0, "beside": 0.0, "closed": 0.0, "poison": 0.0}
+        total = {"alone": 0.0, "beside": 0.0, "closed": 0.0, "poison": 0.0, "log": 0.0}
         for _ in range(args.rounds):  # interleaved, so a noisy neighbour hits both alike
             alone, _ = asyncio.run(phase(False))
             beside, p = asyncio.run(phase(True))
@@ -160,6 +196,7 @@ def run(kind: str, args: argparse.Namespace) -> dict[str, float]:
             total["closed"] += beside["closed"] + alone["closed"]
             total["poison"] += p["refused"] + p["cleaned"]
         spent = args.duration * args.rounds
+        total["log"] = (tmp / "server.log").read_text(errors="replace").count("collector c1:") * 16
         return {k: (v if k == "closed" else v / spent) for k, v in total.items()}
     finally:
         if server is not None:
@@ -178,17 +215,22 @@ def main() -> int:
     p.add_argument("--duration", type=float, default=short(2.5, 1.5), help="seconds per phase")
     p.add_argument("--rounds", type=int, default=2, help="alone/beside pairs per database")
     p.add_argument("--window", type=int, default=32, help="honest deltas in flight")
+    p.add_argument("--refused-only", action="store_true", help="only poison the server refuses")
+    p.add_argument("--own-process", action="store_true", help="the poisoner in a process of its own")
     args = p.parse_args()
     unwind_on_signals()
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     print(machine_line("start"))
-    print(f"{'db':<10} {'alone acks/s':>13} {'beside acks/s':>14} {'ratio':>7} {'closed':>7} {'poison/s':>9}")
+    print(
+        f"{'db':<10} {'alone acks/s':>13} {'beside acks/s':>14} {'ratio':>7} {'closed':>7} {'poison/s':>9}"
+        f" {'log/16s':>8}"
+    )
     for kind in kinds:
         r = run(kind, args)
         ratio = r["beside"] / r["alone"] if r["alone"] else 0.0
         print(
             f"{kind:<10} {r['alone']:>13.0f} {r['beside']:>14.0f} {ratio:>7.2f} "
-            f"{r['closed']:>7.0f} {r['poison']:>9.0f}",
+            f"{r['closed']:>7.0f} {r['poison']:>9.0f} {r['log']:>8.0f}",
             flush=True,
         )
     print(machine_line("end"))

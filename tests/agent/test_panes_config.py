@@ -11,6 +11,7 @@ from paneboard_agent.panes import (
     Observation,
     PaneInfo,
     ProcInfo,
+    ancestry,
     observe,
     pane_format,
     parse_panes,
@@ -380,3 +381,25 @@ def test_screens_and_input_per_host_and_from_the_command_line() -> None:
     assert all(h.allow_input for h in hosts_from_args(args, parse_config({})))
     args = build_parser().parse_args(["--stdout", "--allow-input", "--no-screens"])
     assert not any(h.allow_input or h.screens for h in hosts_from_args(args, cfg))
+
+
+def test_observe_gives_the_parent_chain_of_the_process_in_front() -> None:
+    """RI-2: a shell's report stays live while the shell is an ancestor of what is in
+    front, so the observation carries the pids above the foreground process."""
+    procs = {
+        100: ProcInfo(100, 300, "-bash", ppid=1, pgid=100),
+        200: ProcInfo(200, 300, "make", ppid=100, pgid=300),
+        300: ProcInfo(300, 300, "rsync -a x y", ppid=200, pgid=300),
+    }
+    assert observe(_info("rsync"), procs).chain == (200, 100, 1)
+    at_prompt = {100: ProcInfo(100, 100, "-bash", ppid=1, pgid=100)}
+    shell = observe(_info("bash"), at_prompt)
+    assert (shell, shell.chain) == (Observation(None, 100, True), (1,))
+    # a parent loop in a torn or forged reply ends, bounded
+    loop = {
+        100: ProcInfo(100, 7, "-bash", ppid=1),
+        7: ProcInfo(7, 7, "sleep 9", ppid=8),
+        8: ProcInfo(8, 7, "x", ppid=7),
+    }
+    assert observe(_info("sleep"), loop).chain == (8,)
+    assert ancestry(None, 7) == () and ancestry(loop, None) == ()

@@ -30,6 +30,10 @@ SHELL = Observation(None, 100, True)
 CODEX = Observation("codex", 200, True)
 APP = Observation("builder", 300, True)
 SCRIPT = Observation(None, 400, True)  # `./deploy.sh` typed at bash: tmux names it `bash` too
+AT_PROMPT = Observation(None, 100, True, None, (1,))
+SLEEP = Observation("sleep", 500, True, None, (100, 1))
+WORKING = osc7501(f"state=working:msg={b64('Syncing photos')}")
+DONE = osc7501(f"state=done:msg={b64('Photos synced')}")
 BLOCKED = osc7501(f"state=blocked:kind=question:app=builder:msg={b64('Deploy?')}")
 NO_UPDATE = "no update"
 
@@ -291,6 +295,55 @@ SCENARIOS: dict[str, tuple[list[tuple[Any, ...]], list[dict[str, Any]]]] = {
             (5, "listed", info(command="codex"), None),
         ],
         [{"capture": True}, {"settle": 1 + SETTLE}, {"settle": None}, {"capture": True}],
+    ),
+    # The protocol author's snippet: `status working …` at the prompt, then `sleep 3 &&
+    # status done …`. The shell's report holds while its child runs (RI-2); the first
+    # look that sees the shell back waits for the next, which brings its `done` along.
+    "a shell's report holds through its command; its return and its done come together": (
+        [
+            (0, "listed", info(), AT_PROMPT),
+            (1, "output", WORKING),
+            (1.01, "polling"),
+            (1.05, "released"),
+            (2, "listed", info(command="sleep"), SLEEP),
+            (5, "listed", info(), AT_PROMPT),  # the shell computes its report
+            (5.1, "output", DONE),
+            (5.11, "polling"),
+            (5.15, "listed", info(), AT_PROMPT),
+            (5.15, "released"),
+        ],
+        [
+            {"state": None},
+            {"state": NO_UPDATE, "hold": True},
+            {"state": NO_UPDATE},
+            {"state": "working"},
+            {"state": "working"},  # sleep in front: the shell's working holds
+            {"state": NO_UPDATE},  # the first look back: applied at the next
+            {"state": NO_UPDATE, "hold": True},
+            {"state": NO_UPDATE},
+            {"state": None},  # back at the shell: its working ends ...
+            {"state": "done", "hold": False},  # ... and its done, in the same look
+        ],
+    ),
+    "Ctrl-C: the second look at the shell back ends its working": (
+        [
+            (0, "listed", info(), AT_PROMPT),
+            (1, "output", WORKING),
+            (1.01, "polling"),
+            (1.05, "released"),
+            (2, "listed", info(command="sleep"), SLEEP),
+            (5, "listed", info(), AT_PROMPT),
+            (6, "listed", info(), AT_PROMPT),
+        ],
+        [
+            {"state": None},
+            {"state": NO_UPDATE, "hold": True},
+            {"state": NO_UPDATE},
+            {"state": "working"},
+            {"state": "working"},
+            {"state": NO_UPDATE},
+            {"state": None},
+        ],
     ),
 }
 

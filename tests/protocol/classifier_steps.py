@@ -1,8 +1,9 @@
 """Shared helpers for the classifier tests: a tiny step language and test manifests.
 
 A step is a tuple run against a real `PaneClassifier` at the given time:
-("proc", t, name[, pid[, observable]]), ("ev", t, [events]), ("screen", t, text),
-("seen", t), ("at", t) (time passes). Kept in one place so every table reads alike.
+("proc", t, name[, pid[, observable]]), ("fg", t, name, pid, [ancestor pids, nearest
+first]), ("ev", t, [events]), ("screen", t, text), ("seen", t), ("at", t) (time passes).
+Kept in one place so every table reads alike.
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ def apply(c: PaneClassifier, step: tuple) -> float:
     kind, t = step[0], step[1]
     if kind == "proc":
         c.set_process(t, step[2], *step[3:])
+    elif kind == "fg":
+        c.set_process(t, step[2], step[3], chain=step[4])
     elif kind == "ev":
         c.feed(t, step[2])
     elif kind == "screen":

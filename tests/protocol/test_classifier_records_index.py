@@ -29,6 +29,15 @@ op = st.one_of(
         st.sampled_from(APPS),
         st.integers(0, 2),
         st.sampled_from([None, "claude", "x"]),
+        st.sampled_from([None, 100, 200]),
+        st.booleans(),
+    ),
+    st.tuples(
+        st.just("follow"),
+        st.integers(0, 2),
+        st.sampled_from([None, 100, 200]),
+        st.sampled_from([100, 200, 300]),
+        st.sampled_from([(), (100,), (200, 100)]),
     ),
     st.tuples(st.just("clear"), st.sampled_from([None, *IDS, "a/", "zz"])),
     st.tuples(st.just("end_live")),
@@ -41,10 +50,13 @@ context = st.tuples(st.integers(0, 2), st.sampled_from([None, "claude", "x"]))
 def apply(store: RecordStore, t: float, step: tuple) -> None:
     name = step[0]
     if name == "report":
-        _, rid, state, app, gen, agent = step
+        _, rid, state, app, gen, agent, pid, says = step
         kind = "question" if state == "blocked" else None
-        ev = rep(state, rid or None, app=app, kind=kind, msg=f"m{t}", progress=5)
-        store.report(t, ev, gen, agent)
+        ev = rep(state, rid or None, app=app, kind=kind, msg=f"m{t}" if says else None, progress=5)
+        store.report(t, ev, gen, agent, pid)
+    elif name == "follow":
+        _, gen, old_pid, pid, chain = step
+        store.follow(gen, gen + 1, old_pid, pid, chain)
     elif name == "clear":
         store.clear(step[1])
     elif name == "end_live":
@@ -61,13 +73,15 @@ def check(store: RecordStore, gen: int, agent: str | None) -> None:
     assert store.snapshot() == view
     assert store.public() == records_view(view)
     assert store.has_gen(gen) == any(r["gen"] == gen for r in view)
-    want = ListFacts(view, gen, agent, ALIASES)
+    want = ListFacts(view, gen, agent, ALIASES, store.other_seq)
     got = store.facts(gen, agent, ALIASES)
     assert got.live_winner() == want.live_winner()
     if want.live_winner() is not None:
         assert got.live_agent() == want.live_agent()
     assert got.leftover_winner() == want.leftover_winner()
     assert got.leftover_agent() == want.leftover_agent()
+    assert got.answer(True) == want.answer(True)
+    assert got.answer(False) == want.answer(False)
     assert store.has_gen(gen) == any(r["gen"] == gen for r in view)
 
 

@@ -75,8 +75,8 @@ def test_bad_lines_are_reported_with_their_number_and_skipped(tmp_path: Path):
     assert err == [
         f"paneboard replay: {trace}:2: not JSON: Expecting value (column 1)",
         f"paneboard replay: {trace}:3: time goes backwards (0.5 after 1)",
-        f"paneboard replay: {trace}:4: unknown key 'colour' (known: group, observable, output, output_b64, "
-        "pid, process, screen, seen, t)",
+        f"paneboard replay: {trace}:4: unknown key 'colour' (known: chain, group, observable, output, "
+        "output_b64, pid, process, screen, seen, t)",
         f"paneboard replay: {trace}:5: 'output_b64' is not valid base64",
     ]
     assert [(o["t"], o["state"]) for o in _lines(got.stdout)] == [(1, "working"), (4, None)]

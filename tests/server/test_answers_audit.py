@@ -1,11 +1,13 @@
-"""The answer audit (answering.py): every attempt is one inserted row, listed newest
-first, and retention removes rows by age with the history."""
+"""The answer audit (answers/desk.py): every attempt is a row, listed newest first (a
+burst of one credential's refusals one row with its count), and retention removes rows
+by age with the history."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
+from ledger_helpers import T0, Clock, submit
 from paneboard_server.answers.desk import audit
 from paneboard_server.app import create_app
 from paneboard_server.auth import accounts
@@ -82,3 +84,50 @@ def test_pane_page_is_newest_first_older_than_before_and_one_pane_only() -> None
         assert ids(1, 2, 4) == [3, 2]
         assert ids(1, 10, 2) == [1]
         assert ids(2, 10) == [5]
+
+
+def test_a_credentials_refusals_are_one_row_per_burst_with_its_count(db_url: str) -> None:
+    """A read-only credential refused again and again (at once, with 1 KB of its own text
+    each time) is one audit row per burst with its count, so the other attempts stay on
+    the pane's first page; another credential, another pane or a later burst has its own."""
+    clock = Clock(T0)
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(Config(), resolve_url(db_url), clock=clock)
+        async with app.router.lifespan_context(app):
+            core = services_of(app).core
+            ups = [pane_update("h", "%1", "blocked"), pane_update("h", "%2", "blocked")]
+            await submit(core, Ingest(1, "s", 1, panes=ups))
+            one, two = sorted(core.panes)
+            desk = services_of(app).answers
+            await accounts.add_viewer(core.engine, "olga", "correct horse")
+            operator = Principal("viewer", "olga", 1, readonly=False, operator=True)
+            wall = Principal("viewer-token", "wall", 2, readonly=True, screens=True)
+            other = Principal("viewer-token", "lobby", 3, readonly=True)
+            assert (await desk.answer(operator, one, "a" * 64, None, "main"))[0] == "offline"
+            junk = "x" * 1024
+            got = await asyncio.gather(
+                *[desk.answer(wall, one, "b" * 64, None, junk, refuse="read-only") for _ in range(50)]
+            )
+            assert {g[0] for g in got} == {"read-only"} and len({g[1]["id"] for g in got}) == 1
+            clock.t += 30
+            for _ in range(20):
+                await desk.answer(wall, one, "b" * 64, None, junk, refuse="read-only")
+            await desk.answer(other, one, "c" * 64, None, junk, refuse="read-only")
+            await desk.answer(wall, two, "b" * 64, None, junk, refuse="read-only")
+            assert (await desk.answer(operator, one, "a" * 64, None, "main"))[0] == "offline"
+            clock.t += 31  # 61 s after the first: a new burst
+            await desk.answer(wall, one, "b" * 64, None, junk, refuse="read-only")
+            rows = await audit(core, one)
+            assert [(r["who"], r["outcome"], r["count"]) for r in rows] == [
+                ("wall", "read-only", 1),
+                ("olga", "offline", 1),
+                ("lobby", "read-only", 1),
+                ("wall", "read-only", 70),
+                ("olga", "offline", 1),
+            ]
+            assert rows[3]["done_at"] == T0 + 30  # the burst's last refusal
+            assert [(r["who"], r["count"]) for r in await audit(core, two)] == [("wall", 1)]
+
+    asyncio.run(go())

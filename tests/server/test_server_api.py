@@ -10,11 +10,14 @@ from typing import Any
 
 import httpx
 from paneboard_server.app import create_app
+from paneboard_server.auth import accounts
 from paneboard_server.config import Config
 from paneboard_server.panes.core import Ingest
 from paneboard_server.services import services_of
-from paneboard_server.store.database import resolve_url
+from paneboard_server.store import schema as s
+from paneboard_server.store.database import create_engine, resolve_url
 from pbserver import make_tokens
+from sqlalchemy import select
 from support.reports import pane_report
 
 PASSWORD = "correct horse battery"
@@ -135,5 +138,39 @@ def test_body_limit_validation_and_headers(db_url: str) -> None:
             )
             assert h["x-frame-options"] == "DENY"
             assert (await c.get("/openapi.json")).json()["info"]["title"] == "paneboard"
+
+    asyncio.run(go())
+
+
+def test_a_viewer_link_opened_again_and_again_is_one_session(db_url: str) -> None:
+    """`GET /?token=` in a loop (a read-only credential, no cookies kept) finds the
+    token's one session row instead of adding one a request; its cookie works, and
+    another token has its own."""
+
+    async def sessions(app: Any) -> list[tuple[Any, ...]]:
+        async with services_of(app).core.engine.connect() as conn:
+            w = s.web_sessions.c
+            return [tuple(r) for r in (await conn.execute(select(w.token_id, w.readonly))).all()]
+
+    async def go() -> None:
+        tokens = await make_tokens(db_url)
+        engine = create_engine(resolve_url(db_url))
+        try:
+            other = await accounts.create_token(engine, "wall2", "viewer")
+        finally:
+            await engine.dispose()
+        async with live(db_url) as (app, c):
+            cookies = set()
+            for _ in range(30):
+                c.cookies.clear()
+                r = await c.get(f"/?token={tokens['viewer']}")
+                assert r.status_code == 303
+                cookies.add(r.cookies["pb_session"])
+            assert len(cookies) == 1
+            assert (await c.get("/api/me")).json()["kind"] == "viewer-token"
+            assert await sessions(app) == [(2, True)]
+            c.cookies.clear()
+            assert (await c.get(f"/?token={other}")).status_code == 303
+            assert sorted(await sessions(app)) == [(2, True), (3, True)]
 
     asyncio.run(go())

@@ -6,15 +6,18 @@ process against real SQLite and PostgreSQL databases."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from typing import Any
 
 import pytest
+from ledger_helpers import T0, Clock, update
 from paneboard_protocol.pane import PaneKey, PaneUpdate
 from paneboard_server.app import create_app
 from paneboard_server.config import Config
 from paneboard_server.ingest.wire import MAX_INT, WireError, parse
+from paneboard_server.ledger import mark_answered
 from paneboard_server.panes.core import Ingest, Refused
 from paneboard_server.services import services_of
 from paneboard_server.store import schema as s
@@ -170,5 +173,72 @@ def test_gone_panes_are_capped_on_disk_per_collector(db_url: str) -> None:
             assert panes == len(kept) + 18
             assert core.stats["gone_capped"] == 7 * 18 - len(kept)
             assert not any(pid in core.panes for pid in rounds[0])
+
+    asyncio.run(go())
+
+
+FLOOD_KEYS = 3000  # new pane keys a snapshot, each blocked, each gone at the next
+FLOOD_SECONDS = 60
+FLOOD_EVERY = 5  # seconds between snapshots: 12 of them, 36,000 panes
+
+
+def test_caps_hold_against_thousands_of_new_keys_a_snapshot(db_url: str) -> None:
+    """A collector sending 3,000 new blocked panes a snapshot for a minute (each gone
+    at the next snapshot) keeps at most `max_gone_panes` gone panes on disk (or the one
+    batch's worth just gone, when that is more), their history with them, and at most
+    `max_waits_per_day` closed ledger rows (and a tenth of it between checks); the waits
+    a person answered before the flood stay, the one answered from paneboard and the one
+    answered in its terminal. Driven in process with an injected clock."""
+    cfg = Config()
+    clock = Clock(T0)
+
+    async def count(core: Any, q: Any) -> int:
+        async with core.engine.connect() as conn:
+            return int((await conn.execute(q)).scalar_one())
+
+    async def go() -> None:
+        await make_tokens(db_url)
+        app = create_app(cfg, resolve_url(db_url), clock=clock)
+        async with app.router.lifespan_context(app):
+            core = services_of(app).core
+            seq = itertools.count(1)
+            # Before the flood: two waits a person answered on the same collector.
+            asked = [
+                update("h", "%typed", "blocked", msg="Allow?"),
+                update("h", "%board", "blocked", msg="Go?"),
+            ]
+            assert await _run(core, Ingest(1, "s", next(seq), panes=asked)) is None
+            clock.t += 20
+            async with core.engine.begin() as conn:
+                board_id = core.pane_ids[(core.host_ids[(1, "h")], "default", "%board")]
+                assert await mark_answered(conn, board_id, "alice") == 1
+            went_on = [update("h", "%typed", "working"), update("h", "%board", "working")]
+            assert await _run(core, Ingest(1, "s", next(seq), panes=went_on)) is None
+            for r in range(FLOOD_SECONDS // FLOOD_EVERY):
+                clock.t += FLOOD_EVERY
+                ups = [update("h", f"%f{r}x{i}", "blocked", msg="?") for i in range(FLOOD_KEYS)]
+                assert await _run(core, Ingest(1, "s", next(seq), snapshot_hosts={}, panes=ups)) is None
+            p, w = s.panes.c, s.waits.c
+            gone = await count(core, select(func.count()).select_from(s.panes).where(p.gone_at.is_not(None)))
+            live = await count(core, select(func.count()).select_from(s.panes).where(p.gone_at.is_(None)))
+            history = await count(core, select(func.count()).select_from(s.history))
+            closed = await count(core, select(func.count()).select_from(s.waits).where(w.end_t.is_not(None)))
+            opened = await count(core, select(func.count()).select_from(s.waits).where(w.end_t.is_(None)))
+            assert live == FLOOD_KEYS
+            assert gone <= max(cfg.retention.max_gone_panes, FLOOD_KEYS), gone
+            assert history <= 2 * (gone + live) + 4, history  # a report and a gone row each
+            cap = cfg.retention.max_waits_per_day
+            assert closed <= cap + cap // 10, closed
+            assert opened == FLOOD_KEYS
+            async with core.engine.connect() as conn:
+                kept = (
+                    await conn.execute(
+                        select(w.pane, w.ended, w.answered_by).where(w.pane.in_(["%typed", "%board"]))
+                    )
+                ).all()
+            assert sorted(tuple(k) for k in kept) == [
+                ("%board", "answered", "alice"),
+                ("%typed", "answered", None),
+            ]
 
     asyncio.run(go())

@@ -67,9 +67,23 @@ POISON = [
 ]
 
 
+async def collector_tokens(db: str, names: list[str]) -> list[str]:
+    """Several collector tokens at once."""
+    from paneboard_server.auth import accounts
+    from paneboard_server.store.database import create_engine, resolve_url
+
+    engine = create_engine(resolve_url(db))
+    try:
+        return [await accounts.create_token(engine, name, "collector") for name in names]
+    finally:
+        await engine.dispose()
+
+
 def test_poison_messages_are_refused_to_their_sender_alone(db_url: str, server_factory: Any) -> None:
     tokens = asyncio.run(make_tokens(db_url))
-    evil = asyncio.run(collector_token(db_url, "evil"))
+    # A fresh token per poison connection: one token refused again and again is backed
+    # off (the test below), which is not what this one is about.
+    evils = asyncio.run(collector_tokens(db_url, [f"evil{i}" for i in range(6 * len(POISON))]))
     srv = server_factory(db_url)
 
     async def honest(stop: asyncio.Event) -> tuple[int, int]:
@@ -92,7 +106,7 @@ def test_poison_messages_are_refused_to_their_sender_alone(db_url: str, server_f
         out = []
         for round_ in range(6):
             for what, msg, _, _, _ in POISON:
-                ws = await connect_collector(srv.url, evil, f"evil{round_}{len(out)}")
+                ws = await connect_collector(srv.url, evils[len(out)], f"evil{round_}{len(out)}")
                 # a text frame carries NUL and NaN as JSON allows (\u0000, NaN)
                 await ws.send(json.dumps(msg))
                 refused, code, why = await refusal(ws)
@@ -351,3 +365,84 @@ def test_disconnecting_collectors_leave_no_pending_task(db_url: str, server_fact
     assert srv.log is not None
     log = srv.log.read_text()
     assert log.count("collector col disconnected") == 20 and "Task was destroyed" not in log, log[-3000:]
+
+
+def test_a_refused_token_is_backed_off_and_logged_once_a_burst(db_url: str, server_factory: Any) -> None:
+    """A token whose snapshot is refused and that reconnects at once is served later each
+    time (its next connection waits, one at a time), and its burst of refusals is one log
+    line, while an honest collector beside it keeps every ack. Load can only make the
+    refusals fewer: the bounds are upper ones."""
+    tokens = asyncio.run(make_tokens(db_url))
+    evil = asyncio.run(collector_token(db_url, "evil"))
+    srv = server_factory(db_url)
+    bad = {"type": "snapshot", "seq": 1, "t": 1.7e9, "panes": [pane("bad", "%\x001")]}
+    attack_for = 4.0
+
+    async def honest(stop: asyncio.Event) -> tuple[int, int]:
+        ws = await connect_collector(srv.url, tokens["collector"], "honest")
+        seq, acked = 0, 0
+        while not stop.is_set() or acked < seq:
+            while seq - acked < 8 and not stop.is_set():
+                seq += 1
+                op = {"op": "pane", "update": pane("good", f"%{seq % 20}", msg=f"n{seq}")}
+                kind = "snapshot" if seq == 1 else "delta"
+                body = {"panes": [op["update"]], "t": 1.7e9} if seq == 1 else {"ops": [op]}
+                await ws.send(json.dumps({"type": kind, "seq": seq, **body}))
+            m = json.loads(await asyncio.wait_for(ws.recv(), 30))  # a close here fails the test
+            if m["type"] == "ack":
+                acked = m["seq"]
+        await ws.close()
+        return seq, acked
+
+    async def attacker() -> list[float]:
+        """Reconnects at once after each refusal, for `attack_for` seconds and until it
+        has four refusals; returns when each came (seconds since it started)."""
+        t0 = time.monotonic()
+        refused: list[float] = []
+        while time.monotonic() - t0 < attack_for or len(refused) < 4:
+            ws = await connect_collector(srv.url, evil, f"evil{len(refused)}")
+            await ws.send(json.dumps(bad))
+            got, code, _ = await refusal(ws)
+            assert got is not None and code == 1007, (got, code)
+            refused.append(time.monotonic() - t0)
+        return refused
+
+    async def at_once(n: int) -> list[int]:
+        """`n` connections of the refused token at once: the close codes of those not served."""
+
+        async def one() -> int | None:
+            ws = await websockets.connect(
+                srv.url.replace("http", "ws") + "/api/ingest", additional_headers=bearer(evil)
+            )
+            try:  # the close may come before the hello is sent
+                await ws.send(json.dumps({"type": "hello", "protocol": 1, "stream": "x"}))
+                await asyncio.wait_for(ws.recv(), 1.0)
+            except TimeoutError:
+                await ws.close()
+                return None  # waiting to be served
+            except websockets.ConnectionClosed as exc:
+                return exc.rcvd.code if exc.rcvd is not None else -1
+            await ws.close()
+            return 0
+
+        codes = await asyncio.gather(*(one() for _ in range(n)))
+        return [c for c in codes if c is not None]
+
+    async def go() -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(honest(stop))
+        refused = await attacker()
+        closed = await at_once(4)  # just after the fourth refusal: the next waits 4 s
+        stop.set()
+        sent, acked = await task
+        assert acked == sent > 8
+        # two refusals at once, then one after 1 s, 2 s, 4 s: a few, not one per round trip
+        early = [t for t in refused if t < attack_for]
+        assert len(early) <= 4, refused
+        # while one connection waits out the delay, the others are closed: try again later
+        assert closed.count(1013) >= 3, closed
+
+    asyncio.run(go())
+    log = srv.log.read_text() if srv.log else ""
+    lines = [ln for ln in log.splitlines() if "collector evil:" in ln]
+    assert len(lines) == 1 and "refused seq 1" in lines[0], lines

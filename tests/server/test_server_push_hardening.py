@@ -267,6 +267,53 @@ def test_do_not_disturb_for_everyone_is_for_operators_a_plain_user_quiets_only_t
     asyncio.run(go())
 
 
+def test_a_plain_users_mute_is_their_own_an_operators_may_be_everyones(sqlite_db: str, service) -> None:
+    """A plain login's host mute silences its own pushes, not an operator's (issue 40);
+    a mute for everyone is an operator's to set and to lift; the API says whose each is."""
+
+    async def go() -> None:
+        await _accounts(sqlite_db)
+        engine = create_engine(resolve_url(sqlite_db))
+        try:
+            await accounts.add_viewer(engine, "olga", PASSWORD, operator=True)
+        finally:
+            await engine.dispose()
+        app = create_app(LOCAL, resolve_url(sqlite_db))
+        async with app.router.lifespan_context(app):
+            ana, bob, olga = await _login(app, "ana"), await _login(app, "bob"), await _login(app, "olga")
+            for c in (ana, olga):
+                assert (await c.post("/api/push/subscribe", json=service.subscription())).status_code == 204
+            svc = services_of(app).notify
+            r = await ana.post("/api/notify/mutes", json={"scope": "host", "value": "h", "minutes": 60})
+            assert r.status_code == 200
+            ana_mute = r.json()["id"]
+            counts = await svc.handle(_blocked())
+            assert (counts["push"], counts["quiet"]) == (1, 1)  # olga told, ana quiet
+            [mine] = (await ana.get("/api/notify/quiet")).json()["mutes"]
+            assert (mine["id"], mine["value"], mine["audience"]) == (ana_mute, "h", "me")
+            assert (await olga.get("/api/notify/quiet")).json()["mutes"] == []  # not hers to see
+            assert (await bob.delete(f"/api/notify/mutes/{ana_mute}")).status_code == 404  # nor bob's
+            everyone = {"scope": "agent", "value": "claude", "audience": "everyone"}
+            r = await ana.post("/api/notify/mutes", json=everyone)
+            assert r.status_code == 403 and "operator" in r.text
+            r = await olga.post("/api/notify/mutes", json=everyone)
+            assert r.status_code == 200
+            shared = r.json()["id"]
+            [theirs] = (await bob.get("/api/notify/quiet")).json()["mutes"]
+            assert (theirs["id"], theirs["audience"]) == (shared, "everyone")
+            counts = await svc.handle(_blocked())
+            assert (counts["push"], counts["quiet"]) == (0, 1)  # one change, quiet for everyone
+            r = await ana.delete(f"/api/notify/mutes/{shared}")
+            assert r.status_code == 403 and "operator" in r.text
+            assert (await ana.delete(f"/api/notify/mutes/{ana_mute}")).status_code == 204
+            assert (await olga.delete(f"/api/notify/mutes/{shared}")).status_code == 204
+            assert (await svc.handle(_blocked()))["push"] == 2
+            for c in (ana, bob, olga):
+                await c.aclose()
+
+    asyncio.run(go())
+
+
 def _blocked():
     from paneboard_server.notify.events import StateChange
 

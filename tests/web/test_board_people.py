@@ -184,10 +184,15 @@ def test_disabled_seen_button_looks_disabled(page, board):
 def test_muted_pane_carries_a_marker(page, board):
     _pane, pid = new_pane(board)
     page.goto(board.url + f"/#/pane/{pid}")
-    page.locator("#pane-view select.snooze").first.select_option(label="15 min")
+    snooze = page.locator("#pane-view select.snooze").first
+    assert "for you" in snooze.get_attribute("aria-label")  # a plain login mutes for itself alone
+    snooze.select_option(label="15 min")
     page.wait_for_function("() => document.getElementById('banner').textContent.startsWith('muted pane')")
     page.goto(board.url + "/#/")
     wait_for(lambda: "muted" in card(page, pid).locator(".markers").inner_text(), what="the muted marker")
+    # the Notifications panel says whose mute it is
+    wait_for(lambda: f"pane {pid}" in (page.locator("#mutes").text_content() or ""), what="the mute listed")
+    assert "(only you)" in (page.locator("#mutes").text_content() or "")
     assert page.errors == []
 
 

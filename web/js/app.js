@@ -56,6 +56,7 @@ settings = new Settings({
 });
 const paneView = new PaneView(model, $("pane-view"), {
   localHost: () => me?.host ?? "",
+  viewer: () => me,
   onBack: () => { location.hash = "#/"; },
   onQuietChanged: () => settings.load(),
   status: (t, { ok = false } = {}) => setBanner(t, { sticky: false, ok }),

@@ -51,8 +51,9 @@ function when(at) {
 }
 
 export class PaneView {
-  constructor(model, root, { onBack, onQuietChanged, status, localHost = () => "" }) {
+  constructor(model, root, { onBack, onQuietChanged, status, localHost = () => "", viewer = () => null }) {
     this.model = model;
+    this.viewer = viewer; // GET /api/me: an operator may also mute for everyone
     this.localHost = localHost;
     this.root = root;
     this.onBack = onBack;
@@ -175,24 +176,33 @@ export class PaneView {
       } catch (e) { this.status(String(e.message || e)); }
     });
     actions.append(seen);
+    // A mute is this account's own; an operator may also mute for everyone (every
+    // device, page and channel), which the server allows no one else.
+    const operator = Boolean(this.viewer()?.operator);
     for (const [scope, value, label] of [["pane", p.id, "pane"], ["host", p.host, "host"], ["agent", p.agent || "", "agent"]]) {
       if (scope === "agent" && !p.agent) continue;
       const sel = el("select", "snooze");
-      sel.setAttribute("aria-label", `Mute this ${label}`);
-      sel.append(el("option", "", `Mute this ${label}…`));
-      SNOOZES.forEach(([text, minutes], i) => {
-        const o = el("option", "", text);
-        o.value = String(i);
-        sel.append(o);
-        void minutes;
-      });
+      sel.setAttribute("aria-label", operator ? `Mute this ${label}` : `Mute this ${label} for you`);
+      sel.append(el("option", "", operator ? `Mute this ${label}…` : `Mute this ${label} for you…`));
+      const groups = operator ? [["me", "for you", ""], ["everyone", "for everyone", ", for everyone"]] : [["me", "", ""]];
+      for (const [audience, title, suffix] of groups) {
+        const parent = title ? el("optgroup") : sel;
+        if (title) parent.label = title;
+        SNOOZES.forEach(([text], i) => {
+          const o = el("option", "", text + suffix);
+          o.value = `${audience}:${i}`;
+          parent.append(o);
+        });
+        if (parent !== sel) sel.append(parent);
+      }
       sel.addEventListener("change", async () => {
-        const pick = SNOOZES[Number(sel.value)];
+        const [audience, i] = sel.value.split(":");
+        const pick = SNOOZES[Number(i)];
         sel.selectedIndex = 0;
         if (!pick) return;
         try {
-          await post("/api/notify/mutes", { scope, value, minutes: pick[1] });
-          this.status(`muted ${label} ${pick[0]}`);
+          await post("/api/notify/mutes", { scope, value, minutes: pick[1], audience });
+          this.status(`muted ${label} ${pick[0]}${audience === "everyone" ? " for everyone" : " for you"}`);
           this.onQuietChanged();
         } catch (e) { this.status(String(e.message || e)); }
       });

@@ -1,7 +1,8 @@
 // Quiet rules, the browser's half: the same reading as the server's
 // paneboard_server.notify.quiet, so a desktop notification and a push agree on
 // whether now is a quiet time for this pane.
-//   mutes: [{scope: "pane"|"host"|"agent", value, until (unix s or null = until lifted)}]
+//   mutes: [{scope: "pane"|"host"|"agent", value, until (unix s or null = until lifted),
+//            audience: "me" | "everyone"}]: everyone's and this viewer's own, both apply here
 //   quiet_hours: {start: "22:00", end: "07:00"} in the viewer's local time, or null
 //   dnd: {until: unix s or null} when on, or null
 

@@ -303,7 +303,8 @@ export class ScreenPanel {
           el("td", "", new Date(a.t * 1000).toLocaleTimeString()),
           el("td", "", a.who),
           el("td", "", a.label || a.answer || (a.text != null ? `“${a.text}”` : "text")),
-          el("td", "", a.outcome),
+          // a burst of one credential's refusals is one row: how many it stands for
+          el("td", "", a.count > 1 ? `${a.outcome} ×${a.count}` : a.outcome),
         );
         t.append(tr);
       }

@@ -149,12 +149,14 @@ export class Settings {
     for (const m of q.mutes || []) {
       const li = document.createElement("li");
       const until = m.until ? ` until ${new Date(m.until * 1000).toLocaleString()}` : "";
-      li.append(document.createTextNode(`${m.scope} ${clean(m.value, 120)}${until} `));
+      // Whose it is: this account's own, or everyone's (an operator's, lifted by operators).
+      const whose = m.audience === "everyone" ? "for everyone" : "only you";
+      li.append(document.createTextNode(`${m.scope} ${clean(m.value, 120)}${until} (${whose}) `));
       const b = document.createElement("button");
       b.type = "button";
       b.textContent = "lift";
       b.addEventListener("click", () => this.run(async () => { await del(`/api/notify/mutes/${encodeURIComponent(m.id)}`); await this.load(); return "mute lifted"; }));
-      li.append(b);
+      if (m.audience !== "everyone" || this.quiet?.operator) li.append(b);
       ul.append(li);
     }
     if (!ul.children.length) ul.textContent = "none";

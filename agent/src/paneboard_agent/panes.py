@@ -11,7 +11,7 @@ import fnmatch
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from paneboard_protocol.identity import MAX_ARGS, Member, choose, is_interpreter
 
@@ -276,12 +276,16 @@ class Observation:
     """What the classifier is told: `name` None means the shell (or nothing) is in front.
 
     `why`: set when the name comes from a process other than the group's leader (a
-    wrapper stays in front), in words for `--explain` and the evidence."""
+    wrapper stays in front), in words for `--explain` and the evidence. `chain`: the
+    pids of `pid`'s ancestors, nearest first, as far as the look saw them: a report
+    its writer filed stays live while the writer is one of them (RI-2)."""
 
     name: str | None
     pid: int | None
     observable: bool
     why: str | None = None
+    # not compared: the process in front is (name, pid); its ancestors go with it
+    chain: tuple[int, ...] = field(default=(), compare=False)
 
 
 def _matches_transport(name: str, args: str | None, transports: Sequence[str]) -> bool:
@@ -331,6 +335,22 @@ def _shell_parent(procs: dict[int, ProcInfo] | None, pid: int | None, shells: fr
     return parent.pid if parent is not None and _is_shell(parent, shells) else None
 
 
+#: ancestors followed at most (a pid loop in a forged or torn reply ends here too)
+MAX_CHAIN = 64
+
+
+def ancestry(procs: dict[int, ProcInfo] | None, pid: int | None) -> tuple[int, ...]:
+    """The pids above `pid`, nearest first, through the processes the look saw (the
+    walk from the pane's process, or `ps` of its terminal): up to the first parent it
+    did not see."""
+    out: list[int] = []
+    me = procs.get(pid) if procs is not None and pid is not None else None
+    while me is not None and me.ppid > 0 and me.ppid not in out and me.ppid != pid and len(out) < MAX_CHAIN:
+        out.append(me.ppid)
+        me = procs.get(me.ppid) if procs is not None else None
+    return tuple(out)
+
+
 def observe(
     pane: PaneInfo,
     procs: dict[int, ProcInfo] | None,
@@ -345,7 +365,7 @@ def observe(
     group's leader names no agent, the other members of the foreground group are
     looked at (`identity.choose`): an agent behind a wrapper that stays in front.
     """
-    obs = _observe_leader(pane, procs, transports, shells, previous)
+    obs = _with_chain(_observe_leader(pane, procs, transports, shells, previous), procs)
     if agent_of is None or procs is None or not obs.observable or obs.pid is None:
         return obs
     if obs.name is not None and agent_of(obs.name) is not None:
@@ -356,7 +376,15 @@ def observe(
     choice = choose(obs.pid, leader.args, group_members(procs, obs.pid), agent_of)
     if choice is None:
         return obs
-    return Observation(choice.name, choice.pid, True, choice.why)
+    return Observation(choice.name, choice.pid, True, choice.why, ancestry(procs, choice.pid))
+
+
+def _with_chain(obs: Observation, procs: dict[int, ProcInfo] | None) -> Observation:
+    """`obs` with its process's ancestors, when this look saw them (a `previous` kept
+    from an earlier look keeps the chain it had)."""
+    if procs is None or obs.pid is None or obs.pid not in procs:
+        return obs
+    return replace(obs, chain=ancestry(procs, obs.pid))
 
 
 def _program_name(command: str | None) -> str | None:

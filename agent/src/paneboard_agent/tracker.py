@@ -85,6 +85,7 @@ class PaneTracker:
         self._capture_wanted = False
         self._capture_again = False
         self._wants_screen = False  # the classifier's wants_screen, cached after each change
+        self._back: Observation | None = None  # the foreground back at an ancestor, seen once
 
     # --- inputs ------------------------------------------------------------------
 
@@ -160,9 +161,11 @@ class PaneTracker:
         self.unlisted_polls = 0
         if obs is not None:
             self.info = info
-            if obs != self.obs:
+            if obs != self.obs and self._first_look_back(obs):
+                obs = self.obs  # see `_first_look_back`: the next look decides
+            if obs is not None and obs != self.obs:
                 rules_before = self._screen_rules()
-                self.classifier.set_process(now, obs.name, obs.pid, obs.observable, obs.why)
+                self.classifier.set_process(now, obs.name, obs.pid, obs.observable, obs.why, obs.chain)
                 self.obs = obs
                 self._evaluate(now)
                 if self._wants_screen and self._screen_rules() != rules_before:
@@ -180,6 +183,33 @@ class PaneTracker:
         if before is None or (before.session, before.window) != (info.session, info.window):
             self._evaluate(now)  # otherwise nothing the update carries changed
 
+    def _first_look_back(self, obs: Observation) -> bool:
+        """Is this the first look that sees the foreground back at a shell that is an
+        ancestor of what was in front (a shell's command ended)? Then it is applied at
+        the next look, not this one.
+
+        A shell back from its command is at its next prompt (the classifier then ends
+        its `working`), or still running the command line: `sleep 3 && status done …`
+        computes the report (`$(… | base64)`, a `paneboard emit` starting) with the
+        shell in front. The report comes a moment later and waits for a look taken
+        after it; applied with that look, the shell's return and its `done` arrive
+        together, and the pane never shows the moment between. Nothing is held longer
+        than one look: the second look that sees the same return applies it."""
+        prev = self.obs
+        back = (
+            obs.name is None
+            and obs.pid is not None
+            and prev is not None
+            and prev.pid is not None
+            and obs.pid != prev.pid
+            and obs.pid in prev.chain
+        )
+        if not back or self._back == obs:
+            self._back = None
+            return False
+        self._back = obs
+        return True
+
     def skipped(self, now: float) -> None:
         """Output of this pane was lost (paused, or a line too long): resync from the screen."""
         self.decoder = Decoder()
@@ -190,6 +220,7 @@ class PaneTracker:
         """The link to tmux broke: bytes were missed, timers and captures are void."""
         self.decoder = Decoder()  # never join two halves of a sequence
         self._cuts = []  # the looks under way died with the link
+        self._back = None
         self._recapture = True
         self.settle_at = self.deadline_at = None
         self.capturing = self._capture_wanted = False

@@ -14,7 +14,7 @@ Identity (who runs here), first row that applies wins (TA-4, RI-1):
 | 2 | a contract without `ended`, fresh when it arrived, and either: its leader  | contract agent |
 |   | (recorded when it arrived) is still in front, or (no leader was           |                |
 |   | observable) it is still fresh (TA-13)                                     |                |
-| 3 | live OSC 7501 records (filed by the current foreground process)           | `app` (alias)  |
+| 3 | live OSC 7501 records (filed by the foreground process or an ancestor)    | `app` (alias)  |
 | 4 | left-over `done`/`error` results of a process that has gone (RI-5)        | their agent    |
 | 5 | nothing                                                                    | none           |
 
@@ -164,6 +164,7 @@ def empty_evidence() -> dict[str, Any]:
         "manifests": [],
         "basis": None,
         "since": None,
+        "other_seq": 0,
     }
 
 
@@ -226,12 +227,22 @@ class RecordFacts(Protocol):
     def leftover_agent(self) -> str | None:
         """The left-over winner's agent: its app, else who the pane was when it was filed."""
 
+    def answer(self, live: bool) -> dict[str, Any] | None:
+        """The answer rule: when every record of the set (live, or left-over) is `done`
+        and exactly one carries a message newer than the pane's last report of another
+        state, that record (its message is the pane's); else None."""
+
 
 class ListFacts:
     """`RecordFacts` over a plain list of evidence records (O(n), computed once)."""
 
     def __init__(
-        self, records: list[dict[str, Any]], gen: int, proc_agent: str | None, aliases: dict[str, str]
+        self,
+        records: list[dict[str, Any]],
+        gen: int,
+        proc_agent: str | None,
+        aliases: dict[str, str],
+        other_seq: int | None = None,
     ) -> None:
         by_id = {r["id"]: r for r in records}
         apps: list[str | None] = []
@@ -250,6 +261,7 @@ class ListFacts:
         self._leftover = [p for p in pairs if p[0]["gen"] != gen]
         self._live_win = self._roll_up(live)
         self._left_win = self._roll_up(self._leftover)
+        self._other_seq = other_seq
 
     @staticmethod
     def _roll_up(pairs: list[tuple[dict[str, Any], str | None]]) -> tuple[dict[str, Any], str | None] | None:
@@ -286,6 +298,16 @@ class ListFacts:
         rec, app = self._left_win
         return _alias(self._aliases, app) or rec.get("agent")
 
+    def answer(self, live: bool) -> dict[str, Any] | None:
+        other = self._other_seq
+        if other is None:
+            return None  # evidence of version 1: the rule did not exist yet
+        pairs = self._live if live else self._leftover
+        if any(r["state"] != "done" for r, _ in pairs):
+            return None
+        said = [r for r, _ in pairs if r["seq"] > other and display_text(r["msg"])]
+        return said[0] if len(said) == 1 else None
+
     def public(self) -> tuple[dict[str, Any], ...]:
         return tuple(public_record(r, a) for r, a in zip(self._records, self._apps, strict=True))
 
@@ -293,7 +315,11 @@ class ListFacts:
 def _list_facts(evidence: dict[str, Any]) -> ListFacts:
     proc = evidence["process"]
     return ListFacts(
-        list(evidence.get("records") or []), proc["gen"], proc.get("agent"), evidence.get("aliases") or {}
+        list(evidence.get("records") or []),
+        proc["gen"],
+        proc.get("agent"),
+        evidence.get("aliases") or {},
+        evidence.get("other_seq"),
     )
 
 
@@ -316,10 +342,12 @@ def _decide(evidence: dict[str, Any], now: float, facts: RecordFacts) -> dict[st
     if agent is None and has_contract:
         agent = evidence["contract"]["agent"]
     winner = facts.live_winner()
+    live = True
     if agent is None and winner is not None:
         agent = facts.live_agent()
     if agent is None and winner is None:
         winner = facts.leftover_winner()
+        live = False
         if winner is not None:
             agent = facts.leftover_agent()
     out["agent"] = agent
@@ -329,6 +357,12 @@ def _decide(evidence: dict[str, Any], now: float, facts: RecordFacts) -> dict[st
         out["state"] = winner["state"]
         out["kind"] = winner["kind"] if winner["state"] == "blocked" else None
         out["msg"] = display_text(winner["msg"])
+        if out["msg"] is None and winner["state"] == "done":
+            # The answer rule (departs from P7501-22 for the message alone): a `done`
+            # without text does not hide the one answer another `done` carries.
+            said = facts.answer(live)
+            if said is not None:
+                out["msg"] = display_text(said["msg"])
         if winner.get("title"):
             out["title"] = display_text(winner["title"])
         if winner.get("progress") is not None:

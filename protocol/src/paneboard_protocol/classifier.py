@@ -25,7 +25,7 @@ state still identifies the agent) — so run the decoder with `rejections=True`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from paneboard_protocol import contract as contract_mod
@@ -88,6 +88,10 @@ pane and make it unobservable (spec section 3; the collector may pass its own li
 DEFAULT_ALIASES = {"claude-code": "claude"}
 """RI-1 row 3, even without manifests."""
 
+MAX_CHAIN = 64
+"""Ancestors of the process in front kept (nearest first): far deeper than any real
+nesting of shells, and the list arrives from the watched host."""
+
 MAX_WHY = 512
 """Characters of `process.why` kept in the evidence."""
 
@@ -148,7 +152,7 @@ class PaneClassifier:
         native_changed = False
         for ev in events:
             if isinstance(ev, StatusReport):
-                self._store.report(now, ev, self._gen, self._current_agent())
+                self._store.report(now, ev, self._gen, self._current_agent(), self._proc_pid)
             elif isinstance(ev, ClearReport):
                 self._store.clear(ev.id)
             elif isinstance(ev, AgentReport):
@@ -188,22 +192,34 @@ class PaneClassifier:
         pid: int | None = None,
         observable: bool = True,
         why: str | None = None,
+        chain: Sequence[int] = (),
     ) -> None:
         """The pane's foreground process changed (None: back at the shell, or it exited).
 
         `why`: in words, why this process names the pane (a wrapper's child was chosen,
-        see `identity.choose`); carried in the evidence for people, never classified."""
+        see `identity.choose`); carried in the evidence for people, never classified.
+        `chain`: the pids of the process's ancestors, nearest first, as far as they are
+        known (empty: none known). A record stays live while its writer is the process
+        in front or one of these (RI-2), unless a manifest identifies the process."""
         self._advance(now)
         self._proc_why = why[:MAX_WHY] if why else None
         ident = process_identity(name)
         if ident is not None and ident in self._transports:
             observable = False
         if (ident, pid) != (self._proc_name, self._proc_pid):
-            # The process in front left it: P7501-8 / RI-5 lifecycle.
-            self._store.end_live()
+            agent = self._identify(ident)
+            ancestors = tuple(p for p in list(chain)[:MAX_CHAIN] if isinstance(p, int) and p > 0)
+            if agent is None and pid is not None:
+                # A command the writer (or its ancestor) runs: its records follow it,
+                # and end when the foreground comes back to the writer (P7501-8, RI-2).
+                self._store.follow(self._gen, self._gen + 1, self._proc_pid, pid, ancestors)
+            else:
+                # The process in front left it: P7501-8 / RI-5 lifecycle. A manifest
+                # agent is classified on its own evidence, never on an ancestor's reports.
+                self._store.end_live()
             self._gen += 1
             self._proc_name, self._proc_pid = ident, pid
-            self._proc_agent = self._identify(ident)
+            self._proc_agent = agent
             self._contract = None  # TA-4: a variable left behind never labels the next program
             self._title = None  # TA-18: cleared when the pane's program changes
             self._progress = None
@@ -317,6 +333,7 @@ class PaneClassifier:
             "manifests": self._manifest_agents,
             "basis": None if self._basis is None else list(self._basis),
             "since": self._since,
+            "other_seq": self._store.other_seq,
         }
 
     # ------------------------------------------------------------ internals

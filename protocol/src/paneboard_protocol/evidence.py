@@ -14,7 +14,10 @@ from typing import Any
 from paneboard_protocol.events import AGENT_STATES, BLOCKED_KINDS, REPORT_STATES
 from paneboard_protocol.records import MAX_RECORDS
 
-EVIDENCE_VERSION = 1
+EVIDENCE_VERSION = 2
+"""2: records carry their writer's `pid`, and `other_seq` (the answer rule) is kept.
+Version 1 evidence (an older collector) is still read, and classified as it was."""
+VERSIONS = frozenset({1, EVIDENCE_VERSION})
 SCREEN_STATES = frozenset({"working", "blocked", "idle", "done", "error"})
 MAX_TEXT = 4096
 MAX_NAME = 256
@@ -90,7 +93,7 @@ def _choice(value: Any, path: str, allowed: frozenset[str], optional: bool = Fal
 _PROCESS = frozenset({"name", "pid", "agent", "gen", "why"})
 _CONTRACT = frozenset({"agent", "state", "session", "ts", "ended", "received", "leader_gen", "leader"})
 _RECORD = frozenset(
-    {"id", "state", "kind", "app", "msg", "title", "progress", "updated", "seq", "gen", "agent"}
+    {"id", "state", "kind", "app", "msg", "title", "progress", "updated", "seq", "gen", "agent", "pid"}
 )
 _SCREEN = frozenset({"agent", "result", "question"})
 _RESULT = frozenset({"state", "kind", "rule", "manifest", "native", "msg"})
@@ -109,6 +112,7 @@ _TOP = frozenset(
         "manifests",
         "basis",
         "since",
+        "other_seq",
     }
 )
 
@@ -127,7 +131,7 @@ def _record_ok(r: Any) -> bool:
     if type(r) is not dict or not _RECORD.issuperset(r):
         return False
     g = r.get
-    rid, state, kind, progress, updated, seq, gen = (
+    rid, state, kind, progress, updated, seq, gen, pid = (
         g("id"),
         g("state"),
         g("kind"),
@@ -135,6 +139,7 @@ def _record_ok(r: Any) -> bool:
         g("updated"),
         g("seq"),
         g("gen"),
+        g("pid"),
     )
     return (
         type(rid) is str
@@ -155,14 +160,15 @@ def _record_ok(r: Any) -> bool:
         and type(gen) is int
         and gen >= 0
         and _opt_str(g("agent"), MAX_NAME)
+        and (pid is None or (type(pid) is int and 0 <= pid < _SAFE_INT))
     )
 
 
 def check_evidence(evidence: Any) -> dict[str, Any]:
     """Return `evidence` unchanged if it is well-formed; raise EvidenceError otherwise."""
     ev = _dict(evidence, "", _TOP)
-    if ev.get("v") != EVIDENCE_VERSION:
-        raise _fail("v", f"unsupported version {ev.get('v')!r} (this reader knows {EVIDENCE_VERSION})")
+    if type(ev.get("v")) is not int or ev.get("v") not in VERSIONS:
+        raise _fail("v", f"unsupported version {ev.get('v')!r} (this reader knows 1 to {EVIDENCE_VERSION})")
     p = _dict(ev.get("process"), "process", _PROCESS)
     _str(p.get("name"), "process.name", MAX_TEXT)
     _int(p.get("pid"), "process.pid", 0)
@@ -200,6 +206,7 @@ def check_evidence(evidence: Any) -> dict[str, Any]:
         _int(r.get("seq"), f"{where}.seq", 0, optional=False)
         _int(r.get("gen"), f"{where}.gen", 0, optional=False)
         _str(r.get("agent"), f"{where}.agent")
+        _int(r.get("pid"), f"{where}.pid", 0, _SAFE_INT - 1)
     s = ev.get("screen")
     if s is not None:
         _dict(s, "screen", _SCREEN)
@@ -239,4 +246,5 @@ def check_evidence(evidence: Any) -> dict[str, Any]:
         _str(basis[0], "basis[0]")
         _choice(basis[1], "basis[1]", REPORT_STATES, optional=True)
     _num(ev.get("since"), "since")
+    _int(ev.get("other_seq"), "other_seq", 0)
     return ev

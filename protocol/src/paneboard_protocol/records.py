@@ -5,8 +5,9 @@ per `id`, each report replacing the whole previous record (P7501-6), `clear` of 
 subtree or of everything (P7501-16), the lifecycle on process exit and OSC 133 `A`
 (P7501-8, RI-5), RIS (P7501-21) and the 256-record cap with least-recently-updated
 eviction (P7501-21). The store also remembers *which process filed* each record (a
-generation number the classifier bumps when the foreground process changes), because
-RI-2 only lets a record speak for the pane while the process that wrote it is in front.
+generation number the classifier bumps when the foreground process changes, and the
+writer's pid), because RI-2 only lets a record speak for the pane while the process
+that wrote it is in front or an ancestor of the process in front (`follow`).
 
 Everything it hands out is plain data, so that `snapshot()` can travel inside the
 evidence dict and be re-classified by the server with the list functions at the end of
@@ -90,6 +91,7 @@ class Record:
     seq: int
     gen: int
     agent: str | None  # the pane's identity when the record was filed (for left-over results)
+    pid: int | None = None  # the process in front when it was filed: its writer (RI-2)
     # Derived, kept with the record so that reading the store costs nothing per report.
     eff_app: str | None = None
     ev: dict[str, Any] | None = None
@@ -108,6 +110,7 @@ class Record:
             "seq": self.seq,
             "gen": self.gen,
             "agent": self.agent,
+            "pid": self.pid,
         }
 
 
@@ -152,6 +155,7 @@ class RecordStore:
         self._limit = limit
         self._records: OrderedDict[str, Record] = OrderedDict()  # least recently updated first
         self._seq = 0
+        self.other_seq = 0  # seq of the latest report in a state other than done (the answer rule)
         self.version = 0  # bumped on every change, so views of the records can be cached
         self._view: list[dict[str, Any]] | None = None  # caches, dropped on every change
         self._public: tuple[dict[str, Any], ...] | None = None
@@ -163,6 +167,9 @@ class RecordStore:
         self._live: dict[str | None, OrderedDict[str, Record]] = {b: OrderedDict() for b in _BUCKETS}
         self._left: dict[str | None, OrderedDict[str, Record]] = {b: OrderedDict() for b in _BUCKETS}
         self._live_apps: OrderedDict[str, Record] = OrderedDict()  # eligible live, naming an agent
+        # done records carrying a message, newest last, live and left-over (`answer`)
+        self._live_said: OrderedDict[str, Record] = OrderedDict()
+        self._left_said: OrderedDict[str, Record] = OrderedDict()
         self._live_n = 0  # records of the context's generation, eligible or not
 
     def __len__(self) -> int:
@@ -170,11 +177,17 @@ class RecordStore:
 
     # ------------------------------------------------------------ changes
 
-    def report(self, now: float, event: StatusReport, gen: int, agent: str | None) -> None:
-        """P7501-6: the report replaces the whole record with that id (root when id is None)."""
+    def report(
+        self, now: float, event: StatusReport, gen: int, agent: str | None, pid: int | None = None
+    ) -> None:
+        """P7501-6: the report replaces the whole record with that id (root when id is None).
+
+        `pid`: the process in front, to which the report is attributed (its writer)."""
         self._changed()
         rid = event.id or ""
         self._seq += 1
+        if event.state != "done":
+            self.other_seq = self._seq
         recompute = False
         old = self._records.get(rid)
         if old is None:
@@ -202,6 +215,7 @@ class RecordStore:
                 seq=self._seq,
                 gen=gen,
                 agent=agent,
+                pid=pid,
             )
         )
         if recompute:
@@ -237,6 +251,36 @@ class RecordStore:
         self._changed()
         gone = [r for s in LIVE_STATES for r in self._by_state.get(s, {}).values()]
         return self._drop_all(gone)
+
+    def follow(
+        self, old_gen: int, new_gen: int, old_pid: int | None, pid: int, chain: tuple[int, ...]
+    ) -> bool:
+        """The process in front changed to `pid` (its ancestors `chain`, nearest first),
+        and it is no manifest agent: records stay live while their writer is in front or
+        an ancestor of the process in front (RI-2's "or its parents").
+
+        A record of generation `old_gen` whose writer is `pid` or in `chain` moves to
+        `new_gen` (it still applies), except that when the foreground comes back to its
+        writer from a command the writer ran, that is the writer's next prompt (P7501-8's
+        second event, for a shell that sends no prompt marks): its working, blocked and
+        idle records end, its done and error stay. Every other live record ends as on a
+        process exit (`end_live`); its results stay as left-overs."""
+        self._changed()
+        gone: list[Record] = []
+        moved = False
+        for rec in [r for r in self._records.values() if r.gen == old_gen]:
+            writer = rec.pid
+            applies = writer is not None and (writer == pid or writer in chain)
+            prompt = writer == pid and writer != old_pid
+            if rec.state in LIVE_STATES and (not applies or prompt):
+                gone.append(rec)
+            elif applies:
+                rec.gen = new_gen
+                rec.ev = rec.to_evidence()
+                moved = True
+        if moved:
+            self._ctx = None  # eligibility depends on the generation: rebuild when asked
+        return self._drop_all(gone) or moved
 
     def drop_results(self, current_gen: int) -> bool:
         """Another agent started: left-over results of earlier processes go (RI-5)."""
@@ -327,6 +371,15 @@ class RecordStore:
         rec = self._left_winner()
         return None if rec is None else rec.ev
 
+    def answer(self, live: bool) -> dict[str, Any] | None:
+        """The answer rule (spec.md, P7501-22's departure): when every record of the set
+        (live, or left-over) is `done` and exactly one of them carries a message newer
+        than the pane's last report of another state, that record; else None."""
+        buckets, said = (self._live, self._live_said) if live else (self._left, self._left_said)
+        if any(od for b, od in buckets.items() if b != "done"):
+            return None
+        return _only_new(said, self.other_seq)
+
     def leftover_agent(self) -> str | None:
         rec = self._left_winner()
         if rec is None:
@@ -401,6 +454,8 @@ class RecordStore:
     def _rebucket(self) -> None:
         for od in (*self._live.values(), *self._left.values()):
             od.clear()
+        self._live_said.clear()
+        self._left_said.clear()
         self._live_apps.clear()
         self._live_n = 0
         for rec in self._records.values():
@@ -412,14 +467,19 @@ class RecordStore:
         if ctx is None:
             return
         gen, agent, aliases = ctx
+        said = rec.state == "done" and bool(rec.pub and rec.pub["msg"])
         if rec.gen != gen:
             self._left[_bucket(rec.state)][rec.id] = rec
+            if said:
+                self._left_said[rec.id] = rec
             return
         self._live_n += 1
         named = alias(aliases, rec.eff_app)
         if agent and named is not None and named != agent:
             return  # RI-2: names another agent than the process-identified one
         self._live[_bucket(rec.state)][rec.id] = rec
+        if said:
+            self._live_said[rec.id] = rec
         if named:
             self._live_apps[rec.id] = rec
 
@@ -429,10 +489,24 @@ class RecordStore:
             return
         if rec.gen != ctx[0]:
             self._left[_bucket(rec.state)].pop(rec.id, None)
+            self._left_said.pop(rec.id, None)
             return
         self._live_n -= 1
         self._live[_bucket(rec.state)].pop(rec.id, None)
+        self._live_said.pop(rec.id, None)
         self._live_apps.pop(rec.id, None)
+
+
+def _only_new(said: OrderedDict[str, Record], other_seq: int) -> dict[str, Any] | None:
+    """The one record of `said` (update order, so seq order) newer than `other_seq`."""
+    if not said:
+        return None
+    it = reversed(said.values())
+    last = next(it)
+    before = next(it, None)
+    if last.seq > other_seq and (before is None or before.seq <= other_seq):
+        return last.ev
+    return None
 
 
 # ---------------------------------------------------------------- pure helpers over snapshots

@@ -11,6 +11,10 @@ if any line was bad.
 Trace lines (JSON objects, `t` in unix seconds, never decreasing):
   {"t": …, "output": "<text, escapes as \\u001b>"}   or "output_b64": "<base64 bytes>"
   {"t": …, "process": "claude", "pid": 12}         null: back to the shell / exited
+  {"t": …, "process": "sleep", "pid": 13, "chain": [12, 1]}
+                                                   with the pids above it, nearest first:
+                                                   a report stays live while its writer is
+                                                   in front or among them (RI-2)
   {"t": …, "group": [[10, 1, "bash -c claude"], [11, 10, "claude"]]}
                                                    the foreground group, leader first:
                                                    [pid, ppid, args]; the program is
@@ -43,7 +47,10 @@ from paneboard_protocol.identity import Member, choose, process_identity, proces
 from paneboard_protocol.rules import RuleSet, load_rules
 
 PROG = "paneboard replay"
-KEYS = frozenset({"t", "output", "output_b64", "process", "pid", "group", "observable", "screen", "seen"})
+KEYS = frozenset(
+    {"t", "output", "output_b64", "process", "pid", "chain", "group", "observable", "screen", "seen"}
+)
+MAX_CHAIN = 64
 MAX_GROUP = 1024
 MAX_LINE = 16 * 1024 * 1024
 """A trace line longer than this is refused rather than read into memory whole."""
@@ -169,7 +176,7 @@ class Replayer:
             if "group" in obj:
                 name, pid, why = self._choose(obj["group"])
             self.proc = (name, pid, why)
-            self.c.set_process(t, name, pid, obj.get("observable", True), why)
+            self.c.set_process(t, name, pid, obj.get("observable", True), why, obj.get("chain", ()))
         if "output" in obj or "output_b64" in obj:
             data = obj["_bytes"]
             self.c.feed(t, self.decoder.feed(data))
@@ -222,6 +229,11 @@ def parse_line(text: str, previous_t: float | None) -> dict[str, Any]:
         raise BadLine("'process' must be a string or null")
     if "pid" in obj and (isinstance(obj["pid"], bool) or not isinstance(obj["pid"], int | None)):
         raise BadLine("'pid' must be an integer")
+    chain = obj.get("chain", [])
+    if not isinstance(chain, list) or len(chain) > MAX_CHAIN:
+        raise BadLine(f"'chain' must be a list of at most {MAX_CHAIN} pids")
+    if any(isinstance(p, bool) or not isinstance(p, int) or p < 1 for p in chain):
+        raise BadLine("'chain' must hold positive integer pids")
     if "group" in obj:
         _check_group(obj["group"])
         if "process" in obj:

@@ -55,6 +55,9 @@ class RetentionSection(_Strict):
     # Gone panes kept on disk per collector: beyond it the oldest gone are deleted with
     # their history at once (not only after gone_pane_days).
     max_gone_panes: int = Field(2000, gt=0)
+    # Closed ledger rows (waits) begun in the last day kept per collector: beyond it the
+    # ones nobody answered go first, never one answered from paneboard (wait_cap.py).
+    max_waits_per_day: int = Field(5000, gt=0)
     interval: float = Field(300.0, gt=0)
     batch: int = Field(500, gt=0)
 

@@ -90,7 +90,9 @@ def test_answered_at_the_terminal(tmux: Tmux, collector: Collector, tmp_path: Pa
     wait_for(lambda: collector.lines, what="the collector's first snapshot")
     pane = asking(tmux, collector, tmp_path, "Deploy to prod?")
     blocked(collector, pane, "Deploy to prod?")
-    assert "Deploy to prod?" in pane.screen()  # asked on the terminal, though stdout is captured
+    # asked on the terminal, though stdout is captured; the report is written before the
+    # question, so the board may show it a moment before the screen does
+    wait_for(lambda: "Deploy to prod?" in pane.screen(), what="the question on the terminal")
     pane.keys("yes, but not on Friday; $(rm -rf x)", literal=True)
     pane.keys("Enter")
     assert status(tmp_path) == 0

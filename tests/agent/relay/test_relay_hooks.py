@@ -150,6 +150,8 @@ def test_codex_notify(tmux: Tmux, tmp_path: Path) -> None:
         ("status", "done", None, "codex", "All 12 tests pass now."),
         ("agent", "codex", "idle", "th_42"),
     ]
+    # its own record: Codex's own `done` (on the root record, no text) never replaces it
+    assert events[0].id == "codex-notify"
 
 
 #: What the real Codex CLI 0.171.0 passed its notify program right after a prompt was

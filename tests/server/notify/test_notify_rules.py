@@ -40,6 +40,15 @@ def test_mutes_cover_their_scope_and_expire():
     assert shared_quiet(ch(pane="8"), now, dnd=None, mutes=[Mute(3, "pane", "7", None)]) is None
 
 
+def test_a_logins_own_mute_quiets_that_login_alone():
+    now = 1000.0
+    own = [Mute(4, "host", "build-1", until=None, viewer_id=7)]
+    assert shared_quiet(ch(), now, dnd=None, mutes=own) is None  # channels still told
+    assert viewer_quiet(ch(), now, dnd=None, mutes=own, hours=None, viewer_id=7) == "muted host"
+    assert viewer_quiet(ch(), now, dnd=None, mutes=own, hours=None, viewer_id=8) is None
+    assert viewer_quiet(ch(), now, dnd=None, mutes=own, hours=None) is None  # no account
+
+
 def test_dnd_silences_everything_until_it_ends():
     assert shared_quiet(ch(), 10, dnd=Dnd(True), mutes=[]) == "do not disturb"
     assert shared_quiet(ch(), 10, dnd=Dnd(True, until=20), mutes=[]) == "do not disturb"

@@ -15,9 +15,13 @@ An answer for a pane no page is watching (tapped in a push notification) finds n
 screen here: the pane is watched at once and the answer checked against the screen
 its collector then sends (at most `FRESH_WAIT` s; none: `changed`).
 
-Every attempt, typed or not, is one row of the `answers` table: who, when, which pane,
-the fingerprint and prompt text, the answer, the outcome. Rows are only ever inserted;
-retention removes them by age with the history.
+Every attempt, typed or not, is in the `answers` table: who, when, which pane, the
+fingerprint and prompt text, the answer, the outcome. A refusal of the credential
+itself (read-only, cross-origin, no CSRF token, no operator role) repeated by the same
+credential on the same pane within `BURST` seconds of the burst's first is counted in
+that first row (`count`, `done_at` its last), so a read-only credential cannot push
+other attempts off the pane's audit page; every other attempt is a row of its own.
+Retention removes rows by age with the history.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Any, cast
 
 from paneboard_protocol import wire as pwire
 from paneboard_protocol.pane import PaneKey
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..auth import Principal
@@ -45,6 +49,22 @@ ANSWER_TTL = 60.0  # seconds an answer may wait to be typed
 REPLY_WAIT = 15.0  # how long the server waits for the collector's outcome
 FRESH_WAIT = 3.0  # an answer to an unwatched pane waits this long for its first screen
 CLAIMS_MAX = 10000
+#: Outcomes decided by the credential alone, before any check of the pane or screen:
+#: anyone holding a read-only credential can repeat them at will.
+REFUSALS = frozenset({"read-only", "cross-origin", "csrf", "forbidden"})
+BURST = 60.0  # seconds a burst of one refusal lasts from its first
+BURSTS_MAX = 10000  # bursts remembered at once
+
+
+class _Burst:
+    """One row standing for a burst of refusals: its id once inserted, when it began."""
+
+    __slots__ = ("id", "inserted", "start")
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.id: int | None = None
+        self.inserted = asyncio.Event()
 
 
 class AnswerDesk:
@@ -58,6 +78,8 @@ class AnswerDesk:
         # PostgreSQL: a screen answered `typed` by any process (the collector may have
         # moved from one replica to another) is used, as the audit table says
         self.durable_claims = False
+        # (credential kind, credential id, pane id, outcome) -> the burst's row
+        self.bursts: dict[tuple[str, int, int, str], _Burst] = {}
 
     async def answer(
         self,
@@ -118,8 +140,9 @@ class AnswerDesk:
                 self.claims.pop(claim, None)
             prompt = said or prompt
         key = target[1] if target is not None else None
-        row = {
-            "t": self.core.clock(),
+        now = self.core.clock()
+        row: dict[str, Any] = {
+            "t": now,
             "pane_id": pane_id if pane is not None else None,
             "host": key.host if key is not None else "?",
             "tmux": key.tmux if key is not None else "?",
@@ -134,12 +157,52 @@ class AnswerDesk:
             "outcome": outcome,
             "done_at": self.core.clock(),
         }
-        try:
-            row["id"] = await self._insert(row, asked_at)
-        except IntegrityError:  # the login or the pane row went meanwhile: keep the record
-            row["id"] = await self._insert({**row, "viewer_id": None, "pane_id": None})
+        burst, first = None, False
+        if outcome in REFUSALS:
+            burst, first = self._burst((who.kind, who.id, pane_id, outcome), now)
+            if not first and (counted := await self._count(burst, now)) is not None:
+                row["id"] = counted
+                log.debug("answer by %s to pane %s: %s (counted in its burst)", who.name, pane_id, outcome)
+                return outcome, row
+        try:  # a row of its own (the first of a burst, or one whose burst has no row)
+            row["id"] = await self._audit(row, asked_at)
+        finally:
+            if burst is not None and first:
+                burst.id = row.get("id")
+                burst.inserted.set()
         log.info("answer by %s to pane %s: %s", who.name, pane_id, outcome)
         return outcome, row
+
+    async def _audit(self, row: dict[str, Any], asked_at: float) -> int | None:
+        try:
+            return await self._insert(row, asked_at)
+        except IntegrityError:  # the login or the pane row went meanwhile: keep the record
+            return await self._insert({**row, "viewer_id": None, "pane_id": None})
+
+    def _burst(self, key: tuple[str, int, int, str], now: float) -> tuple[_Burst, bool]:
+        """The burst this refusal belongs to, and whether it is its first (taken before
+        any await, so refusals arriving together share one row)."""
+        burst = self.bursts.get(key)
+        if burst is not None and 0 <= now - burst.start < BURST:
+            return burst, False
+        if len(self.bursts) >= BURSTS_MAX:
+            self.bursts = {k: b for k, b in self.bursts.items() if 0 <= now - b.start < BURST}
+            if len(self.bursts) >= BURSTS_MAX:
+                self.bursts.clear()
+        burst = self.bursts[key] = _Burst(now)
+        return burst, True
+
+    async def _count(self, burst: _Burst, now: float) -> int | None:
+        """One more refusal in `burst`'s row (once the row is in)."""
+        await burst.inserted.wait()
+        if burst.id is None:  # its insert failed: this refusal gets a row of its own
+            return None
+        a = s.answers.c
+        async with self.core.engine.begin() as conn:
+            await conn.execute(
+                update(s.answers).where(a.id == burst.id).values(count=a.count + 1, done_at=now)
+            )
+        return burst.id
 
     def _local(self, pane_id: int) -> bool:
         target = self.core.collector_of(pane_id)
@@ -188,7 +251,19 @@ class AnswerDesk:
             self.hub.replies.pop(request, None)
 
 
-AUDIT_KEYS = ("id", "t", "who", "fingerprint", "prompt", "answer", "label", "text", "outcome")
+AUDIT_KEYS = (
+    "id",
+    "t",
+    "who",
+    "fingerprint",
+    "prompt",
+    "answer",
+    "label",
+    "text",
+    "outcome",
+    "count",
+    "done_at",
+)
 
 
 async def audit(

@@ -7,6 +7,12 @@ pane changes; the newest is kept here, in memory only (a screen is never stored)
 no page has asked for `WATCH_FOR` seconds the collector is told `unwatch`, so an idle
 board costs no captures. A collector that reconnects is sent its watches again.
 
+Each `watch` makes the collector capture at once, so one is sent only when what is
+watched changes: the pane starts being watched, or the scroll-back it is captured with
+(the largest any page asked for within `WATCH_FOR`, rounded up to `SCROLLBACK_STEP`)
+goes up or, once the larger asks lapse, down. Pages that ask for different scroll-backs
+share the one watch; each gets back the lines it asked for (`screen_json`).
+
 Screens live in the process the collector is connected to; with several server
 replicas (PostgreSQL), `replicas.py` relays watches and screens to the others (`remote`).
 """
@@ -31,6 +37,14 @@ WATCH_FOR = 30.0
 SWEEP_EVERY = 5.0
 #: the longest a page's request waits for a newer screen
 LONG_POLL_MAX = 25.0
+#: a watch's scroll-back is a multiple of this, so asks that differ by a few lines
+#: (or that climb one line at a time) do not each change the watch
+SCROLLBACK_STEP = 100
+
+
+def scrollback_level(lines: int) -> int:
+    """The scroll-back a watch captures for an ask of `lines`: rounded up to a step."""
+    return -(-max(0, lines) // SCROLLBACK_STEP) * SCROLLBACK_STEP
 
 
 @dataclass
@@ -48,7 +62,8 @@ class ScreenHub:
         self.clock = clock
         self.latest: dict[int, Shown] = {}
         self.until: dict[int, float] = {}  # pane id -> watched until (monotonic)
-        self.scrollback: dict[int, int] = {}  # pane id -> lines of history asked for
+        self.scrollback: dict[int, int] = {}  # pane id -> lines of history its watch captures
+        self.asks: dict[int, dict[int, float]] = {}  # pane id -> scroll-back level -> asked until
         self.changed: dict[int, asyncio.Event] = {}
         self.replies: dict[str, asyncio.Future[Answered]] = {}  # answer request id -> its reply
         self.stats = {"screens": 0, "watches": 0}
@@ -65,18 +80,28 @@ class ScreenHub:
             return False
         cid, key = target
         send = self.core.seen_routes.get(cid)
-        first = pane_id not in self.until or scrollback != self.scrollback.get(pane_id, 0)
-        self.until[pane_id] = self.clock() + WATCH_FOR
-        self.scrollback[pane_id] = scrollback
+        now = self.clock()
+        level = self._ask(pane_id, scrollback_level(scrollback), now)
+        first = pane_id not in self.until or level != self.scrollback.get(pane_id)
+        self.until[pane_id] = now + WATCH_FOR
+        self.scrollback[pane_id] = level
         if send is None:
             if self.remote is None:
                 return False
-            self.remote.look(pane_id, scrollback, first)  # held by a peer, perhaps
+            self.remote.look(pane_id, level, first)  # held by a peer, perhaps
             return True
         if first:
             self.stats["watches"] += 1
-            send(pwire.watch(PaneKey(key.host, key.tmux, key.pane), scrollback))
+            send(pwire.watch(PaneKey(key.host, key.tmux, key.pane), level))
         return True
+
+    def _ask(self, pane_id: int, level: int, now: float) -> int:
+        """Note an ask for `level`; the largest level asked for within `WATCH_FOR`."""
+        asks = self.asks.setdefault(pane_id, {})
+        asks[level] = now + WATCH_FOR
+        for old in [lv for lv, until in asks.items() if until <= now]:
+            del asks[old]
+        return max(asks)
 
     def online(self, pane_id: int) -> bool:
         target = self.core.collector_of(pane_id)
@@ -152,6 +177,7 @@ class ScreenHub:
                 continue
             del self.until[pane_id]
             self.scrollback.pop(pane_id, None)
+            self.asks.pop(pane_id, None)
             self.latest.pop(pane_id, None)
             target = self.core.collector_of(pane_id)
             send = self.core.seen_routes.get(target[0]) if target is not None else None
@@ -165,8 +191,12 @@ class ScreenHub:
             self.sweep()
 
 
-def screen_json(shown: Shown | None, pane_id: int, online: bool) -> dict[str, Any]:
-    """`GET /api/panes/{id}/screen`'s answer (docs/answers.md)."""
+def screen_json(
+    shown: Shown | None, pane_id: int, online: bool, scrollback: int | None = None
+) -> dict[str, Any]:
+    """`GET /api/panes/{id}/screen`'s answer (docs/answers.md): the visible rows and at
+    most `scrollback` lines of history above them (all the screen has when None), since
+    the watch may capture more for another page."""
     if shown is None:
         return {
             "pane_id": pane_id,
@@ -180,9 +210,12 @@ def screen_json(shown: Shown | None, pane_id: int, online: bool) -> dict[str, An
             "error": None if online else "the pane's collector is not connected to this server",
         }
     sc = shown.screen
+    lines = list(sc.lines)
+    if scrollback is not None:
+        lines = lines[len(lines) - min(len(lines), sc.height + scrollback) :]
     return {
         "pane_id": pane_id,
-        "lines": list(sc.lines),
+        "lines": lines,
         "fingerprint": sc.fingerprint or None,
         "answers": [{"id": a.id, "label": a.label} for a in sc.answers],
         "text": sc.text,

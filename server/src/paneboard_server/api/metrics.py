@@ -132,6 +132,11 @@ class _Live:
             refused.add_metric([reason], core.stats[f"refused_{reason}"])
         yield refused
         yield CounterMetricFamily(
+            "paneboard_ingest_delayed",
+            "Collector connections delayed (or closed 1013) because their token was refused lately",
+            value=core.stats["ingest_delayed"],
+        )
+        yield CounterMetricFamily(
             "paneboard_batches_retried",
             "Writer batches that failed and were bisected",
             value=core.stats["batches_retried"],

@@ -68,6 +68,8 @@ class MuteBody(_Body):
     scope: Literal["pane", "host", "agent"]
     value: str = Field(max_length=255)
     minutes: int | None = Field(default=None, gt=0, le=MAX_MINUTES)  # None: until lifted
+    # "me": this account's pushes and pages; "everyone": every route (operators only).
+    audience: Literal["me", "everyone"] = "me"
 
 
 class DndBody(_Body):
@@ -230,23 +232,52 @@ def make_router() -> APIRouter:
             "dnd_everyone": {"until": dnd.until} if dnd else None,
             "dnd_mine": {"until": own.until} if own else None,
             "operator": who.operator,
-            "mutes": [{"id": m.id, "scope": m.scope, "value": m.value, "until": m.until} for m in mutes],
+            # everyone's mutes and the caller's own, each saying whose it is
+            "mutes": [
+                {
+                    "id": m.id,
+                    "scope": m.scope,
+                    "value": m.value,
+                    "until": m.until,
+                    "audience": "everyone" if m.everyone else "me",
+                }
+                for m in mutes
+                if m.everyone or (who.kind == "viewer" and m.viewer_id == who.id)
+            ],
             "quiet_hours": hours,
             "channels": [c.label for c in svc.channels],
             "push_done": svc.settings.push_done,
         }
 
-    @r.post("/api/notify/mutes", responses=mine)
-    async def add_mute(body: MuteBody, who: Writer, svc: Notifier) -> dict[str, int]:
-        _account(who)
-        until = time.time() + body.minutes * 60 if body.minutes else None
-        return {"id": await store.add_mute(svc.engine, body.scope, body.value, until)}
+    for_everyone = responses(
+        *WRITE,
+        e403="Read-only credentials, no or a wrong CSRF header, a cross-origin request, or a "
+        "mute for everyone without the operator role",
+    )
 
-    @r.delete("/api/notify/mutes/{rule_id}", status_code=204, responses={**mine, **responses(404)})
+    @r.post("/api/notify/mutes", responses=for_everyone)
+    async def add_mute(body: MuteBody, who: Writer, svc: Notifier) -> dict[str, int]:
+        """Mute a pane, host or agent: for this account (`audience: "me"`), or for every
+        route and every viewer (`"everyone"`), which only an operator may: one plain user
+        must not silence everyone's alerts."""
+        viewer_id = _account(who)
+        if body.audience == "everyone" and not who.operator:
+            raise HTTPException(403, "a mute for everyone needs the operator role")
+        until = time.time() + body.minutes * 60 if body.minutes else None
+        owner = None if body.audience == "everyone" else viewer_id
+        return {"id": await store.add_mute(svc.engine, body.scope, body.value, until, owner)}
+
+    @r.delete("/api/notify/mutes/{rule_id}", status_code=204, responses={**for_everyone, **responses(404)})
     async def lift_mute(
         rule_id: Annotated[int, Path(ge=-ID_MAX, le=ID_MAX)], who: Writer, svc: Notifier
     ) -> Response:
-        _account(who)
+        """Lift one of this account's mutes, or (operators) a mute for everyone."""
+        viewer_id = _account(who)
+        found, owner = await store.mute_owner(svc.engine, rule_id)
+        if not found or (owner is not None and owner != viewer_id):
+            raise HTTPException(404, "no such mute")
+        if owner is None and not who.operator:
+            raise HTTPException(403, "lifting a mute for everyone needs the operator role")
         if not await store.remove_mute(svc.engine, rule_id):
             raise HTTPException(404, "no such mute")
         return Response(status_code=204)

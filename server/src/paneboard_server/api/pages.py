@@ -1,7 +1,8 @@
 """The dashboard's two pages, and the small HTML answers for people with a browser.
 
     GET /         the board (a session cookie), or a viewer link `/?token=…` that opens
-                  a read-only session and drops the token from the address bar
+                  the token's one read-only session and drops the token from the
+                  address bar
     GET /login    the login page (web/login.html)
 
 Both are left out of the OpenAPI document: they are pages, not API. `web_dir` finds
@@ -73,13 +74,8 @@ def make_router() -> APIRouter:
             p = await accounts.lookup_token(engine, token, "viewer")
             if p is None:
                 return bad_token_page()  # a person with a stale link: a page, not JSON
-            sid, csrf = await accounts.open_session(
-                engine,
-                viewer_id=None,
-                token_id=p.id,
-                readonly=True,
-                lifetime=svc.cfg.server.session_days * 86400,
-            )
+            lifetime = svc.cfg.server.session_days * 86400
+            sid, csrf = await accounts.open_token_session(engine, token, p.id, lifetime)
             # The token leaves the address bar; other parameters (?view=wall) stay.
             rest = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
             resp: Response = RedirectResponse("/" + (f"?{rest}" if rest else ""), 303)

@@ -99,7 +99,7 @@ def make_router() -> APIRouter:
         online = hub.look(pane_id, scrollback)
         first = pane_id not in hub.latest
         shown = await hub.wait(pane_id, after, max(wait, FIRST_WAIT if first and online else 0), since)
-        out = screen_json(shown, pane_id, hub.online(pane_id))
+        out = screen_json(shown, pane_id, hub.online(pane_id), scrollback)
         out["operator"] = who.operator
         return out
 

@@ -5,7 +5,7 @@ login routes call them) and the names used on their own: `Principal` (who is ask
 `AccountError`, the password bounds, `lookup_token`, `session_principal`,
 `check_viewer`, `note_use_while_connected`; a browser session's cookies
 (`SESSION_COOKIE`, `set_session`, `clear_session`); `same` (a constant-time compare);
-`Revocation` and its `Holder`s; `LoginThrottle`. Who may read or change one request is
+`Revocation` and its `Holder`s; `LoginThrottle` and its `Backoff`. Who may read or change one request is
 api's (`api/access.py`), built on these.
 """
 
@@ -23,13 +23,14 @@ from .accounts import (
 from .cookies import SESSION_COOKIE, clear_session, set_session
 from .credentials import same
 from .revocation import Holder, Revocation
-from .throttle import LoginThrottle
+from .throttle import Backoff, LoginThrottle
 
 __all__ = [
     "PASSWORD_MAX",
     "PASSWORD_MIN",
     "SESSION_COOKIE",
     "AccountError",
+    "Backoff",
     "Holder",
     "LoginThrottle",
     "Principal",

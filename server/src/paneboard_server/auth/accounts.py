@@ -14,11 +14,21 @@ import time
 from dataclasses import dataclass
 
 from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from ..store import is_sqlite
 from ..store import schema as s
-from .credentials import hash_password, new_secret, new_token, token_hash, verify_password
+from .credentials import (
+    hash_password,
+    new_secret,
+    new_token,
+    token_hash,
+    token_session_secrets,
+    verify_password,
+)
 
 log = logging.getLogger("paneboard.accounts")
 
@@ -32,6 +42,8 @@ PASSWORD_MIN = 8
 PASSWORD_MAX = 1024
 
 LAST_USED_EVERY = 60.0
+# A viewer link's one session is renewed (its expiry moved on) at most this often.
+TOKEN_SESSION_RENEW = 3600.0
 """A token's `last_used` is written at most this often (seconds): often enough for
 `paneboard token list` to tell a live collector from a dead one, rarely enough that
 every API request with a viewer token does not turn into a database write."""
@@ -284,6 +296,44 @@ async def open_session(
                 expires_at=now + lifetime,
             )
         )
+    return sid, csrf
+
+
+async def open_token_session(
+    engine: AsyncEngine, token: str, token_id: int, lifetime: float
+) -> tuple[str, str]:
+    """A viewer link's browser session: one per token, however often the link is opened
+    (its values derive from the token, `token_session_secrets`). The row is written when
+    it is new or due for renewal, so a link opened in a loop writes about nothing.
+    Returns (cookie value, csrf value)."""
+    sid, csrf = token_session_secrets(token)
+    key = token_hash(sid)
+    now = time.time()
+    w = s.web_sessions
+    async with engine.connect() as conn:
+        row = (await conn.execute(select(w.c.token_id, w.c.expires_at).where(w.c.id_hash == key))).first()
+    if (
+        row is not None
+        and row.token_id == token_id
+        and row.expires_at >= now + lifetime - TOKEN_SESSION_RENEW
+    ):
+        return sid, csrf
+    ins = (sqlite_insert if is_sqlite(str(engine.url)) else pg_insert)(w)
+    values = {
+        "id_hash": key,
+        "viewer_id": None,
+        "token_id": token_id,
+        "csrf": csrf,
+        "readonly": True,
+        "created_at": now,
+        "expires_at": now + lifetime,
+    }
+    upsert = ins.values(**values).on_conflict_do_update(
+        index_elements=[w.c.id_hash],
+        set_={"token_id": ins.excluded.token_id, "expires_at": ins.excluded.expires_at},
+    )
+    async with engine.begin() as conn:
+        await conn.execute(upsert)
     return sid, csrf
 
 

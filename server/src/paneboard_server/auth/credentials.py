@@ -7,6 +7,7 @@ people, so they get argon2id (argon2-cffi's defaults).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import secrets
@@ -34,6 +35,19 @@ def token_hash(token: str) -> str:
 
 def new_secret() -> str:
     return secrets.token_urlsafe(32)
+
+
+def token_session_secrets(token: str) -> tuple[str, str]:
+    """The session cookie and CSRF values of a viewer link's browser session, derived
+    from its token: every sign-in with one token finds the same session row, so a
+    read-only link opened in a loop cannot add rows. Knowing them gives no more than
+    the token itself does (read-only, revoked with it)."""
+    key = token.encode("utf-8", "surrogatepass")
+    sid = hmac.new(key, b"paneboard web session", hashlib.sha256).digest()
+    csrf = hmac.new(key, b"paneboard web session csrf", hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(sid).decode().rstrip("="), base64.urlsafe_b64encode(csrf).decode().rstrip(
+        "="
+    )
 
 
 def hash_password(password: str) -> str:

@@ -1,4 +1,5 @@
-"""Back-off for wrong passwords, per account and per client address.
+"""Back-off for wrong passwords, per account and per client address (and, with the
+same `Backoff`, for collector tokens whose messages the server refuses: ingest's).
 
 Each key (an account name, an address) gets `free` wrong passwords; after that every
 further wrong one doubles how long the key must wait before the next attempt
@@ -55,6 +56,11 @@ class Backoff:
         while len(self._keys) > self.max_keys:
             self._keys.popitem(last=False)
         return delay
+
+    def failures(self, key: str, now: float) -> int:
+        """Failures counted for `key` since it was last forgotten or cleared."""
+        e = self._keys.get(key)
+        return 0 if e is None or now - e.last > self.forget else e.failures
 
     def succeeded(self, key: str) -> None:
         self._keys.pop(key, None)

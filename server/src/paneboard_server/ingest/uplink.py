@@ -8,6 +8,8 @@ re-acknowledged and ignored; a gap makes the server ask for a snapshot.
 A message refused (invalid, not storable, a claim to another collector's host, over a
 cap) closes this connection alone, after a `refused` message naming its `seq` and the
 offending field, so the collector can drop that part instead of resending it forever.
+A token refused again and again has its next connections delayed, and each burst of its
+refusals logged once (`refusals.py`).
 A pane the database refuses although it passed validation is the exception: the rest
 of its message is stored and acknowledged, and the collector hears of that pane alone
 in a `refused` message sent before the ack, on a connection that stays open.
@@ -31,6 +33,7 @@ from .. import __version__
 from ..auth import Holder, Principal, lookup_token, note_use_while_connected
 from ..panes import Core, HostsDown, HostsUp, Ingest, Refused, Unstorable
 from ..store import schema as s
+from .refusals import QUIET, RefusedTokens
 from .wire import PROTOCOL, WireError, parse, reason
 
 log = logging.getLogger("paneboard.ingest")
@@ -42,13 +45,17 @@ CLOSE_INVALID = 1007
 CLOSE_POLICY = 1008
 CLOSE_TOO_BIG = 1009
 CLOSE_SERVER_ERROR = 1011
+CLOSE_TRY_LATER = 1013
 
 
 class Connection:
     """One connected collector: its outbox (one sender task) and its sequence state."""
 
-    def __init__(self, ws: WebSocket, collector_id: int, name: str) -> None:
+    def __init__(
+        self, ws: WebSocket, collector_id: int, name: str, refusals: RefusedTokens | None = None
+    ) -> None:
         self.ws = ws
+        self.refusals = refusals
         self.collector_id = collector_id
         self.name = name
         self.outbox: asyncio.Queue[pwire.ServerMessage | None] = asyncio.Queue(10000)
@@ -98,8 +105,21 @@ class Connection:
         self.failed = True
         if self.closing is None:
             self.last_words = pwire.refused(seq, at, host, why)
-            log.warning("collector %s: refused seq %s: %s", self.name, seq, why)
+            self.blame(f"refused seq {seq}: {why}")
         self.close(code, reason(why))
+
+    def blame(self, text: str) -> None:
+        """A refusal that is the collector's doing: counted against its token, and logged
+        when it starts a burst (its next connections are delayed meanwhile)."""
+        if self.refusals is None or self.refusals.refused(self.collector_id):
+            more = (
+                ""
+                if self.refusals is None
+                else f" (its next refusals are not logged until {QUIET:g} s pass without one)"
+            )
+            log.warning("collector %s: %s%s", self.name, text, more)
+        else:
+            log.debug("collector %s: %s", self.name, text)
 
     async def sender(self) -> None:
         try:
@@ -156,6 +176,7 @@ class IngestRegistry:
         # and who hears that a collector (re)connected (to re-send its watches).
         self.on_side: Callable[[int, Screen | Answered], None] | None = None
         self.on_attach: list[Callable[[int], None]] = []
+        self.refusals = RefusedTokens()
 
     def attach(self, conn: Connection) -> None:
         old = self.connections.get(conn.collector_id)
@@ -242,8 +263,21 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
         await ws.close(CLOSE_UNAUTHORIZED, "unauthorized: unknown or revoked collector token")
         return
     cid = principal.id
+    refusals = registry.refusals
+    wait = refusals.delay(cid)
+    if wait > 0:
+        # Refused lately: this connection is served later, and only one waits at a time.
+        core.stats["ingest_delayed"] += 1
+        if cid in refusals.waiting:
+            await ws.close(CLOSE_TRY_LATER, "refused lately: try again later")
+            return
+        refusals.waiting.add(cid)
+        try:
+            await asyncio.sleep(wait)
+        finally:
+            refusals.waiting.discard(cid)
     core.collector_names[cid] = principal.name
-    conn = Connection(ws, cid, principal.name)
+    conn = Connection(ws, cid, principal.name, refusals)
     conn.credential = principal.credential
     sender: asyncio.Task[None] | None = None
     in_use = asyncio.create_task(note_use_while_connected(core.engine, cid))  # `token list`'s "last used"
@@ -253,12 +287,15 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
             first = await asyncio.wait_for(_receive_text(ws), limits.hello_timeout)
             hello = parse(first, limits.max_message_bytes, limits.max_panes_per_message)
         except TimeoutError:
+            conn.blame("no hello")
             await ws.close(CLOSE_POLICY, f"no hello within {limits.hello_timeout:g} s")
             return
         except WireError as exc:
+            conn.blame(f"invalid hello: {exc}")
             await ws.close(CLOSE_INVALID, reason(str(exc)))
             return
         if not isinstance(hello, Hello):
+            conn.blame("expected a hello first")
             await ws.close(CLOSE_POLICY, "expected a hello first")
             return
         if hello.protocol != PROTOCOL:
@@ -316,6 +353,7 @@ async def handle(ws: WebSocket, core: Core, registry: IngestRegistry) -> None:
                     conn.refuse(code, str(exc), exc.seq, _refused_at(exc))
                     return
                 if isinstance(msg, Hello):
+                    conn.blame("hello sent twice")
                     conn.close(CLOSE_POLICY, "hello sent twice")
                     return
                 if isinstance(msg, Screen | Answered):

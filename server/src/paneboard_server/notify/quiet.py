@@ -1,8 +1,9 @@
 """Quiet rules: when a notification must not be sent, and why.
 
 Three kinds, all stored in the database and read by every channel:
-- mutes (snoozes): a pane, a host or an agent, until a time or until lifted; shared by
-  everyone, because Apprise channels (a team's Slack) are shared too;
+- mutes (snoozes): a pane, a host or an agent, until a time or until lifted; a login's
+  own (its pushes and pages), or everyone's (every push, page and Apprise channel),
+  which only an operator may set: one plain user must not silence the others' alerts;
 - quiet hours: per viewer, a daily window in the viewer's time zone, applied to that
   viewer's browser notifications and Web Push;
 - do-not-disturb: one global switch (optionally until a time) that silences all.
@@ -27,6 +28,11 @@ class Mute:
     scope: str  # one of SCOPES
     value: str
     until: float | None  # unix seconds; None: until lifted
+    viewer_id: int | None = None  # whose mute: None for everyone's
+
+    @property
+    def everyone(self) -> bool:
+        return self.viewer_id is None
 
     def active(self, now: float) -> bool:
         return self.until is None or self.until > now
@@ -83,11 +89,12 @@ class Dnd:
 
 
 def shared_quiet(change: StateChange, now: float, *, dnd: Dnd | None, mutes: Iterable[Mute]) -> str | None:
-    """The reason everyone stays quiet about this change, or None."""
+    """The reason everyone stays quiet about this change, or None (one login's own
+    mutes are not a reason for everyone)."""
     if dnd is not None and dnd.active(now):
         return "do not disturb"
     for m in mutes:
-        if m.active(now) and m.covers(change):
+        if m.everyone and m.active(now) and m.covers(change):
             return f"muted {m.scope}"
     return None
 
@@ -99,11 +106,16 @@ def viewer_quiet(
     dnd: Dnd | None,
     mutes: Iterable[Mute],
     hours: QuietHours | None,
+    viewer_id: int | None = None,
 ) -> str | None:
-    """The reason one viewer is not told (shared rules plus their quiet hours), or None."""
+    """The reason one viewer is not told (shared rules, their own mutes and their quiet
+    hours), or None."""
     reason = shared_quiet(change, now, dnd=dnd, mutes=mutes)
     if reason:
         return reason
+    for m in mutes:
+        if viewer_id is not None and m.viewer_id == viewer_id and m.active(now) and m.covers(change):
+            return f"muted {m.scope}"
     if hours is not None and hours.contains(now):
         return "quiet hours"
     return None

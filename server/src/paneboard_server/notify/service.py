@@ -3,10 +3,11 @@
 The server calls `NotifyService.pane_changed(change)` for every history row it
 writes (never blocking: changes go on a bounded queue, a worker sends). For a change
 into blocked, error or done:
-- Apprise channels that want it (routing), unless DND or a mute covers it, each
+- Apprise channels that want it (routing), unless DND or a mute for everyone covers it, each
   rate-limited and de-duplicated per pane+state;
 - Web Push to every subscription whose viewer has no tab watching (tabs report via
-  `POST /api/watch`), unless DND, a mute or that viewer's quiet hours say no;
+  `POST /api/watch`), unless DND, a mute (everyone's, or that viewer's own) or that
+  viewer's quiet hours say no;
   subscriptions the push service calls gone (404/410) are deleted.
 Changes that arrive within `group_window` seconds of each other are told together:
 one message per route for the lot ("15 agents waiting: …", `grouping.py`). A block
@@ -292,7 +293,7 @@ class NotifyService:
                 if change.state == "done" and not self.settings.push_done:
                     continue
                 if viewer_id in own_dnd or viewer_quiet(
-                    change, now, dnd=dnd, mutes=mutes, hours=hours.get(viewer_id or -1)
+                    change, now, dnd=dnd, mutes=mutes, hours=hours.get(viewer_id or -1), viewer_id=viewer_id
                 ):
                     counts["quiet"] += 1
                 elif viewer_id is not None and f"viewer:{viewer_id}" in watchers:

@@ -1,9 +1,9 @@
 """The notification tables (in `paneboard_server.store.schema`): VAPID keys, push
 subscriptions, quiet rules, per-viewer settings and the notification log.
 
-Quiet rules reuse one table: scope `pane`/`host`/`agent` are mutes (shared,
-`viewer_id` NULL), scope `global` is do-not-disturb. Quiet hours are per viewer, in
-`viewers.settings["quiet_hours"]`.
+Quiet rules reuse one table: scope `pane`/`host`/`agent` are mutes (everyone's with
+`viewer_id` NULL, else that login's own), scope `global` is do-not-disturb for
+everyone. Quiet hours are per viewer, in `viewers.settings["quiet_hours"]`.
 """
 
 from __future__ import annotations
@@ -162,7 +162,8 @@ async def devices(engine: AsyncEngine, viewer_id: int) -> list[dict[str, Any]]:
 
 
 async def quiet_state(engine: AsyncEngine, now: float) -> tuple[Dnd | None, list[Mute]]:
-    """Active shared rules; expired ones are deleted on the way (they never come back)."""
+    """Active rules, every login's own mutes among them (`Mute.viewer_id`); expired ones
+    are deleted on the way (they never come back)."""
     async with engine.begin() as conn:
         await conn.execute(
             delete(s.quiet_rules).where(s.quiet_rules.c.until.is_not(None), s.quiet_rules.c.until <= now)
@@ -174,20 +175,38 @@ async def quiet_state(engine: AsyncEngine, now: float) -> tuple[Dnd | None, list
         if r.scope == "global":
             dnd = Dnd(True, r.until)
         elif r.scope in SCOPES:
-            mutes.append(Mute(r.id, r.scope, r.value or "", r.until))
+            mutes.append(Mute(r.id, r.scope, r.value or "", r.until, r.viewer_id))
     return dnd, mutes
 
 
-async def add_mute(engine: AsyncEngine, scope: str, value: str, until: float | None) -> int:
+async def add_mute(
+    engine: AsyncEngine, scope: str, value: str, until: float | None, viewer_id: int | None = None
+) -> int:
+    """A mute for everyone (`viewer_id` None) or one login's own."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
     async with engine.begin() as conn:
         res = await conn.execute(
-            insert(s.quiet_rules).values(scope=scope, value=value, until=until, created_at=time.time())
+            insert(s.quiet_rules).values(
+                scope=scope, value=value, until=until, created_at=time.time(), viewer_id=viewer_id
+            )
         )
         key = res.inserted_primary_key
         assert key is not None  # an insert into a table with a primary key
         return int(key[0])
+
+
+async def mute_owner(engine: AsyncEngine, rule_id: int) -> tuple[bool, int | None]:
+    """(whether mute `rule_id` exists, whose it is: None for everyone's)."""
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(
+                select(s.quiet_rules.c.viewer_id).where(
+                    s.quiet_rules.c.id == rule_id, s.quiet_rules.c.scope != "global"
+                )
+            )
+        ).first()
+    return (False, None) if row is None else (True, row.viewer_id)
 
 
 async def remove_mute(engine: AsyncEngine, rule_id: int) -> int:

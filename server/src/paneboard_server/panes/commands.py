@@ -477,23 +477,40 @@ async def delete_panes(tx: Tx, ids: list[int]) -> None:
     tx.after.append(forget)
 
 
+#: Gone panes deleted per statement (an IN list of ids; well under either backend's
+#: limit on bound parameters).
+_DELETE_CHUNK = 1000
+
+
 async def cap_gone(tx: Tx, collector_id: int) -> None:
     """Keep at most `retention.max_gone_panes` gone panes of one collector on disk: the
-    oldest gone beyond it are deleted with their history. Without it a collector that
-    announces new panes and lets them go wrote ~6,000 pane rows a second that only
-    `gone_pane_days` would remove. The panes this batch changes (their gone state is not
-    written yet) are left for the next time."""
+    oldest gone beyond it are deleted with their history, all of them however many went
+    (a limit per batch fell behind a collector sending thousands of new keys a snapshot).
+
+    The panes this batch makes gone are written only at its flush, so they cannot be
+    deleted here; they are the newest gone, so room is made for them: as many of the
+    older gone rows are kept as the cap leaves beside them. A pane this batch touches
+    in any other way (one that came back) is left alone: it is live once committed."""
     cap = tx.core.cfg.retention.max_gone_panes
+    hosts = tx.core.hosts
+    going = sum(
+        1
+        for pid in tx.changed
+        if (q := tx.panes.get(pid)) is not None
+        and q.gone_at is not None
+        and (host := tx.hosts.get(q.host_id) or hosts.get(q.host_id)) is not None
+        and host.collector_id == collector_id
+    )
     p, h = s.panes.c, s.hosts.c
     rows = await tx.conn.execute(
         select(p.id)
         .select_from(s.panes.join(s.hosts, p.host_id == h.id))
         .where(h.collector_id == collector_id, p.gone_at.is_not(None))
         .order_by(p.gone_at.desc(), p.id.desc())
-        .offset(cap)
-        .limit(1000)
+        .offset(max(0, cap - going))
     )
     ids = [i for (i,) in rows.all() if i not in tx.changed and i not in tx.panes]
     if ids:
         tx.core.stats["gone_capped"] += len(ids)
-        await delete_panes(tx, ids)
+        for at in range(0, len(ids), _DELETE_CHUNK):
+            await delete_panes(tx, ids[at : at + _DELETE_CHUNK])

@@ -91,6 +91,8 @@ class Core:
         # tmux sessions already in the tmux_sessions table: (host id, tmux server, name).
         self.sessions: set[tuple[int, str, str]] = set()
         self.open_waits: set[int] | None = None  # panes with an open wait (waits.py; read lazily)
+        # Waits each collector opened since its ledger rows were last counted (wait_cap.py).
+        self.waits_opened: dict[int, int] = {}
         self.stats = {
             "reports": 0,
             "batches": 0,
@@ -103,7 +105,9 @@ class Core:
             "refused_unstorable": 0,
             "refused_host": 0,
             "refused_cap": 0,
+            "ingest_delayed": 0,  # collector connections delayed after their token's refusals
             "gone_capped": 0,  # gone panes deleted over retention.max_gone_panes
+            "waits_capped": 0,  # ledger rows deleted over retention.max_waits_per_day
         }
         # Set while the writer cannot commit (cleared by the next commit): /healthz shows it.
         self.writer_error: tuple[float, str] | None = None

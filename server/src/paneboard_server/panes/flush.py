@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..store import Bulk, Pipeline
 from ..store import schema as s
-from . import waits
+from . import wait_cap, waits
 from .state import PaneState
 from .tx import HISTORY_ORDER, Tx
 
@@ -124,6 +124,8 @@ async def flush(core: PaneState, tx: Tx) -> None:
     if tx.collectors:
         await write_collectors(core, conn, tx, pipe)
     await pipe.send()
+    if tx.waits_due:  # after the waits this batch opened are in
+        await wait_cap.trim(tx)
     if core.is_pg and changed:
         for chunk in _chunks([str(pid) for pid in changed], 7000):
             await conn.execute(

@@ -38,6 +38,7 @@ class PaneState(Protocol):
     sessions: set[tuple[int, str, str]]
     gone_order: dict[int, OrderedDict[int, None]]
     open_waits: set[int] | None
+    waits_opened: dict[int, int]
     collector_rows: set[int] | None
     deadlines: Deadlines
     stats: dict[str, int]

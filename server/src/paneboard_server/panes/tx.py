@@ -67,6 +67,9 @@ class Tx:
         # contract's `blocked`, then the question read off its screen): the ledger's open
         # wait takes the text the card shows.
         self.retexts: dict[int, str] = {}
+        # Collectors that opened enough waits since their last check to be checked
+        # against their cap of ledger rows at this flush (`wait_cap.py`).
+        self.waits_due: set[int] = set()
 
     # --- lookups that copy into the batch ---------------------------------------
     def host_by_id(self, host_id: int) -> Host | None:

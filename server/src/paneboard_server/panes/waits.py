@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..ledger import WAITING, Event, Interval, derive, order, step
 from ..store import Bulk, Pipeline, Query
 from ..store import schema as s
+from . import wait_cap
 from .tx import H_AGENT, H_KIND, H_MSG, H_PANE, H_PREV, H_REASON, H_STATE, H_T, HistoryRow, Tx
 
 W = s.waits
@@ -163,6 +164,8 @@ async def record(tx: Tx, reading: Reading, pipe: Pipeline) -> None:
         now_open[pid] = cur is not None
     pipe.add_values(_CLOSE, _CLOSE_ORDER, closes)
     pipe.add_values(_OPEN, _OPEN_ORDER, inserts)
+    if inserts:
+        wait_cap.note(tx, [row[0] for row in inserts])
     known = reading.known
 
     def remember() -> None:  # after the commit: a failed batch must not change it

@@ -282,9 +282,10 @@ quiet_rules = Table(
     Column("created_at", Float, nullable=False),
 )
 
-# Every answer attempt from the board, typed or refused (docs/answers.md): insert-only
-# (no code path updates or deletes a row but retention's age cut-off). The pane's key is
-# kept as text so the record outlives the pane's row.
+# Every answer attempt from the board, typed or refused (docs/answers.md): a row is
+# changed only to count one more refusal of its burst (`count`, `done_at`) and deleted
+# only by retention's age cut-off. The pane's key is kept as text so the record
+# outlives the pane's row.
 answers = Table(
     "answers",
     metadata,
@@ -303,6 +304,9 @@ answers = Table(
     Column("text", Text),
     Column("outcome", String(16), nullable=False),
     Column("done_at", Float),
+    # A burst of one refusal by one credential on one pane is one row: how many it
+    # stands for, `done_at` the last of them (answers/desk.py; answer_0003).
+    Column("count", Integer, nullable=False, server_default="1"),
     Index("ix_answers_pane", "pane_id", "id"),
     Index("ix_answers_t", "t"),
 )
