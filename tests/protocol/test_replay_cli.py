@@ -171,7 +171,7 @@ def test_rules_check_reports_file_line_reason(tmp_path: Path):
 
 def test_rules_check_clean_directory(tmp_path: Path):
     got = paneboard("rules", "check", str(tmp_path))
-    assert got.returncode == 0 and got.stdout.decode().startswith("ok: 7 manifests in force (0 from")
+    assert got.returncode == 0 and got.stdout.decode().startswith("ok: 8 manifests in force (0 from")
 
 
 def test_rules_check_missing_directory():
@@ -187,7 +187,7 @@ def test_rules_list_shows_the_winner_per_id(tmp_path: Path):
     rows = {line.split()[0]: line.split() for line in got.stdout.decode().splitlines()[1:]}
     assert rows["claude-code"][2] == "user" and rows["claude-code"][-1] == str(tmp_path / "my-claude.toml")
     assert rows["codex"][2] == "bundled" and rows["codex"][-1] == "bundled:codex.toml"
-    assert len(rows) == 7
+    assert len(rows) == 8
 
 
 def test_rules_without_subcommand():

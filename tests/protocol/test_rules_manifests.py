@@ -58,7 +58,7 @@ def _progress_event(text: str | None) -> Progress | None:
 
 def test_every_bundled_manifest_loads():
     assert BUNDLED.errors == ()
-    assert {"claude", "codex", "gemini", "aider", "opencode", "amp", "devin"} <= BUNDLED.agents
+    assert {"claude", "codex", "gemini", "aider", "opencode", "amp", "devin", "pi"} <= BUNDLED.agents
 
 
 def test_every_bundled_manifest_has_fixtures_for_every_state_it_claims():

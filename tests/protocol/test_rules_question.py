@@ -41,6 +41,7 @@ QUESTIONS = {
     "aider__yes_no_blocked.txt": "src/parser.py / Add file to the chat? (Y)es/(N)o/(D)on't ask again [Yes]:",
     "opencode__permission_blocked.txt": "Permission required / Bash rm -rf dist",
     "amp__approval_blocked.txt": "Waiting for approval / Bash: rm -rf dist",
+    "pi__extension_select_blocked.txt": "⚠️ Dangerous command: / rm -rf pb-dir / Allow?",
 }
 
 

@@ -29,6 +29,8 @@ PROGRAMS = {
     "aider": ("aider", "aider", "0.86.2"),
     "gemini": ("gemini", "gemini", "0.61.0"),
     "opencode": ("opencode", "opencode", "1.18.33"),
+    "pi": ("pi", "pi", "0.73.1"),
+    "pi-gate": ("pi", "pi", "0.73.1"),  # Pi with its example extension permission-gate.ts
 }
 
 # (directory, capture) -> (state, kind) the screen means
@@ -38,8 +40,9 @@ EXPECTED = {
     "blocked": ("blocked", "permission"),
     "answered": ("working", None),
     "done": ("idle", None),
+    "draft": ("working", None),  # Pi: a draft typed while it works, under the loader
 }
-OVERRIDES = {("aider", "blocked"): ("blocked", "question")}
+OVERRIDES = {("aider", "blocked"): ("blocked", "question"), ("pi-gate", "blocked"): ("blocked", "question")}
 
 # (directory, capture) -> the gap, for a real screen the manifests get wrong (a strict xfail)
 GAPS: dict[tuple[str, str], str] = {}

@@ -47,6 +47,7 @@ AGENTS: dict[str, AgentCli] = {
         AgentCli("aider", "0.86.2", "pypi", "aider-chat", "venv/bin/aider"),
         AgentCli("gemini", "0.61.0", "npm", "@google/gemini-cli", "node_modules/.bin/gemini"),
         AgentCli("opencode", "1.18.33", "npm", "opencode-ai", "node_modules/.bin/opencode"),
+        AgentCli("pi", "0.73.1", "npm", "@mariozechner/pi-coding-agent", "node_modules/.bin/pi"),
     )
 }
 
