@@ -403,3 +403,27 @@ def test_observe_gives_the_parent_chain_of_the_process_in_front() -> None:
     }
     assert observe(_info("sleep"), loop).chain == (8,)
     assert ancestry(None, 7) == () and ancestry(loop, None) == ()
+
+
+def test_a_tmux_socket_after_an_ssh_host_is_that_hosts_own() -> None:
+    """Issue 43: two hosts on different tmux sockets from the command line; a
+    --tmux-socket before any --ssh is still every host's, as it always was."""
+    from paneboard_agent.cli import build_parser, hosts_from_args
+
+    def sockets(*argv: str) -> dict[str | None, str | None]:
+        args = build_parser().parse_args(argv)
+        return {h.host: h.tmux_socket for h in hosts_from_args(args, parse_config({}))}
+
+    assert sockets("--ssh", "b1", "--tmux-socket", "work", "--ssh", "b2") == {"b1": "work", "b2": None}
+    assert sockets("--ssh", "b1", "--tmux-socket", "a", "--ssh", "b2", "--tmux-socket", "b") == {
+        "b1": "a",
+        "b2": "b",
+    }
+    assert sockets("--tmux-socket", "w", "--local", "--ssh", "b1", "--ssh", "b2", "--tmux-socket", "x") == {
+        None: "w",
+        "b1": "w",
+        "b2": "x",
+    }
+    assert sockets("--ssh", "b1", "--tmux-socket", "work") == {"b1": "work"}  # as before
+    with pytest.raises(ConfigError, match="a second one for the same --ssh host"):
+        sockets("--ssh", "b1", "--tmux-socket", "a", "--tmux-socket", "b")

@@ -5,12 +5,14 @@
 
 import { clean, setText } from "./sanitize.js";
 import {
-  attachCommand, clock, clockTime, comparePanes, formatDuration, formatWait, possiblyWaiting, stateInfo,
+  attachCommand, clock, clockTime, comparePanes, formatDuration, formatWait, hostProblem, possiblyWaiting, stateInfo,
 } from "./model.js";
 import { muteReason } from "./quiet.js";
 
 /** The key of the section that holds every blocked pane (no host/session key is a bare word). */
 const WAITING = "waiting";
+/** The key of the section that holds a card per host the collector cannot watch. */
+const HOSTS_DOWN = "hosts-down";
 
 export class Board {
   constructor(model, { root, empty, tpl, filters, onOpen, getQuiet = () => null, localHost = () => "", viewer = () => null }) {
@@ -95,6 +97,11 @@ export class Board {
       if (c) return c;
       return a[0] < b[0] ? -1 : 1;
     });
+    // A host its collector cannot watch is a card of its own, after the waiting panes:
+    // without it a host with no pane known would be missing from the board unseen.
+    const down = [...this.hostHealth.values()]
+      .filter((h) => !h.reachable && (!this.filters.host.value || h.name === this.filters.host.value));
+    if (down.length) order.unshift([HOSTS_DOWN, down]);
     if (waiting.length) order.unshift([WAITING, waiting]);
     // One host on the board: its name on every waiting card would say nothing new.
     const manyHosts = new Set(panes.map((p) => hostKey(p))).size > 1;
@@ -108,10 +115,12 @@ export class Board {
         this.groups.set(key, g);
       }
       if (key === WAITING) this.updateWaitingHeader(g, list);
+      else if (key === HOSTS_DOWN) this.updateHostsDown(g, list);
       else this.updateGroupHeader(g, list[0]);
       const where = prevGroup ? prevGroup.el.nextSibling : this.root.firstChild;
       if (g.el !== where) this.root.insertBefore(g.el, where);
       prevGroup = g;
+      if (key === HOSTS_DOWN) continue;
       let prevCard = null;
       for (const p of list) {
         seenCards.add(p.id);
@@ -142,7 +151,16 @@ export class Board {
         this.groups.delete(key);
       }
     }
-    this.empty.hidden = this.model.panes.size !== 0;
+    this.empty.hidden = this.model.panes.size !== 0 || down.length !== 0;
+  }
+
+  /** The hosts-down section: a card per host, its reason (the collector's words,
+   * untrusted: as text, bounded) and what to do (ours). Rebuilt whole: few, small. */
+  updateHostsDown(g, hosts) {
+    g.name.textContent = `Hosts not watched · ${hosts.length}`;
+    g.status.textContent = "";
+    const many = new Set(hosts.map((h) => h.collector ?? "")).size > 1;
+    g.cards.replaceChildren(...hosts.map((h) => hostCard(h, many)));
   }
 
   makeGroup(key) {
@@ -159,6 +177,7 @@ export class Board {
     el.append(h, cards);
     el.dataset.key = key;
     if (key === WAITING) el.classList.add("waiting");
+    if (key === HOSTS_DOWN) el.classList.add("hosts-down");
     return { el, h, name, status, cards };
   }
 
@@ -223,7 +242,30 @@ export class Board {
   }
 }
 
-/** "build-3", or "build-3 (NAME)" for a pane of a named tmux server. */
+/** A host the collector cannot watch, as a card: name, what is wrong, since when,
+ * the collector's own line and the advice. `withCollector`: two collectors may name
+ * one host alike. */
+function hostCard(h, withCollector) {
+  const { what, advice } = hostProblem(h);
+  const el = document.createElement("article");
+  el.className = "host-card";
+  el.dataset.host = clean(h.name, 200);
+  const head = document.createElement("div");
+  head.className = "host-card-head";
+  const who = withCollector && h.collector ? ` (${clean(h.collector, 80)})` : "";
+  const since = h.unreachable_since ? ` since ${clockTime(h.unreachable_since)}` : "";
+  head.textContent = `↯ ${clean(h.name, 200)}${who}: ${what}${since}`;
+  const reason = document.createElement("div");
+  reason.className = "host-reason";
+  setText(reason, h.error || "no reason given", 600);
+  const tip = document.createElement("div");
+  tip.className = "host-advice";
+  tip.textContent = advice;
+  el.append(head, reason, tip);
+  el.setAttribute("aria-label", `host ${clean(h.name, 200)}: ${what}`);
+  return el;
+}
+
 /** "↯ unreachable since 4:57:10 PM": since when the collector says the link is lost. */
 function unreachableText(p) {
   return p.unreachableSince ? `↯ unreachable since ${clockTime(p.unreachableSince)}` : "↯ unreachable";
@@ -243,6 +285,7 @@ export function hostKey(p) {
   return `${p.collector ?? ""}\u0000${p.host ?? ""}`;
 }
 
+/** "build-3", or "build-3 (NAME)" for a pane of a named tmux server. */
 function hostLabel(p) {
   const tmux = p.tmux && p.tmux !== "default" ? ` (${clean(p.tmux)})` : "";
   return `${clean(p.host)}${tmux}`;

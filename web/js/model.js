@@ -200,3 +200,36 @@ export const clock = {
   offset: 0, // server time minus local time, seconds
   now() { return Date.now() / 1000 + this.offset; },
 };
+
+// Why a host cannot be watched, read from its collector's error line (the words
+// transport/ssh.py and watcher.py write), and what to do about it. The advice is
+// ours, never the collector's text: that is shown apart, as untrusted text.
+const HOST_PROBLEMS = [
+  [/host key verification failed/i, "host key refused",
+    "The host's key is not one its known_hosts trusts. If the key changed, verify the new one out of band " +
+    "(its fingerprint from the machine's console or its administrator) before you trust it: a changed key " +
+    "can also mean someone in between. Once known_hosts is right the collector reconnects by itself."],
+  [/authentication refused/i, "our key refused",
+    "Add the collector's public key to the host's authorized_keys, or name the right key (--identity); " +
+    "the collector tries again by itself."],
+  [/no tmux server to watch/i, "no tmux server",
+    "Start tmux on the host (or check --tmux-socket), then restart the collector, or run it with --wait-for-tmux."],
+  [/tmux not runnable/i, "tmux missing",
+    "Install tmux on the host (on the PATH of a login shell); the collector tries again by itself."],
+  [/cannot resolve host name/i, "unknown host name",
+    "Check the host's name (or its Host entry in the ssh config); the collector tries again by itself."],
+  [/^not connected yet$/, "connecting", "The collector is connecting to it."],
+  [/^collector disconnected$/, "collector gone",
+    "Its collector is not connected to this server: check that `paneboard agent` still runs; " +
+    "its panes keep their last known state."],
+];
+
+/** A host of `/api/hosts` that is not reachable: {what, advice} for its card. */
+export function hostProblem(h) {
+  const error = String(h?.error ?? "");
+  for (const [re, what, advice] of HOST_PROBLEMS) if (re.test(error)) return { what, advice };
+  return {
+    what: "unreachable",
+    advice: "Check that the host is up and its sshd answers on that port; the collector keeps trying with back-off.",
+  };
+}

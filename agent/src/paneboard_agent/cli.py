@@ -7,6 +7,8 @@
 
 Flags add to what the config file lists: `--local` (or no host at all) watches this
 machine; each `--ssh` adds a host, using `--identity`/`--known-hosts`/`--tmux-socket`.
+A `--tmux-socket` right after an `--ssh` is that host's own (`--ssh b1 --tmux-socket
+work --ssh b2`); one before any `--ssh` is every other host's, as it always was.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import signal
 import socket
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from paneboard_protocol.cli_args import OneLineParser
 
@@ -77,13 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tmux-socket",
         metavar="NAME",
-        help="watch the tmux server started as `tmux -L NAME` instead of the default one "
-        "(for --local and every --ssh)",
+        action=_InOrder,
+        help="watch the tmux server started as `tmux -L NAME` instead of the default one; "
+        "after an --ssh for that host only, else for --local and every --ssh",
     )
     p.add_argument(
         "--ssh",
         metavar="[USER@]HOST[:PORT]",
-        action="append",
+        action=_InOrder,
         default=[],
         help="watch tmux on this SSH host; repeat for more hosts (IPv6 as [::1]:2222)",
     )
@@ -129,11 +132,46 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _InOrder(argparse.Action):
+    """`--ssh` (appended) and `--tmux-socket` (the last one kept, as before), also
+    recorded in the order given: a `--tmux-socket` right after an `--ssh` is that
+    host's own (`hosts_from_args`)."""
+
+    def __call__(self, parser: Any, ns: argparse.Namespace, value: Any, option: Any = None) -> None:
+        order = list(getattr(ns, "host_order", None) or [])
+        ns.host_order = [*order, (self.dest, value)]
+        if self.dest == "ssh":
+            ns.ssh = [*(getattr(ns, "ssh", None) or []), value]
+        else:
+            setattr(ns, self.dest, value)
+
+
+def _socket_plan(args: argparse.Namespace) -> tuple[str | None, list[str | None]]:
+    """The default socket (a `--tmux-socket` before any `--ssh`, for --local and every
+    host without its own) and each `--ssh` host's own (one right after it)."""
+    default: str | None = None
+    own: list[str | None] = []
+    for dest, value in getattr(args, "host_order", None) or []:
+        if dest == "ssh":
+            own.append(None)
+        elif own and own[-1] is None:
+            own[-1] = value
+        elif not own:
+            default = value
+        else:
+            raise ConfigError(f"--tmux-socket {value}: a second one for the same --ssh host")
+    if not getattr(args, "host_order", None) and args.tmux_socket is not None:
+        default = args.tmux_socket  # a namespace made without the parser
+    for name in [default, *own]:
+        if name is not None and ("/" in name or not name):
+            raise ConfigError("--tmux-socket: a socket name (tmux -L), not a path")
+    return default, own or [None] * len(args.ssh)
+
+
 def hosts_from_args(args: argparse.Namespace, config: Config) -> list[HostConfig]:
     hosts = list(config.hosts)
-    if args.tmux_socket is not None and ("/" in args.tmux_socket or not args.tmux_socket):
-        raise ConfigError("--tmux-socket: a socket name (tmux -L), not a path")
-    for spec in args.ssh:
+    default, own = _socket_plan(args)
+    for spec, sock in zip(args.ssh, own, strict=True):
         user, host, port = parse_ssh_spec(spec)
         hosts.append(
             HostConfig(
@@ -142,11 +180,11 @@ def hosts_from_args(args: argparse.Namespace, config: Config) -> list[HostConfig
                 user=user,
                 identity=tuple(args.identity),
                 known_hosts=args.known_hosts,
-                tmux_socket=args.tmux_socket,
+                tmux_socket=sock if sock is not None else default,
             )
         )
     if args.local or not hosts:
-        hosts.append(HostConfig(host=None, tmux_socket=args.tmux_socket))
+        hosts.append(HostConfig(host=None, tmux_socket=default))
     if getattr(args, "allow_input", False):
         hosts = [dataclasses.replace(h, allow_input=True) for h in hosts]
     if getattr(args, "no_screens", False):  # wins over everything: no screen, nothing typed

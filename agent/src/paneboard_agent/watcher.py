@@ -57,7 +57,7 @@ from paneboard_agent.screens import PaneScreens
 from paneboard_agent.sink import PaneKey, PaneUpdate
 from paneboard_agent.targets import Options, TmuxTarget
 from paneboard_agent.tracker import PaneTracker
-from paneboard_agent.transport import FatalTransportError, TransportError
+from paneboard_agent.transport import FatalTransportError, RefusedTransportError, TransportError
 
 log = logging.getLogger("paneboard.agent")
 
@@ -170,7 +170,12 @@ class TmuxWatcher:
                 return
             except TransportError as exc:
                 self.health.lost()
-                if self.reachable[0] or attempt == 0:
+                if isinstance(exc, RefusedTransportError):
+                    # once per different refusal: the back-off tries again, and a fixed
+                    # known_hosts (read afresh at each connect) brings the host back
+                    if self.reachable[1] != str(exc):
+                        log.error("%s; trying again with back-off, no restart needed once fixed", exc)
+                elif self.reachable[0] or attempt == 0:
                     if self._ever_connected:
                         log.warning("%s: lost (%s); reconnecting", self.host, _reason(self.host, exc))
                     else:

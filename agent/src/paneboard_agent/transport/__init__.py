@@ -10,9 +10,18 @@ from paneboard_agent.transport.base import (
     STDERR_LIMIT,
     Channel,
     FatalTransportError,
+    RefusedTransportError,
     RunResult,
     Transport,
     TransportError,
 )
 
-__all__ = ["STDERR_LIMIT", "Channel", "FatalTransportError", "RunResult", "Transport", "TransportError"]
+__all__ = [
+    "STDERR_LIMIT",
+    "Channel",
+    "FatalTransportError",
+    "RefusedTransportError",
+    "RunResult",
+    "Transport",
+    "TransportError",
+]

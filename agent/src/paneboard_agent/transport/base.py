@@ -6,10 +6,12 @@ streams (a tmux control client) and a one-shot command whose output it collects
 give exactly that, so everything above them is tested once against real tmux and
 runs unchanged over SSH.
 
-Errors come in two kinds. `TransportError` is something a reconnect can cure (the
-network went away, sshd restarted). `FatalTransportError` is a decision a person has
-to make (the host key does not match, the key was refused): the collector reports it
-in one line and never retries it in a loop.
+Errors come in three kinds. `TransportError` is something a reconnect can cure (the
+network went away, sshd restarted). `RefusedTransportError` is a decision a person has
+to make (the host key does not match, our key was refused): the collector says it in
+one line and retries with back-off, so the fix is picked up without a restart.
+`FatalTransportError` is a mistake in what was asked (a key file that is not there):
+said once, never retried.
 """
 
 from __future__ import annotations
@@ -24,7 +26,15 @@ class TransportError(Exception):
 
 
 class FatalTransportError(TransportError):
-    """Authentication or host-key verification failed: retrying cannot help."""
+    """A mistake in what was asked (a file that is not there, a config we cannot honour):
+    retrying cannot help."""
+
+
+class RefusedTransportError(TransportError):
+    """The host refused us (its key is not the one known_hosts trusts, or it refused our
+    key): a person must fix it, on their own time. Retried with back-off, so a fixed
+    known_hosts or authorized_keys is picked up without restarting the collector
+    (asyncssh reads known_hosts afresh at every connect)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from paneboard_agent.transport.base import (
     STDERR_LIMIT,
     Channel,
     FatalTransportError,
+    RefusedTransportError,
     RunResult,
     Transport,
     TransportError,
@@ -203,7 +204,7 @@ def describe_ssh_error(
     where = f"{via}{target.label}"
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
         src = target.known_hosts or (", ".join(known) if known else "~/.ssh/known_hosts")
-        return FatalTransportError(
+        return RefusedTransportError(
             f"{where}: host key verification failed against {src} ({exc.reason})"
             f"{_trust_hint(target, known, resolved)}"
         )
@@ -212,7 +213,7 @@ def describe_ssh_error(
     if isinstance(exc, asyncssh.PermissionDenied):
         default = "default keys: the ssh config's IdentityFile, ~/.ssh/id_*, ssh-agent"
         keys = ", ".join(target.identity) or default
-        return FatalTransportError(f"{where}: authentication refused for the offered key(s) ({keys})")
+        return RefusedTransportError(f"{where}: authentication refused for the offered key(s) ({keys})")
     if isinstance(exc, asyncssh.KeyImportError | asyncssh.KeyEncryptionError):
         return FatalTransportError(f"{where}: cannot load the client key: {exc}")
     if isinstance(exc, FileNotFoundError) and exc.filename:
