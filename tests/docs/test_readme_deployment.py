@@ -71,11 +71,11 @@ def test_the_block_is_the_deployment_we_check() -> None:
 
 
 def test_install_instructions_are_what_the_install_test_runs() -> None:
-    """The README's install line is the one tests/paneboard/test_install.py carries out."""
+    """The README's install line is the one tests/paneboard/test_packages.py carries out."""
     block = readme_block("## Install")
     assert "uv tool install --find-links DIST paneboard" in block
     assert "uv build --all-packages -o DIST" in block
-    test = (Path(__file__).parents[1] / "paneboard" / "test_install.py").read_text()
+    test = (Path(__file__).parents[1] / "paneboard" / "test_packages.py").read_text()
     assert '"tool", "install", "--find-links", str(dist), "paneboard"' in test
     assert '"build", "--all-packages", "-o", str(out)' in test
 
