@@ -28,8 +28,11 @@ class Stack(Paneboard):
         grace: float = 30.0,
         server: dict[str, Any] | None = None,
         template: Path | None = None,
+        limits: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__(tmp, server={"grace_period": grace, **(server or {})}, template=template, ssh=True)
+        super().__init__(
+            tmp, server={"grace_period": grace, **(server or {})}, template=template, ssh=True, limits=limits
+        )
 
 
 HEARTBEAT = Path(__file__).with_name("heartbeat.py")

@@ -43,7 +43,14 @@ STATES = {"working", "blocked", "idle", "done", "error", None}
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory, db_template):
     require_tool("tmux", "sshd")
-    stack = Stack(tmp_path_factory.mktemp("hostile"), template=db_template)
+    # The fuzz sends every hostile message with one collector token; the server delays a
+    # token it keeps refusing (tests/server/test_server_poison.py), which here would make
+    # each example wait longer than the last, so this server lets that token be refused.
+    stack = Stack(
+        tmp_path_factory.mktemp("hostile"),
+        template=db_template,
+        limits={"collector_refusals_free": 1_000_000},
+    )
     try:
         yield stack.start()
     finally:

@@ -67,6 +67,7 @@ class Paneboard:
         server: dict[str, Any] | None = None,
         template: Path | None = None,
         ssh: bool = False,
+        limits: dict[str, Any] | None = None,
     ) -> None:
         self.tmp = tmp
         self.db = tmp / "pb.db"
@@ -75,6 +76,7 @@ class Paneboard:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.notify = notify
+        self.limits = limits
         self.server_section = server if server is not None else {"grace_period": 2}
         self.template = template
         self.ssh = ssh
@@ -158,6 +160,8 @@ class Paneboard:
         sections: dict[str, Any] = {"server": self.server_section}
         if self.notify is not None:
             sections["notify"] = self.notify
+        if self.limits is not None:
+            sections["limits"] = self.limits
         self.config.write_text(_toml(sections))
         self.start_server()
         if collector or self.ssh:

@@ -128,6 +128,10 @@ class LimitsSection(_Strict):
     login_account_failures: int = Field(5, gt=0)
     login_address_failures: int = Field(20, gt=0)
     login_max_backoff: float = Field(300.0, gt=0)
+    # Refusals of one collector token before its next connections are delayed, and the
+    # longest delay (seconds); see ingest/refusals.py.
+    collector_refusals_free: int = Field(1, gt=0)
+    collector_max_backoff: float = Field(30.0, gt=0)
     # Seconds between checks that open streams' and collectors' credentials still exist.
     revocation_check: float = Field(0.5, gt=0)
     # Password checks running at once (each is one worker thread of argon2).

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .answers import AnswerDesk, Offers, ScreenHub
 from .auth import LoginThrottle, Revocation
 from .config import Config
-from .ingest import IngestRegistry
+from .ingest import IngestRegistry, RefusedTokens
 from .notify import NotifyService, feed
 from .panes import Core, retention_loop
 from .services import Services
@@ -36,7 +36,9 @@ async def running(cfg: Config, url: str, clock: Callable[[], float]) -> AsyncIte
     await check_schema(engine)
     core = Core(engine, cfg, clock)
     await core.load()
-    registry = IngestRegistry(core)
+    registry = IngestRegistry(
+        core, RefusedTokens(cfg.limits.collector_refusals_free, cfg.limits.collector_max_backoff)
+    )
     core.start()
     revocation = Revocation(engine, lim.revocation_check)
     revocation.extra.append(registry.holders)

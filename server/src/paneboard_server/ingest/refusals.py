@@ -34,9 +34,11 @@ FREE = 1
 class RefusedTokens:
     """Which collector tokens were refused lately, and how long their next connection waits."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, free: int = FREE, max_delay: float = MAX_DELAY, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.clock = clock
-        self._backoff = Backoff(FREE, MAX_DELAY, forget=QUIET)
+        self._backoff = Backoff(free, max_delay, forget=QUIET)
         self.waiting: set[int] = set()  # tokens with a connection waiting out its delay
 
     def delay(self, token_id: int) -> float:

@@ -168,7 +168,7 @@ class Connection:
 class IngestRegistry:
     """Which collectors are connected to this process, and their grace timers."""
 
-    def __init__(self, core: Core) -> None:
+    def __init__(self, core: Core, refusals: RefusedTokens | None = None) -> None:
         self.core = core
         self.connections: dict[int, Connection] = {}
         self.timers: dict[int, asyncio.TimerHandle] = {}
@@ -176,7 +176,7 @@ class IngestRegistry:
         # and who hears that a collector (re)connected (to re-send its watches).
         self.on_side: Callable[[int, Screen | Answered], None] | None = None
         self.on_attach: list[Callable[[int], None]] = []
-        self.refusals = RefusedTokens()
+        self.refusals = refusals or RefusedTokens()
 
     def attach(self, conn: Connection) -> None:
         old = self.connections.get(conn.collector_id)
