@@ -91,16 +91,16 @@ def test_healthz_answers_while_a_stats_request_is_being_worked_out(
 def test_stats_answers_are_cached_per_range_and_shared_while_under_way(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from paneboard_server.api import stats as api_stats
+    from paneboard_server.ledger import aggregate
 
     worked: list[Any] = []
-    real = api_stats.aggregate
+    real = aggregate.aggregate
 
     async def counted(conn: Any, q: Any, now: float, pg: bool) -> dict[str, Any]:
         worked.append(q)
         return await real(conn, q, now, pg)
 
-    monkeypatch.setattr(api_stats, "aggregate", counted)
+    monkeypatch.setattr(aggregate, "aggregate", counted)
 
     async def body(c: httpx.AsyncClient, app: Any) -> None:
         year = {"from": NOW - 366 * 86400, "to": NOW}

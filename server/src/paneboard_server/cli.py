@@ -397,15 +397,15 @@ def _base_url(text: str) -> str:
 
 
 def _minutes(text: str) -> float:
-    from .auth.pairing import MINUTES_MAX
+    from .auth import pairing
 
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of minutes: {text!r}") from None
-    if not 0 < value <= MINUTES_MAX:
+    if not 0 < value <= pairing.MINUTES_MAX:
         raise argparse.ArgumentTypeError(
-            f"{text} minutes: a link lasts more than 0 and at most {MINUTES_MAX}"
+            f"{text} minutes: a link lasts more than 0 and at most {pairing.MINUTES_MAX}"
         )
     return value
 

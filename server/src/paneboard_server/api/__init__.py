@@ -6,7 +6,7 @@ imports api. The entry point is the route modules themselves, each one part's
 `errors.install`, `errors.Files`) and `pages` (`pages.web_dir`, the dashboard's files).
 """
 
-from . import errors, health, ingest, login, metrics, notify, pages, panes, screens, seen, stats, stream
+from . import errors, health, ingest, login, metrics, notify, pages, pair, panes, screens, seen, stats, stream
 
 __all__ = [
     "errors",
@@ -16,6 +16,7 @@ __all__ = [
     "metrics",
     "notify",
     "pages",
+    "pair",
     "panes",
     "screens",
     "seen",

@@ -14,7 +14,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import APIKeyCookie, HTTPBearer
 
 from ..auth import SESSION_COOKIE, Principal, lookup_token, same, session_principal
-from ..notify.links import origin_of
+from ..notify import origin_of
 from ..services import services_of
 
 CSRF_HEADER = "x-csrf-token"

@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from .. import __version__
 from ..services import Svc
-from ..store.database import describe
+from ..store import describe
 from .errors import ErrorBody
 
 log = logging.getLogger("paneboard.server")

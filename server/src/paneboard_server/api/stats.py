@@ -22,10 +22,8 @@ from paneboard_protocol.pane import KIND_MAX, NAME_MAX
 from sqlalchemy import select
 
 from ..auth import Principal
+from ..ledger import AnswerCache, aggregate, compute, options, overlapping
 from ..ledger import Query as StatsQuery
-from ..ledger import compute, options, overlapping
-from ..ledger.aggregate import aggregate
-from ..ledger.cache import AnswerCache
 from ..services import Services, Svc
 from ..store import schema as s
 from .access import require_viewer
@@ -94,7 +92,7 @@ def make_router() -> APIRouter:
             now = core.clock()
             async with core.engine.connect() as conn:
                 if q.end > q.start:
-                    out = await aggregate(conn, q, now, core.is_pg)
+                    out = await aggregate.aggregate(conn, q, now, core.is_pg)
                 else:
                     out = compute([], q, now)
             out["options"] = await options(core.engine, q)

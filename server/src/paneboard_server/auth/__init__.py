@@ -9,7 +9,7 @@ login routes call them) and the names used on their own: `Principal` (who is ask
 api's (`api/access.py`), built on these.
 """
 
-from . import accounts
+from . import accounts, pairing
 from .accounts import (
     PASSWORD_MAX,
     PASSWORD_MIN,
@@ -40,6 +40,7 @@ __all__ = [
     "clear_session",
     "lookup_token",
     "note_use_while_connected",
+    "pairing",
     "same",
     "session_principal",
     "set_session",

@@ -7,6 +7,9 @@ answer feature's mark on a block; the stats page's figures (`stats.py`: `Query`,
 (`aggregate.py`) and cached per range (`cache.py`); the demo's sample week (`seed_sample`).
 """
 
+from . import aggregate
+from .aggregate import register_sqlite
+from .cache import AnswerCache
 from .intervals import WAITING, Event, Interval, derive, order, step
 from .seed import seed_sample
 from .stats import Query, compute, fetch, options, overlapping
@@ -14,9 +17,11 @@ from .store import mark_answered
 
 __all__ = [
     "WAITING",
+    "AnswerCache",
     "Event",
     "Interval",
     "Query",
+    "aggregate",
     "compute",
     "derive",
     "fetch",
@@ -24,6 +29,7 @@ __all__ = [
     "options",
     "order",
     "overlapping",
+    "register_sqlite",
     "seed_sample",
     "step",
 ]

@@ -14,6 +14,7 @@ with: `Subscription`, `check_endpoint`, `QuietHours`, `parse_hhmm`.
 
 from . import store
 from .feed import feed
+from .links import origin_of
 from .quiet import QuietHours, parse_hhmm
 from .service import NotifyService, NotifySettings
 from .targets import check_endpoint
@@ -26,6 +27,7 @@ __all__ = [
     "Subscription",
     "check_endpoint",
     "feed",
+    "origin_of",
     "parse_hhmm",
     "store",
 ]

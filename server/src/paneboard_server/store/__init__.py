@@ -11,6 +11,7 @@ from .bulk import Bulk, Pipeline, Query
 from .database import (
     DatabaseError,
     create_engine,
+    describe,
     is_sqlite,
     redact,
     require_existing,
@@ -27,6 +28,7 @@ __all__ = [
     "check_schema",
     "create_engine",
     "current_revision",
+    "describe",
     "head_revision",
     "is_sqlite",
     "redact",

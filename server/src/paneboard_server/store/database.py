@@ -26,7 +26,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .. import fastjson
-from ..ledger.aggregate import register_sqlite
+from ..ledger import register_sqlite
 
 
 class DatabaseError(Exception):
