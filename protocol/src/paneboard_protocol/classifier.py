@@ -200,7 +200,8 @@ class PaneClassifier:
         see `identity.choose`); carried in the evidence for people, never classified.
         `chain`: the pids of the process's ancestors, nearest first, as far as they are
         known (empty: none known). A record stays live while its writer is the process
-        in front or one of these (RI-2), unless a manifest identifies the process."""
+        in front or one of these (RI-2), unless a manifest identifies the process or it is
+        a transport (the pane is then unobservable)."""
         self._advance(now)
         self._proc_why = why[:MAX_WHY] if why else None
         ident = process_identity(name)
@@ -209,9 +210,11 @@ class PaneClassifier:
         if (ident, pid) != (self._proc_name, self._proc_pid):
             agent = self._identify(ident)
             ancestors = tuple(p for p in list(chain)[:MAX_CHAIN] if isinstance(p, int) and p > 0)
-            if agent is None and pid is not None:
+            if agent is None and pid is not None and observable:
                 # A command the writer (or its ancestor) runs: its records follow it,
                 # and end when the foreground comes back to the writer (P7501-8, RI-2).
+                # Not into a transport: what is behind `ssh` is another machine's, and the
+                # pane shows its last known state instead (spec section 3).
                 self._store.follow(self._gen, self._gen + 1, self._proc_pid, pid, ancestors)
             else:
                 # The process in front left it: P7501-8 / RI-5 lifecycle. A manifest
