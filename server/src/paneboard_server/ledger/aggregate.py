@@ -55,7 +55,7 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from ..store import schema as s
 from .intervals import NORMAL_MAX, normalise
-from .stats import MAX_SERIES, TOP, Query, days, overlapping
+from .stats import MAX_SERIES, TOP, Query, body, days, overlapping
 
 W = s.waits
 _COLS = ("host", "tmux", "pane", "session", "agent", "kind", "msg", "start_t", "end_t", "ended")
@@ -190,26 +190,16 @@ async def _figures(conn: AsyncConnection, q: Query, now: float, day0: float, nda
 
     series = await _per_day(conn, c, waited, day0, ndays) if ndays else []
     tta = {dim: await _ttas(conn, c, q, dim) for dim in ("agent", "host", "kind")}
-    return {
-        "from": q.start,
-        "to": q.end,
-        "now": now,
-        "state": q.state,
-        "by": q.by,
-        "tz": q.tz,
-        "filters": {"host": q.host, "agent": q.agent, "kind": q.kind},
-        "totals": {
-            "count": count,
-            "waited": total,
-            "open": open_,
-            "answered": ended.get("answered", 0),
-            "ended": dict(sorted(ended.items(), key=lambda e: (-e[1], e[0]))),
-        },
-        "per_day": {"days": [d.strftime("%Y-%m-%d") for d in day_list], "series": series},
-        "time_to_answer": tta,
-        "panes": await _panes(conn, c, waited),
-        "prompts": await _prompts(conn, c, pg),
-    }
+    return body(
+        q,
+        now,
+        totals=(count, total, open_, ended),
+        day_list=day_list,
+        series=series,
+        tta=tta,
+        panes=await _panes(conn, c, waited),
+        prompts=await _prompts(conn, c, pg),
+    )
 
 
 async def _per_day(

@@ -240,6 +240,32 @@ def compute(rows: list[Any], q: Query, now: float, groups: list[Any] | None = No
         series = [*series[: MAX_SERIES - 1], {"name": "other", "values": other}]
     top_panes = sorted(panes.values(), key=lambda p: (-p["waited"], p["host"], p["pane"]))[:TOP]
     top_prompts = sorted(prompts.values(), key=lambda p: (-p["count"], -p["waited"], p["text"]))[:TOP]
+    return body(
+        q,
+        now,
+        totals=(count, total, open_, ended),
+        day_list=day_list,
+        series=series,
+        tta={k: _ttas(v) for k, v in tta.items()},
+        panes=top_panes,
+        prompts=top_prompts,
+    )
+
+
+def body(
+    q: Query,
+    now: float,
+    *,
+    totals: tuple[int, float, int, dict[str, int]],
+    day_list: list[Any],
+    series: list[Any],
+    tta: dict[str, Any],
+    panes: list[Any],
+    prompts: list[Any],
+) -> dict[str, Any]:
+    """`GET /api/stats`'s answer, one shape whether Python (`compute`) or the database
+    (`aggregate`) added the figures up."""
+    count, waited, open_, ended = totals
     return {
         "from": q.start,
         "to": q.end,
@@ -250,13 +276,13 @@ def compute(rows: list[Any], q: Query, now: float, groups: list[Any] | None = No
         "filters": {"host": q.host, "agent": q.agent, "kind": q.kind},
         "totals": {
             "count": count,
-            "waited": total,
+            "waited": waited,
             "open": open_,
             "answered": ended.get("answered", 0),
             "ended": dict(sorted(ended.items(), key=lambda e: (-e[1], e[0]))),
         },
         "per_day": {"days": [d.strftime("%Y-%m-%d") for d in day_list], "series": series},
-        "time_to_answer": {k: _ttas(v) for k, v in tta.items()},
-        "panes": top_panes,
-        "prompts": top_prompts,
+        "time_to_answer": tta,
+        "panes": panes,
+        "prompts": prompts,
     }

@@ -26,7 +26,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .. import fastjson
-from ..ledger import register_sqlite
 
 
 class DatabaseError(Exception):
@@ -207,6 +206,10 @@ def adapt_none_directly() -> None:
 def create_engine(url: str) -> AsyncEngine:
     """An async engine with the SQLite pragmas applied on every new connection."""
     if is_sqlite(url):
+        # The ledger sits above the store (it reads its tables), so its SQL function is
+        # looked up here, when an engine is made, not when this module is imported.
+        from ..ledger import register_sqlite
+
         adapt_none_directly()
         # The writer runs its batch's statements on the event loop's thread once its
         # transaction holds the write lock (`bulk.Pipeline`); aiosqlite opens the
