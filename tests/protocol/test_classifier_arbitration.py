@@ -196,8 +196,8 @@ CASES = [
     ),
     pytest.param(
         [CLAUDE, ("ev", 1, [rep("blocked", app="claude-code"), prompt_a()]), ("screen", 2, PROMPT)],
-        {"state": "idle", "source": "screen"},
-        id="P7501-8-after-prompt-screen-speaks-again",
+        {"state": "blocked", "source": "protocol"},
+        id="P7501-8-an-identified-agents-own-prompt-mark-keeps-its-report-over-the-screen",
     ),
 ]
 

@@ -51,7 +51,7 @@ def _set(ev: dict, path: str, value) -> dict:
 @pytest.mark.parametrize(
     ("path", "value", "needle"),
     [
-        ("v", 3, "evidence v: unsupported version 3"),
+        ("v", 4, "evidence v: unsupported version 4"),
         ("process", None, "evidence process: must be an object"),
         ("process.gen", "1", "evidence process.gen: must be an integer"),
         ("observable", "yes", "evidence observable: must be true or false"),

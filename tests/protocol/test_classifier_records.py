@@ -63,9 +63,19 @@ CASES = [
         id="P7501-8-process-exit-drops-working",
     ),
     pytest.param(
-        [P, ("ev", 1, [rep("blocked", app="claude-code")]), ("ev", 2, [prompt_a()])],
-        {"agent": "claude", "state": "idle", "source": None},
+        [("ev", 1, [rep("blocked", app="deploy")]), ("ev", 2, [prompt_a()])],
+        {"agent": None, "state": None, "source": None},
         id="P7501-8-osc133-A-drops-blocked",
+    ),
+    pytest.param(
+        [("proc", 0.0, "make", 10), ("ev", 1, [rep("working", app="make")]), ("ev", 2, [prompt_a()])],
+        {"agent": None, "state": None, "source": None},
+        id="P7501-8-osc133-A-drops-working-of-a-program-no-manifest-names",
+    ),
+    pytest.param(
+        [P, ("ev", 1, [rep("blocked", app="claude-code")]), ("ev", 2, [prompt_a()])],
+        {"agent": "claude", "state": "blocked", "source": "protocol"},
+        id="P7501-8-osc133-A-from-an-identified-agent-is-not-a-shell-prompt",
     ),
     pytest.param(
         [P, ("ev", 1, [rep("idle", app="claude-code")]), ("proc", 2, None)],

@@ -13,12 +13,13 @@ from __future__ import annotations
 from classifier_steps import rep
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paneboard_protocol import pane
 from paneboard_protocol.arbitration import ListFacts, records_view
 from paneboard_protocol.records import RecordStore
 
 IDS = ["", "a", "a/b", "a/b/c", "ab", "b", "b//c"]
 APPS = [None, "", "x", "claude-code", "claude"]
-STATES = ["working", "blocked", "idle", "done", "error"]
+STATES = list(pane.STATES)
 ALIASES = {"claude-code": "claude"}
 
 op = st.one_of(

@@ -1,4 +1,5 @@
-"""`paneboard decode` run for real, as a subprocess, on real files and pipes."""
+"""`paneboard decode` on real files and pipes: in this process, and as a subprocess where
+the process matters (pipes, a closed descriptor, privileges, the locale)."""
 
 from __future__ import annotations
 
@@ -11,20 +12,25 @@ from pathlib import Path
 
 import pytest
 from decoder_helpers import SPEC_EXAMPLE, agent_var, osc, r7501
+from support.clirun import CliResult, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "samples" / "pane-output.log"
 
 
-def run(
-    *args: str, stdin: bytes | None = None, timeout: float = 60, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[bytes]:
+def run(*args: str, stdin: bytes = b"") -> CliResult[bytes]:
+    """In this process: what decode prints and exits with does not need a process of its
+    own; the tests of pipes, file descriptors, privileges and locale below start one."""
+    return run_cli("decode", *args, stdin=stdin)
+
+
+def run_process(*args: str, stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "paneboard.cli", "decode", *args],
         input=stdin,
-        env=None if env is None else os.environ | env,
+        env=os.environ | env,
         capture_output=True,
-        timeout=timeout,
+        timeout=60,
         check=False,
     )
 
@@ -127,9 +133,11 @@ def test_decode_all_reports_unterminated_tail():
     ]
 
 
+@pytest.mark.proc
 def test_decode_output_escapes_hostile_text_keeps_the_rest_readable():
     title = "\u202eevil\u009b2J\u200b\U000e0041 ✳ Claude — ok"
-    result = run(stdin=osc(("2;" + title).encode()), env={"LC_ALL": "C", "PYTHONIOENCODING": ""})
+    # A process of its own: the C locale's ASCII stdio is the point.
+    result = run_process(stdin=osc(("2;" + title).encode()), env={"LC_ALL": "C", "PYTHONIOENCODING": ""})
     out = result.stdout.decode("utf-8")
     for bad in ("\u202e", "\u009b", "\u200b", "\U000e0041"):
         assert bad not in out
@@ -152,6 +160,7 @@ def test_decode_bad_input_one_line_exit_1(args, needle):
     assert b"Traceback" not in result.stderr
 
 
+@pytest.mark.proc
 def test_decode_unreadable_file(tmp_path):
     log = tmp_path / "secret.log"
     log.write_bytes(DATA)
@@ -185,6 +194,7 @@ def test_decode_help():
     assert result.returncode == 0 and b"--all" in result.stdout
 
 
+@pytest.mark.proc
 def test_decode_broken_pipe_no_traceback():
     reports = r7501("state=working:app=x") * 200_000  # ~5 MB, far more than a pipe buffer
     proc = subprocess.Popen(
@@ -218,7 +228,7 @@ def test_decode_streams_large_input_in_chunks(tmp_path):
         for _ in range(1100):
             f.write(noise)
         f.write(r7501("state=done"))
-    result = run(str(log), timeout=120)
+    result = run(str(log))
     assert result.returncode == 0
     (event,) = lines(result.stdout)
     assert event["state"] == "done" and event["offset"] == len(noise) * 1100
@@ -249,6 +259,7 @@ def test_bundled_sample_has_the_expected_story():
     assert [e["reason"] for e in events if e["type"] == "rejected"] == ["unknown state 'paused'"]
 
 
+@pytest.mark.proc
 @pytest.mark.parametrize(
     ("fd", "needle"), [(0, b"standard input: it is closed"), (1, b"standard output is closed")]
 )

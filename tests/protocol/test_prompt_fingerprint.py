@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from paneboard_protocol.prompt import _boundary, normalise, prompt_lines
+from paneboard_protocol.prompt import normalise, prompt_lines, starts_block
 from paneboard_protocol.rules import load_rules
 from paneboard_protocol.screen import offer
 
@@ -70,7 +70,7 @@ def test_animation_outside_the_prompt_leaves_it(d: str, agent: str) -> None:
     # every line above the prompt's block redrawn (spinners, clocks, headers), but for
     # the rules and box tops that delimit blocks
     moved = [
-        ("⠹ 12:0" + str(i % 10) + " working " + "x" * i if ln.strip() and not _boundary(ln) else ln)
+        ("⠹ 12:0" + str(i % 10) + " working " + "x" * i if ln.strip() and not starts_block(ln) else ln)
         for i, ln in enumerate(lines[:first])
     ]
     assert moved != lines[:first]

@@ -1,4 +1,4 @@
-"""`paneboard replay` and `paneboard rules` run for real, as subprocesses.
+"""`paneboard replay` and `paneboard rules`, called in this process (support/clirun.py).
 
 Every `traces/*.jsonl` is a hand-written trace for one spec rule (its id leads the file
 name) with the output we expect beside it in `*.expected`; a `*.rules/` directory beside
@@ -10,26 +10,23 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
+from importlib import resources
 from pathlib import Path
 
 import pytest
+from support.clirun import CliResult, run_cli
 
 TRACES = Path(__file__).parent / "traces"
+#: Every manifest the package ships: `rules check` and `rules list` must count each.
+BUNDLED_MANIFESTS = sum(
+    p.name.endswith(".toml") for p in resources.files("paneboard_protocol.manifests").iterdir()
+)
 
 
-def paneboard(*args: str, stdin: bytes | None = None, env_extra: dict[str, str] | None = None):
+def paneboard(*args: str, stdin: bytes = b"", env_extra: dict[str, str] | None = None) -> CliResult[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "PANEBOARD_RULES"}
     env.update(env_extra or {})
-    return subprocess.run(
-        [sys.executable, "-m", "paneboard.cli", *args],
-        input=stdin,
-        capture_output=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
+    return run_cli(*args, stdin=stdin, env=env)
 
 
 def _lines(data: bytes) -> list[dict]:
@@ -171,7 +168,9 @@ def test_rules_check_reports_file_line_reason(tmp_path: Path):
 
 def test_rules_check_clean_directory(tmp_path: Path):
     got = paneboard("rules", "check", str(tmp_path))
-    assert got.returncode == 0 and got.stdout.decode().startswith("ok: 8 manifests in force (0 from")
+    assert got.returncode == 0 and got.stdout.decode().startswith(
+        f"ok: {BUNDLED_MANIFESTS} manifests in force (0 from"
+    )
 
 
 def test_rules_check_missing_directory():
@@ -187,7 +186,7 @@ def test_rules_list_shows_the_winner_per_id(tmp_path: Path):
     rows = {line.split()[0]: line.split() for line in got.stdout.decode().splitlines()[1:]}
     assert rows["claude-code"][2] == "user" and rows["claude-code"][-1] == str(tmp_path / "my-claude.toml")
     assert rows["codex"][2] == "bundled" and rows["codex"][-1] == "bundled:codex.toml"
-    assert len(rows) == 8
+    assert len(rows) == BUNDLED_MANIFESTS
 
 
 def test_rules_without_subcommand():
@@ -219,6 +218,32 @@ def test_a_group_line_chooses_the_agent_behind_a_wrapper_and_explain_says_why():
     assert lines[2]["why"] is None
     # without --explain, the same lines carry no why
     assert "why" not in _lines(paneboard("replay", "-", stdin=trace).stdout)[0]
+
+
+def test_explain_says_in_words_what_decided_and_why_a_report_was_discarded():
+    """The shell's report, held while its command runs, said as the board says it; a
+    report with a state the spec does not know is discarded, and said so, with why."""
+    trace = b"\n".join(
+        json.dumps(o).encode()
+        for o in [
+            {"t": 1, "process": None, "pid": 4242},
+            {"t": 2, "output": "\u001b]7501;state=working:msg=U3luY2luZw==\u001b\\"},
+            {"t": 3, "process": "rsync", "pid": 4300, "chain": [4242, 1]},
+            {"t": 4, "output": "\u001b]7501;state=wroking\u001b\\"},
+        ]
+    )
+    got = paneboard("replay", "-", "--explain", stdin=trace)
+    assert got.returncode == 0, got.stderr.decode()
+    lines = _lines(got.stdout)
+    assert [(x.get("state"), x.get("decided")) for x in lines if "discarded" not in x] == [
+        ("working", "reported by the shell (pid 4242), the process in front"),
+    ]
+    bad = [x for x in lines if "discarded" in x]
+    assert len(bad) == 1 and bad[0]["t"] == 4 and bad[0]["discarded"] == "osc7501"
+    assert "wroking" in bad[0]["reason"], bad
+    # the report stays discarded: nothing else changed, and without --explain nothing is said
+    plain = _lines(paneboard("replay", "-", stdin=trace).stdout)
+    assert [x["state"] for x in plain] == ["working"] and all("discarded" not in x for x in plain)
 
 
 @pytest.mark.parametrize(

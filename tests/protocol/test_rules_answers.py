@@ -78,6 +78,76 @@ CASES = {
     # plain text cannot say which choice is selected: only "Reject" (Escape) is offered
     ("real/opencode/blocked.txt", "opencode", None): [("reject", "Reject", ("Escape",))],
     ("screens/opencode__permission_blocked.txt", "opencode", None): [("reject", "Reject", ("Escape",))],
+    ("real/copilot/trust.txt", "copilot", None): [
+        ("yes", "Yes", ("1",)),
+        ("always", "Yes, and remember this folder for future sessions", ("2",)),
+        ("no", "No", ("Escape",)),
+    ],
+    ("real/copilot/blocked.txt", "copilot", None): [
+        ("yes", "Yes", ("1",)),
+        (
+            "always",
+            "Yes, and don't ask again for `touch` in this directory (/tmp/pytest-of-root/pytest-30/.../work)",
+            ("2",),
+        ),
+        ("no", "No", ("Escape",)),
+    ],
+    ("real/copilot-prompts/blocked.txt", "copilot", None): [
+        ("yes", "Yes", ("1",)),
+        (
+            "always",
+            "Yes, and don't ask again for file operations when in this directory "
+            "(/tmp/pytest-of-root/pytest-48/.../work)",
+            ("2",),
+        ),
+        ("no", "No", ("Escape",)),
+    ],
+    # a path outside the session's: four choices, the third (a whole directory) not offered
+    ("screens/copilot__path_permission_blocked.txt", "copilot", None): [
+        ("yes", "Yes", ("1",)),
+        ("always", "Yes, and remember this path for this session", ("2",)),
+        ("no", "No", ("Escape",)),
+    ],
+    # the model's own suggestions are not offered: what every ask_user form takes
+    ("real/copilot-prompts/ask.txt", "copilot", None): [
+        ("decline", "Decline", ("C-d",)),
+        ("cancel", "Cancel", ("Escape",)),
+    ],
+    ("real/qwen/blocked.txt", "qwen", None): [
+        ("once", "Yes, allow once", ("1",)),
+        ("always", "Always allow run 'touch *' commands in this project", ("2",)),
+        ("no", "No, suggest changes", ("Escape",)),
+    ],
+    ("real/qwen-edit/blocked.txt", "qwen", None): [
+        ("once", "Yes, allow once", ("1",)),
+        ("always", "Yes, allow always", ("2",)),
+        ("no", "No, suggest changes", ("Escape",)),
+    ],
+    ("real/qwen-mcp/blocked.txt", "qwen", None): [
+        ("once", "Yes, allow once", ("1",)),
+        ("always", "Always allow mcp__pb__touch in this project", ("2",)),
+        ("no", "No, suggest changes", ("Escape",)),
+    ],
+    # translated: only the title reads it, and no answer is declared for what no rule reads
+    ("real/qwen-de/blocked.txt", "qwen", "✳︎ Qwen - work"): [],
+    # auto mode, its judge unavailable: choice 2 is "Switch to Default Mode and allow once"
+    ("real/qwen-auto/blocked.txt", "qwen", None): [
+        ("once", "Yes, allow once", ("1",)),
+        ("no", "No, suggest changes", ("Escape",)),
+    ],
+    # "3. Type something..." opens a text field: not offered
+    ("real/qwen-question/blocked.txt", "qwen", None): [
+        ("1", "Blue", ("1",)),
+        ("2", "Green", ("2",)),
+        ("cancel", "Cancel", ("Escape",)),
+    ],
+    # the plan's own numbered lines above are not the choices
+    ("real/qwen-plan/blocked.txt", "qwen", None): [
+        ("yes", "Yes, restore previous mode (default)", ("1",)),
+        ("always", "Yes, and auto-accept edits", ("2",)),
+        ("manual", "Yes, and manually approve edits", ("3",)),
+        ("no", "No, keep planning", ("Escape",)),
+    ],
 }
 
 
@@ -91,7 +161,7 @@ def test_answers_on_real_screens(case: tuple[str, str, str | None]) -> None:
 
 
 def test_every_blocked_screen_rule_of_the_five_declares_answers() -> None:
-    for agent in ("claude", "codex", "gemini", "aider", "opencode"):
+    for agent in ("claude", "codex", "gemini", "aider", "opencode", "copilot", "qwen"):
         m = RULES.for_agent(agent)
         assert m is not None, agent
         for r in m.rules:
@@ -112,6 +182,8 @@ def test_every_corpus_screen_read_as_blocked_offers_answers() -> None:
                 "gemini": "gemini",
                 "aider": "aider",
                 "opencode": "opencode",
+                "copilot": "copilot",
+                "qwen": "qwen",
             }.get(f.name.split("__")[0])
             m = RULES.for_agent(agent) if agent else None
             if m is None:

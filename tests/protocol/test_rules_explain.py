@@ -1,4 +1,4 @@
-"""`paneboard rules explain SCREENFILE` run for real, on the corpus screens.
+"""`paneboard rules explain SCREENFILE` on the corpus screens, called in this process.
 
 What a manifest author needs from it: the manifest and rule that matched, the region and
 line it matched on, the question it reads, and for each other rule the condition that
@@ -7,27 +7,19 @@ failed — in words, not a dump.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from paneboard_protocol.rules import load_rules, parse_manifest
 from paneboard_protocol.rules.explain import explain, why_not
 from paneboard_protocol.rules.regions import _screen_of, _Texts
+from support.clirun import CliResult, run_cli_text
 
 SCREENS = Path(__file__).parent / "fixtures" / "screens"
 
 
-def rules(*args: str, tmp_path: Path):
+def rules(*args: str, tmp_path: Path) -> CliResult[str]:
     env = {"PATH": "/usr/bin:/bin", "PANEBOARD_RULES": str(tmp_path / "none")}
-    return subprocess.run(
-        [sys.executable, "-m", "paneboard.cli", "rules", *args],
-        capture_output=True,
-        timeout=60,
-        env=env,
-        check=False,
-        text=True,
-    )
+    return run_cli_text("rules", *args, env=env)
 
 
 def test_explain_names_manifest_rule_region_line_and_question(tmp_path):

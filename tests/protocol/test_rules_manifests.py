@@ -58,7 +58,8 @@ def _progress_event(text: str | None) -> Progress | None:
 
 def test_every_bundled_manifest_loads():
     assert BUNDLED.errors == ()
-    assert {"claude", "codex", "gemini", "aider", "opencode", "amp", "devin", "pi"} <= BUNDLED.agents
+    named = {"claude", "codex", "gemini", "aider", "opencode", "amp", "devin", "pi", "copilot", "qwen"}
+    assert named <= BUNDLED.agents
 
 
 def test_every_bundled_manifest_has_fixtures_for_every_state_it_claims():
@@ -112,6 +113,7 @@ def test_classifier_classifies_fixture(case):
         assert got.source in ("screen", "native", None)
 
 
+@pytest.mark.proc
 def test_bundled_manifests_ship_in_the_wheel(tmp_path):
     """hatch includes package data by default; prove it on the real wheel."""
     import subprocess

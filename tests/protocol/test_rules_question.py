@@ -42,6 +42,29 @@ QUESTIONS = {
     "opencode__permission_blocked.txt": "Permission required / Bash rm -rf dist",
     "amp__approval_blocked.txt": "Waiting for approval / Bash: rm -rf dist",
     "pi__extension_select_blocked.txt": "⚠️ Dangerous command: / rm -rf pb-dir / Allow?",
+    "copilot__trust_blocked.txt": (
+        "Do you trust the files in this folder? / /tmp/pytest-of-root/pytest-30/test_copilot_turn0/work"
+    ),
+    "copilot__shell_permission_blocked.txt": "Do you want to run this command? / touch pb-ran",
+    "copilot__create_permission_blocked.txt": (
+        "Do you want to create "
+        "/tmp/pytest-of-root/pytest-48/test_copilot_file_write_questi0/work/pb-note.txt?"
+    ),
+    "copilot__ask_user_blocked.txt": "Which colour should the note be?",
+    # the last inner box of the path dialog is the directory its third choice would open
+    "copilot__path_permission_blocked.txt": "Do you want to allow this? / /etc",
+    "qwen__shell_confirmation_blocked.txt": (
+        "Allow execution of: 'touch'? / Shell touch pb-ran (Create pb-ran) ←"
+    ),
+    "qwen__write_confirmation_blocked.txt": "Apply this change? / WriteFile Writing to pb-note.txt ←",
+    "qwen__ask_user_question_blocked.txt": "Which colour should the button be?",
+    "qwen__auto_mode_fallback_blocked.txt": (
+        "Allow execution of: 'touch'? / Shell touch pb-ran (Create pb-ran) ←"
+    ),
+    "qwen__mcp_confirmation_blocked.txt": (
+        'Allow execution of MCP tool "touch" from server "pb"? / touch (pb MCP Server) {"name":"pb-mcp"} ←'
+    ),
+    "qwen__plan_confirmation_blocked.txt": "Would you like to proceed? / ExitPlanMode Plan: ←",
 }
 
 

@@ -31,6 +31,15 @@ PROGRAMS = {
     "opencode": ("opencode", "opencode", "1.18.33"),
     "pi": ("pi", "pi", "0.73.1"),
     "pi-gate": ("pi", "pi", "0.73.1"),  # Pi with its example extension permission-gate.ts
+    "copilot": ("copilot", "copilot", "1.0.102"),
+    "copilot-prompts": ("copilot", "copilot", "1.0.102"),  # a file write, ask_user, a refusal
+    "qwen": ("qwen", "qwen", "0.24.4"),
+    "qwen-edit": ("qwen", "qwen", "0.24.4"),  # its write_file confirmation
+    "qwen-question": ("qwen", "qwen", "0.24.4"),  # its ask_user_question dialog
+    "qwen-plan": ("qwen", "qwen", "0.24.4"),  # its plan approval (plan mode)
+    "qwen-auto": ("qwen", "qwen", "0.24.4"),  # its default auto mode, the judge unavailable
+    "qwen-mcp": ("qwen", "qwen", "0.24.4"),  # an MCP server's tool
+    "qwen-de": ("qwen", "qwen", "0.24.4"),  # its UI in German: the title says blocked
 }
 
 # (directory, capture) -> (state, kind) the screen means
@@ -41,8 +50,16 @@ EXPECTED = {
     "answered": ("working", None),
     "done": ("idle", None),
     "draft": ("working", None),  # Pi: a draft typed while it works, under the loader
+    "trust": ("blocked", "question"),  # Copilot: trust this folder?
+    "ask": ("blocked", "question"),  # Copilot: its ask_user tool's form
+    "erased": ("idle", None),  # text typed at its input prompt, then erased
 }
-OVERRIDES = {("aider", "blocked"): ("blocked", "question"), ("pi-gate", "blocked"): ("blocked", "question")}
+OVERRIDES = {
+    ("aider", "blocked"): ("blocked", "question"),
+    ("pi-gate", "blocked"): ("blocked", "question"),
+    ("qwen-question", "blocked"): ("blocked", "question"),
+    ("qwen-plan", "blocked"): ("blocked", "question"),
+}
 
 # (directory, capture) -> the gap, for a real screen the manifests get wrong (a strict xfail)
 GAPS: dict[tuple[str, str], str] = {}

@@ -16,6 +16,7 @@ import pytest
 from paneboard_protocol.classifier import PaneClassifier
 from paneboard_protocol.events import Progress, Title
 from paneboard_protocol.rules import load_rules
+from support.proctier import spawns
 from support.tools import require_tool
 
 pytestmark = [pytest.mark.tmux]
@@ -47,6 +48,7 @@ CASES = _cases()
 
 
 @pytest.fixture(scope="module")
+@spawns
 def tmux_server(tmp_path_factory):
     sock = tmp_path_factory.mktemp("tmux") / "sock"
     base = ["tmux", "-S", str(sock), "-f", "/dev/null"]

@@ -35,6 +35,9 @@ def test_every_server_frame_reads_back_whole() -> None:
         w.unwatch(KEY),
         w.answer("r1", KEY, "a" * 64, 9.0, answer="yes"),
         w.answer("r2", KEY, "a" * 64, 9.0, text="git push;"),
+        w.answer("r3", KEY, "a" * 64, 9.0, text="two\nlines"),
+        w.answer("r4", KEY, "a" * 64, 9.0, press="Escape", process="4242"),
+        w.answer("r5", KEY, "a" * 64, 9.0, press="Down"),
     ]
     for frame in frames:
         assert sm.read_server(w.encode(frame)) == frame  # the very class the server sent
@@ -59,6 +62,9 @@ GOOD = msgspec.to_builtins(w.answer("r1", KEY, "a" * 64, 9.0, answer="yes"))
         ({**GOOD, "fingerprint": "a" * 65}, "fingerprint"),
         ({**GOOD, "answer": None, "text": None}, "exactly one"),
         ({**GOOD, "text": "both"}, "exactly one"),
+        ({**GOOD, "press": "Enter"}, "exactly one"),
+        ({**GOOD, "answer": None, "press": "C-x"}, "press"),  # only keys of the allow-list
+        ({**GOOD, "answer": None, "press": "Escape", "process": "12; rm"}, "process"),
         ({**GOOD, "text": "x" * (w.ANSWER_TEXT_MAX + 1), "answer": None}, "text"),
         ({**GOOD, "expires": "soon"}, "expires"),
         ({**GOOD, "expires": -1.0}, "expires"),
@@ -89,6 +95,7 @@ def test_unknown_and_unreadable_frames_are_nothing() -> None:
     assert isinstance(long, sm.Resync) and len(long.reason) == 10_000
 
 
+@pytest.mark.proc
 def test_a_misspelt_field_fails_the_type_check(tmp_path: Path) -> None:
     src = tmp_path / "uses_answer.py"
     src.write_text(

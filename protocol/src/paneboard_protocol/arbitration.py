@@ -50,18 +50,18 @@ from typing import Any, Protocol
 
 from paneboard_protocol import contract as contract_mod
 from paneboard_protocol.evidence import EVIDENCE_VERSION, EvidenceError, check_evidence
-from paneboard_protocol.pane import CLASSIFICATION_FIELDS
+from paneboard_protocol.pane import CLASSIFICATION_FIELDS, Kind, Source, State
 from paneboard_protocol.records import ROLLUP_RANK, display_text, effective_app, public_record
 from paneboard_protocol.records import alias as _alias
 
 __all__ = [
     "EVIDENCE_VERSION",
-    "STATES",
     "Classification",
     "ListFacts",
     "RecordFacts",
     "classify_evidence",
     "contract_identity",
+    "decision",
     "display_text",
     "display_title",
     "empty_evidence",
@@ -71,8 +71,6 @@ __all__ = [
     "records_view",
     "title_has_spinner",
 ]
-
-STATES = ("working", "blocked", "idle", "done", "error")
 
 
 def is_spinner(ch: str) -> bool:
@@ -133,12 +131,12 @@ class Classification:
     """One pane's classification at an instant (what the collector reports and the server shows)."""
 
     agent: str | None = None
-    state: str | None = None
-    kind: str | None = None
+    state: State | None = None
+    kind: Kind | None = None
     msg: str | None = None
     title: str | None = None
     progress: int | None = None
-    source: str | None = None
+    source: Source | None = None
     since: float | None = None
     observable: bool = True
     records: tuple[dict[str, Any], ...] = field(default=())
@@ -183,7 +181,7 @@ def contract_identity(evidence: dict[str, Any], now: float) -> bool:
     return contract_mod.is_fresh(c, now)
 
 
-def _native_state(native: dict[str, Any]) -> str | None:
+def _native_state(native: dict[str, Any]) -> State | None:
     if title_has_spinner(native.get("title")):
         return "working"
     prog = native.get("progress")
@@ -324,7 +322,10 @@ def _list_facts(evidence: dict[str, Any]) -> ListFacts:
 
 
 def _decide(evidence: dict[str, Any], now: float, facts: RecordFacts) -> dict[str, Any]:
-    """Rows of the two tables above; returns the classification's fields except `since`."""
+    """Rows of the two tables above; returns the classification's fields except `since`,
+    and under `by` which evidence decided the state (what `paneboard_protocol.why` puts
+    in words): ("record", the record, live?), ("screen", the reading), ("contract", the
+    contract), ("native", "title" | "progress"), ("identity", None), or None."""
     native = evidence.get("native") or {}
     out: dict[str, Any] = {
         "agent": None,
@@ -334,6 +335,7 @@ def _decide(evidence: dict[str, Any], now: float, facts: RecordFacts) -> dict[st
         "title": display_title(native.get("title")),
         "progress": _native_progress(native),
         "source": None,
+        "by": None,
     }
 
     # Identity.
@@ -368,6 +370,7 @@ def _decide(evidence: dict[str, Any], now: float, facts: RecordFacts) -> dict[st
         if winner.get("progress") is not None:
             out["progress"] = winner["progress"]
         out["source"] = "protocol"
+        out["by"] = ("record", winner, live)
         return out
     if agent is None:
         return out
@@ -380,6 +383,7 @@ def _decide(evidence: dict[str, Any], now: float, facts: RecordFacts) -> dict[st
         # evidence may come from elsewhere, so it is made display-safe here like any msg).
         out["msg"] = display_text(res.get("msg")) if res["state"] == "blocked" else None
         out["source"] = "native" if res.get("native") else "screen"
+        out["by"] = ("screen", res)
         return out
     c = evidence.get("contract")
     if has_contract and c and c.get("state") and contract_mod.is_fresh(c, now) and c["agent"] == agent:
@@ -388,15 +392,25 @@ def _decide(evidence: dict[str, Any], now: float, facts: RecordFacts) -> dict[st
         if c["state"] == "blocked" and screen and screen.get("question"):
             # A contract says blocked but carries no text: the question on its screen.
             out["msg"] = display_text(screen["question"])
+        out["by"] = ("contract", c)
         return out
     if agent not in (evidence.get("manifests") or []):
         state = _native_state(native)
         if state is not None:
             out["state"] = state
             out["source"] = "native"
+            out["by"] = ("native", "title" if title_has_spinner(native.get("title")) else "progress")
             return out
     out["state"] = "idle"
+    out["by"] = ("identity", None)
     return out
+
+
+def decision(evidence: dict[str, Any], now: float) -> dict[str, Any]:
+    """What decided the classification at `now` (`_decide`'s fields and its `by`), for
+    evidence from elsewhere: checked first, like `classify_evidence`."""
+    check_evidence(evidence)
+    return _decide(evidence, now, _list_facts(evidence))
 
 
 def classify_evidence(

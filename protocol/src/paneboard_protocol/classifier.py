@@ -39,6 +39,7 @@ from paneboard_protocol.arbitration import (
 from paneboard_protocol.debounce import Debouncer
 from paneboard_protocol.events import (
     AgentReport,
+    AgentState,
     ClearReport,
     Event,
     Progress,
@@ -92,6 +93,9 @@ MAX_CHAIN = 64
 """Ancestors of the process in front kept (nearest first): far deeper than any real
 nesting of shells, and the list arrives from the watched host."""
 
+MAX_NAME = 256
+"""Characters of a writer's name kept (the evidence's bound for names)."""
+
 MAX_WHY = 512
 """Characters of `process.why` kept in the evidence."""
 
@@ -113,6 +117,8 @@ class PaneClassifier:
         self._proc_pid: int | None = None
         self._proc_agent: str | None = None
         self._proc_why: str | None = None
+        self._proc_parent: int | None = None  # the nearest ancestor of the process in front
+        self._shell: str | None = None  # the shell's name while a shell (name None) is in front
         self._observable = True
         self._contract: dict[str, Any] | None = None
         self._title: str | None = None
@@ -152,7 +158,8 @@ class PaneClassifier:
         native_changed = False
         for ev in events:
             if isinstance(ev, StatusReport):
-                self._store.report(now, ev, self._gen, self._current_agent(), self._proc_pid)
+                writer = (self._proc_name or self._shell or "")[:MAX_NAME] or None  # the evidence's bound
+                self._store.report(now, ev, self._gen, self._current_agent(), self._proc_pid, writer)
             elif isinstance(ev, ClearReport):
                 self._store.clear(ev.id)
             elif isinstance(ev, AgentReport):
@@ -177,7 +184,10 @@ class PaneClassifier:
                 self._progress = {"state": ev.state, "percent": ev.percent}
                 native_changed = True
             elif isinstance(ev, PromptMark):
-                if ev.mark == "A":
+                # a new *shell* prompt (P7501-8): never while an agent a manifest
+                # identifies is in front, whose own marks these are (Pi writes an A at
+                # every message zone); its exit, when the shell returns, ends them
+                if ev.mark == "A" and self._proc_agent is None:
                     self._store.end_live()
             elif isinstance(ev, Reset):
                 self._store.reset()
@@ -193,6 +203,7 @@ class PaneClassifier:
         observable: bool = True,
         why: str | None = None,
         chain: Sequence[int] = (),
+        shell: str | None = None,
     ) -> None:
         """The pane's foreground process changed (None: back at the shell, or it exited).
 
@@ -201,15 +212,19 @@ class PaneClassifier:
         `chain`: the pids of the process's ancestors, nearest first, as far as they are
         known (empty: none known). A record stays live while its writer is the process
         in front or one of these (RI-2), unless a manifest identifies the process or it is
-        a transport (the pane is then unobservable)."""
+        a transport (the pane is then unobservable).
+        `shell`: when `name` is None because a shell is in front, its name (`bash`), so
+        that the board can say which program wrote a report (never its arguments)."""
         self._advance(now)
         self._proc_why = why[:MAX_WHY] if why else None
+        self._shell = (process_identity(shell) or "")[:MAX_NAME] or None if name is None and shell else None
         ident = process_identity(name)
         if ident is not None and ident in self._transports:
             observable = False
         if (ident, pid) != (self._proc_name, self._proc_pid):
             agent = self._identify(ident)
             ancestors = tuple(p for p in list(chain)[:MAX_CHAIN] if isinstance(p, int) and p > 0)
+            self._proc_parent = ancestors[0] if ancestors else None
             if agent is None and pid is not None and observable:
                 # A command the writer (or its ancestor) runs: its records follow it,
                 # and end when the foreground comes back to the writer (P7501-8, RI-2).
@@ -321,6 +336,7 @@ class PaneClassifier:
                 "agent": self._proc_agent,
                 "gen": self._gen,
                 "why": self._proc_why,
+                "parent": self._proc_parent,
             },
             "observable": self._observable,
             "contract": self._contract,
@@ -369,7 +385,7 @@ class PaneClassifier:
         self,
         now: float,
         agent: str,
-        state: str | None,
+        state: AgentState | None,
         session: str | None,
         ts: int | None,
         ended: bool,

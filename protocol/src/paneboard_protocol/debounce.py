@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from paneboard_protocol.rules import RuleState
+
 CONFIRM = 0.45
 """Three confirming readings at a 150 ms cadence (RI-3)."""
 
@@ -27,7 +29,7 @@ Reading = dict[str, Any] | None
 """A screen-rule result ({"state", "kind", "rule", "manifest", "native"}) or None: no rule matched."""
 
 
-def _state(reading: Reading) -> str | None:
+def _state(reading: Reading) -> RuleState | None:
     return None if reading is None else reading["state"]
 
 

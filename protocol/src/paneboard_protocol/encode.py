@@ -17,7 +17,8 @@ import re
 import unicodedata
 from collections.abc import Mapping
 
-from paneboard_protocol.events import AGENT_STATES, BLOCKED_KINDS, REPORT_STATES
+from paneboard_protocol.events import AGENT_STATES, CLEAR, REPORT_WORDS
+from paneboard_protocol.pane import KINDS
 
 ESC = b"\x1b"
 BEL = b"\x07"
@@ -141,13 +142,12 @@ def report_pairs(
     0-100 or with a state other than `working`/`blocked` (P7501-17). An empty `msg`
     or `title` is treated as not given, which is how a reader reads it (P7501-19).
     """
-    if state not in REPORT_STATES and state != "clear":
-        known = ", ".join(sorted(REPORT_STATES | {"clear"}))
-        raise ValueError(f"unknown state {state!r}: use one of {known}")
+    if state not in REPORT_WORDS:
+        raise ValueError(f"unknown state {state!r}: use one of {', '.join(sorted(REPORT_WORDS))}")
     pairs: list[tuple[str, str]] = [("state", state)]
     if id is not None:
         pairs.append(("id", check_id(id)))
-    if state == "clear":
+    if state == CLEAR:
         given = [
             n
             for n, v in (("kind", kind), ("msg", msg), ("title", title), ("app", app), ("progress", progress))
@@ -159,8 +159,8 @@ def report_pairs(
     if kind is not None:
         if state != "blocked":
             raise ValueError(f"kind counts only with state 'blocked', not {state!r}")
-        if kind not in BLOCKED_KINDS:
-            raise ValueError(f"unknown kind {kind!r}: use one of {', '.join(sorted(BLOCKED_KINDS))}")
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r}: use one of {', '.join(sorted(KINDS))}")
         pairs.append(("kind", kind))
     if app is not None:
         pairs.append(("app", check_app(app)))
@@ -209,7 +209,7 @@ def encode_report(
 
 def encode_clear(id: str | None = None, *, terminator: Terminator = "st") -> bytes:
     """`state=clear`: drop record `id` and its subtree, or every record (P7501-16)."""
-    return encode_report("clear", id=id, terminator=terminator)
+    return encode_report(CLEAR, id=id, terminator=terminator)
 
 
 def encode_probe(terminator: Terminator = "st") -> bytes:

@@ -13,14 +13,24 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeGuard, get_args
 
-ReportState = Literal["idle", "working", "done", "blocked", "error"]
+from paneboard_protocol.pane import Kind, State
+
+#: The one word an OSC 7501 report's `state=` takes besides a state: `clear` deletes
+#: records (P7501-16) and is never a pane's state, so it is kept apart from `State`.
+CLEAR: Literal["clear"] = "clear"
+#: What a report's `state=` may say: a state (`pane.STATES`) or `clear`.
+ReportWord = Literal[State, "clear"]
+REPORT_WORDS: tuple[ReportWord, ...] = get_args(ReportWord)
+#: The states a THINKTERM_AGENT contract can carry (TA-7): fewer than a report's, each a `State`.
 AgentState = Literal["working", "idle", "blocked"]
+AGENT_STATES: tuple[AgentState, ...] = get_args(AgentState)
 
-REPORT_STATES: frozenset[str] = frozenset({"idle", "working", "done", "blocked", "error"})
-BLOCKED_KINDS: frozenset[str] = frozenset({"permission", "question", "auth"})
-AGENT_STATES: frozenset[str] = frozenset({"working", "idle", "blocked"})
+
+def is_agent_state(value: object) -> TypeGuard[AgentState]:
+    """Whether an untrusted contract's `state=` is one TA-7 allows."""
+    return type(value) is str and value in AGENT_STATES
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +61,8 @@ class StatusReport(Event):
 
     type: ClassVar[str] = "status"
     id: str | None
-    state: ReportState
-    kind: str | None = None
+    state: State
+    kind: Kind | None = None
     app: str | None = None
     msg: str | None = None
     title: str | None = None
@@ -163,8 +173,8 @@ class Rejected(Event):
 
 __all__ = [
     "AGENT_STATES",
-    "BLOCKED_KINDS",
-    "REPORT_STATES",
+    "CLEAR",
+    "REPORT_WORDS",
     "AgentReport",
     "AgentState",
     "ClearReport",
@@ -173,9 +183,10 @@ __all__ = [
     "Progress",
     "PromptMark",
     "Rejected",
-    "ReportState",
+    "ReportWord",
     "Reset",
     "StatusReport",
     "Title",
     "UserVar",
+    "is_agent_state",
 ]

@@ -9,16 +9,23 @@ input, so `check_evidence` verifies every field's type and bound and raises one
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from typing import Any
 
-from paneboard_protocol.events import AGENT_STATES, BLOCKED_KINDS, REPORT_STATES
+from paneboard_protocol.events import AGENT_STATES
+from paneboard_protocol.pane import KINDS, STATES
 from paneboard_protocol.records import MAX_RECORDS
 
-EVIDENCE_VERSION = 2
+EVIDENCE_VERSION = 3
 """2: records carry their writer's `pid`, and `other_seq` (the answer rule) is kept.
-Version 1 evidence (an older collector) is still read, and classified as it was."""
-VERSIONS = frozenset({1, EVIDENCE_VERSION})
-SCREEN_STATES = frozenset({"working", "blocked", "idle", "done", "error"})
+3: what the board says of why (`paneboard_protocol.why`): records carry their writer's
+name (`writer`), the process its nearest ancestor (`parent`), a screen reading the rows
+its rule matched on (`lines`). None of them changes a classification, so versions 1 and
+2 (older collectors) are still read, and classified as they were; an older server
+refuses version 3 and keeps the collector's classification as sent."""
+VERSIONS = frozenset({1, 2, EVIDENCE_VERSION})
+MAX_ROWS = 10_000
+"""Screen rows a reading's `lines` may name (tmux panes are far shorter)."""
 MAX_TEXT = 4096
 MAX_NAME = 256
 MAX_ENTRIES = 1024
@@ -82,7 +89,7 @@ def _bool(value: Any, path: str) -> bool:
     return value
 
 
-def _choice(value: Any, path: str, allowed: frozenset[str], optional: bool = False) -> str | None:
+def _choice(value: Any, path: str, allowed: Collection[str], optional: bool = False) -> str | None:
     if value is None and optional:
         return None
     if not isinstance(value, str) or value not in allowed:
@@ -90,13 +97,27 @@ def _choice(value: Any, path: str, allowed: frozenset[str], optional: bool = Fal
     return value
 
 
-_PROCESS = frozenset({"name", "pid", "agent", "gen", "why"})
+_PROCESS = frozenset({"name", "pid", "agent", "gen", "why", "parent"})
 _CONTRACT = frozenset({"agent", "state", "session", "ts", "ended", "received", "leader_gen", "leader"})
 _RECORD = frozenset(
-    {"id", "state", "kind", "app", "msg", "title", "progress", "updated", "seq", "gen", "agent", "pid"}
+    {
+        "id",
+        "state",
+        "kind",
+        "app",
+        "msg",
+        "title",
+        "progress",
+        "updated",
+        "seq",
+        "gen",
+        "agent",
+        "pid",
+        "writer",
+    }
 )
 _SCREEN = frozenset({"agent", "result", "question"})
-_RESULT = frozenset({"state", "kind", "rule", "manifest", "native", "msg"})
+_RESULT = frozenset({"state", "kind", "rule", "manifest", "native", "msg", "lines"})
 _NATIVE = frozenset({"title", "progress"})
 _PROGRESS = frozenset({"state", "percent"})
 _TOP = frozenset(
@@ -145,8 +166,8 @@ def _record_ok(r: Any) -> bool:
         type(rid) is str
         and len(rid) <= 128
         and type(state) is str
-        and state in REPORT_STATES
-        and (kind is None or (type(kind) is str and kind in BLOCKED_KINDS))
+        and state in STATES
+        and (kind is None or (type(kind) is str and kind in KINDS))
         and _opt_str(g("app"), MAX_NAME)
         and _opt_str(g("msg"), MAX_TEXT)
         and _opt_str(g("title"), MAX_TEXT)
@@ -161,6 +182,7 @@ def _record_ok(r: Any) -> bool:
         and gen >= 0
         and _opt_str(g("agent"), MAX_NAME)
         and (pid is None or (type(pid) is int and 0 <= pid < _SAFE_INT))
+        and _opt_str(g("writer"), MAX_NAME)
     )
 
 
@@ -175,6 +197,7 @@ def check_evidence(evidence: Any) -> dict[str, Any]:
     _str(p.get("agent"), "process.agent")
     _int(p.get("gen"), "process.gen", 0, optional=False)
     _str(p.get("why"), "process.why", MAX_TEXT)
+    _int(p.get("parent"), "process.parent", 0, _SAFE_INT - 1)
     _bool(ev.get("observable"), "observable")
     c = ev.get("contract")
     if c is not None:
@@ -196,8 +219,8 @@ def check_evidence(evidence: Any) -> dict[str, Any]:
         where = f"records[{i}]"
         _dict(r, where, _RECORD)
         _str(r.get("id"), f"{where}.id", 128, optional=False)
-        _choice(r.get("state"), f"{where}.state", REPORT_STATES)
-        _choice(r.get("kind"), f"{where}.kind", BLOCKED_KINDS, optional=True)
+        _choice(r.get("state"), f"{where}.state", STATES)
+        _choice(r.get("kind"), f"{where}.kind", KINDS, optional=True)
         _str(r.get("app"), f"{where}.app")
         _str(r.get("msg"), f"{where}.msg", MAX_TEXT)
         _str(r.get("title"), f"{where}.title", MAX_TEXT)
@@ -207,6 +230,7 @@ def check_evidence(evidence: Any) -> dict[str, Any]:
         _int(r.get("gen"), f"{where}.gen", 0, optional=False)
         _str(r.get("agent"), f"{where}.agent")
         _int(r.get("pid"), f"{where}.pid", 0, _SAFE_INT - 1)
+        _str(r.get("writer"), f"{where}.writer")
     s = ev.get("screen")
     if s is not None:
         _dict(s, "screen", _SCREEN)
@@ -215,12 +239,19 @@ def check_evidence(evidence: Any) -> dict[str, Any]:
         res = s.get("result")
         if res is not None:
             _dict(res, "screen.result", _RESULT)
-            _choice(res.get("state"), "screen.result.state", SCREEN_STATES)
-            _choice(res.get("kind"), "screen.result.kind", BLOCKED_KINDS, optional=True)
+            _choice(res.get("state"), "screen.result.state", STATES)
+            _choice(res.get("kind"), "screen.result.kind", KINDS, optional=True)
             _str(res.get("rule"), "screen.result.rule")
             _str(res.get("manifest"), "screen.result.manifest")
             _bool(res.get("native"), "screen.result.native")
             _str(res.get("msg"), "screen.result.msg", MAX_TEXT)
+            lines = res.get("lines")
+            if lines is not None:
+                ok = isinstance(lines, list) and len(lines) == 2
+                first = _int(lines[0], "screen.result.lines[0]", 1, MAX_ROWS) if ok else None
+                last = _int(lines[1], "screen.result.lines[1]", 1, MAX_ROWS) if ok else None
+                if first is None or last is None or first > last:
+                    raise _fail("screen.result.lines", "must be [first, last] rows, first <= last")
     n = _dict(ev.get("native"), "native", _NATIVE)
     _str(n.get("title"), "native.title", MAX_TEXT)
     prog = n.get("progress")
@@ -244,7 +275,7 @@ def check_evidence(evidence: Any) -> dict[str, Any]:
         if not isinstance(basis, list) or len(basis) != 2:
             raise _fail("basis", "must be [agent, state] or null")
         _str(basis[0], "basis[0]")
-        _choice(basis[1], "basis[1]", REPORT_STATES, optional=True)
+        _choice(basis[1], "basis[1]", STATES, optional=True)
     _num(ev.get("since"), "since")
     _int(ev.get("other_seq"), "other_seq", 0)
     return ev

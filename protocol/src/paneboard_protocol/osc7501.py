@@ -22,14 +22,14 @@ from typing import Literal
 from paneboard_protocol._quote import quote
 from paneboard_protocol.b64 import Base64Error, strict_b64decode
 from paneboard_protocol.events import (
-    BLOCKED_KINDS,
-    REPORT_STATES,
+    CLEAR,
     ClearReport,
     Event,
     Probe,
     Rejected,
     StatusReport,
 )
+from paneboard_protocol.pane import is_kind, is_state
 
 PROTO = "osc7501"
 
@@ -162,7 +162,7 @@ def parse_report(body: bytes, offset: int, terminator: Literal["bel", "st"]) -> 
         state = fields.get("state")
         if state is None:
             raise _Reject("report has no state")
-        if state != "clear" and state not in REPORT_STATES:
+        if state != CLEAR and not is_state(state):
             raise _Reject(f"unknown state {quote(state)}")
         rid = _check_id(fields.get("id"))
         # Text is validated even for `clear` (P7501-19).
@@ -170,14 +170,13 @@ def parse_report(body: bytes, offset: int, terminator: Literal["bel", "st"]) -> 
         title = _decode_text("title", fields["title"]) if "title" in fields else None
     except _Reject as exc:
         return Rejected(offset, proto=PROTO, reason=str(exc))
-    if state == "clear":
+    if not is_state(state):  # `clear`, the one other word a report's state= takes (checked above)
         return ClearReport(offset, id=rid)
     app = fields.get("app")
     if app is not None and not _APP.fullmatch(app):
         app = None  # an invalid app is dropped (P7501-18)
-    kind = fields.get("kind") if state == "blocked" else None
-    if kind not in BLOCKED_KINDS:
-        kind = None
+    raw_kind = fields.get("kind")
+    kind = raw_kind if state == "blocked" and is_kind(raw_kind) else None
     progress: int | None = None
     raw_progress = fields.get("progress")
     if state in ("working", "blocked") and raw_progress and _PROGRESS.fullmatch(raw_progress):
@@ -186,7 +185,7 @@ def parse_report(body: bytes, offset: int, terminator: Literal["bel", "st"]) -> 
     return StatusReport(
         offset,
         id=rid,
-        state=state,  # type: ignore[arg-type]  # checked against REPORT_STATES above
+        state=state,
         kind=kind,
         app=app,
         msg=msg,

@@ -26,6 +26,7 @@ from typing import (
     Any,
     Literal,
     TypeAlias,
+    TypeGuard,
     Union,
     get_args,
     get_origin,
@@ -35,14 +36,33 @@ from typing import (
 import msgspec
 from msgspec import Meta
 
-#: The state names a pane can be in (None: nothing known). Order is the page's order.
+#: The state names a pane can be in (None: nothing known), written here only: every layer
+#: (reports, evidence, rules, the server's notifications and ledger) types a state as
+#: `State` and checks one against `STATES`; the page's copy (web/js/model.js) is held to
+#: it by tests/server/test_pane_definition.py.
 State: TypeAlias = Literal["working", "blocked", "idle", "done", "error"]
-STATES: tuple[str, ...] = get_args(State)
-#: What a `blocked` pane waits for.
-KINDS: tuple[str, ...] = ("permission", "question", "auth")
+STATES: tuple[State, ...] = get_args(State)
+#: What a `blocked` pane waits for (P7501-17).
+Kind: TypeAlias = Literal["permission", "question", "auth"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
+#: The order the board and `paneboard status` list panes in: what waits on you first,
+#: then what finished, then what runs (the page's ranks are held to it by a test).
+BOARD_ORDER: tuple[State, ...] = ("blocked", "error", "done", "working", "idle")
 #: Which signal a classification came from.
 Source: TypeAlias = Literal["protocol", "screen", "native"]
-SOURCES: tuple[str, ...] = get_args(Source)
+SOURCES: tuple[Source, ...] = get_args(Source)
+
+
+def is_state(value: object) -> TypeGuard[State]:
+    """Whether an untrusted value (a report's word, a stored row, a config entry) names a
+    state: the check every layer makes, so a caller gets the value typed `State`."""
+    return type(value) is str and value in STATES
+
+
+def is_kind(value: object) -> TypeGuard[Kind]:
+    """Whether an untrusted value names what a blocked pane waits for."""
+    return type(value) is str and value in KINDS
+
 
 # Every limit here is the wire's (the server validates a collector's values against it)
 # and never more than the width of any column the value is stored in, so a message that
@@ -197,6 +217,21 @@ class PaneUpdate(PaneFields, frozen=True, kw_only=True):  # type: ignore[misc]
         return out
 
 
+class LastKnown(msgspec.Struct, kw_only=True):
+    """What a pane that lost its state where it cannot be seen (behind ssh) was last, and
+    why it lost it (`reason`, the history row's: `stale` when its report outlived its
+    `ts`); the board keeps such a `blocked` pane among the waits, as possibly still
+    waiting."""
+
+    agent: Name | None
+    state: State
+    kind: KindName | None
+    msg: Text | None
+    since: Annotated[Time | None, Meta(description="when it entered that state")]
+    at: Annotated[Time, Meta(description="when it lost it")]
+    reason: Annotated[str | None, Meta(description="the history reason that took the state away")]
+
+
 class StoredPane(PaneFields, kw_only=True):
     """A pane as the server keeps it: what its collector last said (or the server's own
     re-derivation of it), and what the server adds. Mutable: the writer changes its batch's
@@ -205,10 +240,10 @@ class StoredPane(PaneFields, kw_only=True):
     last_seen: Annotated[float | None, SHOWN] = None
     rev: Annotated[int, Goes(row=True, api=True, sql_big=True)] = 0
     gone_at: Annotated[float | None, Goes(row=True)] = None
-    # What a pane that lost its state where it cannot be seen (behind ssh) was last:
-    # {agent, state, kind, msg, since, at}; kept in memory (rebuilt from history on
-    # start), shown only while the pane has no state and is not observable.
-    last_known: Annotated[dict[str, Any] | None, Goes(api=True)] = None
+    # What a pane that lost its state where it cannot be seen (behind ssh) was last;
+    # kept in memory (rebuilt from history on start), shown only while the pane has no
+    # state and is not observable.
+    last_known: Annotated[LastKnown | None, Goes(api=True)] = None
 
 
 # --- the table of fields, read from the classes -------------------------------------------
@@ -216,7 +251,7 @@ class StoredPane(PaneFields, kw_only=True):
 class Field:
     """One pane field and where it goes, as read from its class (`FIELDS`).
 
-    `type` is one of "str", "int", "float", "bool", "json" (a dict) or "list" (of dicts).
+    `type` is one of "str", "int", "float", "bool", "json" (a dict or a Struct) or "list" (of dicts).
     `nullable`: the column may hold NULL (the value may be None, or `Goes.nullable`). `update`: sent by the
     collector (a field of `PaneUpdate`), `required` there with no default. The rest is
     the field's `Goes`."""
@@ -267,7 +302,7 @@ def _kind(t: Any) -> str:
         return "float"
     if origin in (tuple, list):
         return "list"
-    if origin is dict:
+    if origin is dict or (isinstance(origin, type) and issubclass(origin, msgspec.Struct)):
         return "json"
     raise TypeError(f"a pane field of type {t!r}: add it to pane._kind")
 

@@ -79,8 +79,9 @@ def _bare(line: str) -> str:
     return line.strip().strip(_BORDERS).strip()
 
 
-def _boundary(line: str) -> bool:
-    """A line that starts a block: a horizontal rule or the top of a box."""
+def starts_block(line: str) -> bool:
+    """A line that starts a block: a horizontal rule or the top of a box (also where
+    a done pane's reply ends above its input box, `reply.py`)."""
     bare = _bare(line)
     return bool(_RULE.match(bare) or _BOX_TOP.match(bare))
 
@@ -150,7 +151,7 @@ def prompt_lines(
     top = min(marks)
     blanks = 0
     for i in range(top - 1, max(-1, top - 1 - EXTEND_MAX), -1):
-        if _boundary(lines[i]):
+        if starts_block(lines[i]):
             break
         blanks = blanks + 1 if not _bare(lines[i]) else 0
         if blanks == 2:
@@ -196,6 +197,30 @@ def prompt_fingerprint(
     )
 
 
+def input_fingerprint(manifest: Manifest, rule_id: str, screen: str, episode: float | None = None) -> str:
+    """sha256 hex of an idle agent's input prompt, for a follow-up: what the operator
+    saw when they wrote it.
+
+    It covers the rows the manifest reads (its bottom `rows` rows, trailing blank rows
+    dropped): the input region its idle rule `rule_id` matched and, above it, the lines
+    of the agent's last answer; with the episode (when the idle or done state began).
+    So text typed at the terminal (it shows in the input box), a turn that ran and
+    finished meanwhile (another answer, another `since`), or another program's prompt
+    all give another fingerprint. Normalised like a prompt's, so a blinking bullet or a
+    spinner glyph does not move it."""
+    sc = _screen_of(screen, manifest.rows)
+    return _digest(
+        {
+            "v": 4,
+            "kind": "input",
+            "manifest": manifest.id,
+            "rule": rule_id,
+            "prompt": _normalised(sc.lines),
+            "episode": None if episode is None else round(episode, 3),
+        }
+    )
+
+
 def screen_fingerprint(visible: Sequence[str], episode: float | None = None) -> str:
     """sha256 hex of a whole visible screen, normalised: for a prompt no rule read."""
     return _digest(
@@ -211,6 +236,7 @@ def screen_fingerprint(visible: Sequence[str], episode: float | None = None) -> 
 __all__ = [
     "ANIMATED",
     "EXTEND_MAX",
+    "input_fingerprint",
     "normalise",
     "prompt_choices",
     "prompt_fingerprint",

@@ -40,18 +40,19 @@ from operator import attrgetter
 from typing import Any
 
 from paneboard_protocol.events import StatusReport
+from paneboard_protocol.pane import Kind, State
 from paneboard_protocol.text import sanitize_text
 
 MAX_RECORDS = 256
 """P7501-21: up to 256 records per pane (the spec's floor is 64)."""
 
-LIVE_STATES = frozenset({"working", "blocked", "idle"})
+LIVE_STATES: frozenset[State] = frozenset({"working", "blocked", "idle"})
 """States dropped on process exit / new prompt (P7501-8; paneboard drops idle too)."""
 
-RESULT_STATES = frozenset({"done", "error"})
+RESULT_STATES: frozenset[State] = frozenset({"done", "error"})
 """States that survive process exit as unseen results (P7501-8, RI-5)."""
 
-ROLLUP_ORDER = ("blocked", "error", "working", "done", "idle")
+ROLLUP_ORDER: tuple[State, ...] = ("blocked", "error", "working", "done", "idle")
 """P7501-22's order (chosen over RI-8's; see classifier docstring)."""
 
 ROLLUP_RANK = {s: i for i, s in enumerate(ROLLUP_ORDER)}
@@ -81,8 +82,8 @@ class Record:
     """One stored OSC 7501 record; `id` "" is the root record."""
 
     id: str
-    state: str
-    kind: str | None
+    state: State
+    kind: Kind | None
     app: str | None
     msg: str | None
     title: str | None
@@ -92,6 +93,7 @@ class Record:
     gen: int
     agent: str | None  # the pane's identity when the record was filed (for left-over results)
     pid: int | None = None  # the process in front when it was filed: its writer (RI-2)
+    writer: str | None = None  # that process's name (no arguments), for people
     # Derived, kept with the record so that reading the store costs nothing per report.
     eff_app: str | None = None
     ev: dict[str, Any] | None = None
@@ -111,6 +113,7 @@ class Record:
             "gen": self.gen,
             "agent": self.agent,
             "pid": self.pid,
+            "writer": self.writer,
         }
 
 
@@ -178,11 +181,18 @@ class RecordStore:
     # ------------------------------------------------------------ changes
 
     def report(
-        self, now: float, event: StatusReport, gen: int, agent: str | None, pid: int | None = None
+        self,
+        now: float,
+        event: StatusReport,
+        gen: int,
+        agent: str | None,
+        pid: int | None = None,
+        writer: str | None = None,
     ) -> None:
         """P7501-6: the report replaces the whole record with that id (root when id is None).
 
-        `pid`: the process in front, to which the report is attributed (its writer)."""
+        `pid`: the process in front, to which the report is attributed (its writer);
+        `writer`: its name, kept to say on the board who reported."""
         self._changed()
         rid = event.id or ""
         self._seq += 1
@@ -216,6 +226,7 @@ class RecordStore:
                 gen=gen,
                 agent=agent,
                 pid=pid,
+                writer=writer,
             )
         )
         if recompute:

@@ -43,8 +43,10 @@ from paneboard_protocol.classifier import PaneClassifier
 from paneboard_protocol.cli_args import OneLineParser
 from paneboard_protocol.debounce import CAP
 from paneboard_protocol.decoder import Decoder
+from paneboard_protocol.events import Event, Rejected
 from paneboard_protocol.identity import Member, choose, process_identity, process_name
 from paneboard_protocol.rules import RuleSet, load_rules
+from paneboard_protocol.why import explain
 
 PROG = "paneboard replay"
 KEYS = frozenset(
@@ -80,8 +82,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--explain",
         action="store_true",
-        help='also name the screen rule that decided each state ("rule": manifest and rule id) '
-        'and why a process behind a wrapper names the program ("why"), for people writing rules',
+        help='also name the screen rule that decided each state ("rule": manifest and rule id), '
+        'why a process behind a wrapper names the program ("why") and, in words, what decided '
+        'the state ("decided"); and print each discarded report with its reason ("discarded")',
     )
     p.add_argument(
         "--rules",
@@ -151,7 +154,18 @@ class Replayer:
                 if got.source in ("screen", "native") and screen and screen.get("result"):
                     obj["rule"] = f"{screen['result']['manifest']}/{screen['result']['rule']}"
                 obj["why"] = self.c.evidence()["process"]["why"]
+                obj["decided"] = explain(self.c.evidence(), t).text
             self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+    def _feed(self, t: float, events: list[Event]) -> None:
+        """Feed decoded events; with --explain, say of each discarded report why first
+        (it stays discarded: the classifier sees what it always sees)."""
+        if self.explain:
+            for ev in events:
+                if isinstance(ev, Rejected):
+                    line = {"t": round(t, 6), "discarded": ev.proto, "reason": ev.reason}
+                    self.out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self.c.feed(t, events)
 
     def advance_to(self, t: float) -> None:
         """Evaluate every deadline up to and including `t`, printing changes at their own time."""
@@ -179,7 +193,7 @@ class Replayer:
             self.c.set_process(t, name, pid, obj.get("observable", True), why, obj.get("chain", ()))
         if "output" in obj or "output_b64" in obj:
             data = obj["_bytes"]
-            self.c.feed(t, self.decoder.feed(data))
+            self._feed(t, self.decoder.feed(data))
         if "screen" in obj:
             self.c.set_screen(t, obj["screen"])
         if obj.get("seen"):
@@ -191,7 +205,7 @@ class Replayer:
         if self.now is None:
             return
         end = self.now + CAP
-        self.c.feed(self.now, self.decoder.close())
+        self._feed(self.now, self.decoder.close())
         self._emit(self.now)
         self.advance_to(end)
 

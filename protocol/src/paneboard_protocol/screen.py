@@ -9,7 +9,9 @@ Shared by the collector (which captures and answers) and the tests; pure, no I/O
   or free text (a `question` with none), from the manifest rule matching the screen,
   and the fingerprint of the prompt (`prompt.py`): an answer names the fingerprint of
   the prompt its operator saw; the collector types it only if a fresh capture still
-  has that fingerprint, so nobody answers a prompt that has moved on.
+  has that fingerprint, so nobody answers a prompt that has moved on. For an idle or
+  done agent whose manifest reads its input prompt on the screen: a follow-up, under
+  the fingerprint of that input prompt (`prompt.input_fingerprint`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from paneboard_protocol.choices import Choice
-from paneboard_protocol.prompt import prompt_choices, prompt_fingerprint, screen_fingerprint
+from paneboard_protocol.pane import State
+from paneboard_protocol.prompt import (
+    input_fingerprint,
+    prompt_choices,
+    prompt_fingerprint,
+    screen_fingerprint,
+)
 from paneboard_protocol.rules import Answer, Manifest, RuleSet
 from paneboard_protocol.wire import AnswerChoice
 
@@ -66,6 +74,7 @@ class Offer:
     text: bool = False
     prompt: str | None = None
     fingerprint: str = ""
+    follow_up: bool = False  # an idle agent at its input prompt: takes a follow-up
 
     @property
     def answers(self) -> tuple[tuple[Answer, str], ...]:
@@ -89,7 +98,7 @@ NOTHING = Offer()
 def offer(
     rules: RuleSet | None,
     agent: str | None,
-    state: str | None,
+    state: State | None,
     kind: str | None,
     screen: str,
     title: str | None = None,
@@ -107,11 +116,32 @@ def offer(
     is `question`, and anything else takes nothing. `since`: when the pane's state began (a prompt
     asked again later is a new prompt). `styled`: the same rows with their colours
     (`capture-pane -e`), which say what a menu drawn in colour has selected; without
-    them an answer that needs a selection is not offered."""
+    them an answer that needs a selection is not offered.
+
+    Idle or done: a follow-up, where `agent`'s manifest reads its input prompt on this
+    screen (a rule of that state matches it), under `prompt.input_fingerprint`; a pane
+    whose screen no such rule reads (a shell, a program without a manifest, an agent
+    busy in a dialog, an idle known only from its title) takes none.
+
+    Each line is read without its trailing spaces, as `capture-pane -p` gives the
+    classifier the screen: a capture with colours keeps the spaces before a colour
+    change, and prompt_toolkit (Aider) erases a deleted character by writing a space
+    over it, so "diff>  " must read as the "diff>" the classifier saw idle."""
+    screen = "\n".join(ln.rstrip() for ln in screen.split("\n"))
     whole = screen_fingerprint(screen.split("\n"), since)
+    manifest: Manifest | None = rules.for_agent(agent) if rules is not None else None
+    if state in ("idle", "done"):
+        if manifest is not None:
+            match = manifest.match(screen, title or "", "")
+            rule = next((r for r in manifest.rules if match and r.id == match.rule), None)
+            # a title or progress rule says idle whatever covers the input prompt (a
+            # dialog, a menu): only a rule that reads the screen has seen the prompt
+            if match is not None and match.state in ("idle", "done") and rule is not None and not rule.native:
+                fp = input_fingerprint(manifest, match.rule, screen, since)
+                return Offer(fingerprint=fp, follow_up=True)
+        return Offer(fingerprint=whole)
     if state != "blocked":
         return Offer(fingerprint=whole)
-    manifest: Manifest | None = rules.for_agent(agent) if rules is not None else None
     if manifest is not None:
         match = manifest.match(screen, title or "", "")
         if match is not None and match.state == "blocked":

@@ -23,7 +23,7 @@ from typing import Any
 
 from paneboard_protocol._quote import quote
 from paneboard_protocol.b64 import Base64Error, strict_b64decode
-from paneboard_protocol.events import AGENT_STATES, AgentReport, Event, Rejected, UserVar
+from paneboard_protocol.events import AgentReport, Event, Rejected, UserVar, is_agent_state
 
 AGENT_VAR = "THINKTERM_AGENT"
 MAX_AGENT = 64
@@ -96,7 +96,7 @@ def parse_agent_value(value: str, offset: int) -> Event:
     ts = int(ts_text) if ts_text is not None and _TS.fullmatch(ts_text) else None
     ended = fields.get("ended") == "1"
     state = fields.get("state")
-    if state not in AGENT_STATES:
+    if not is_agent_state(state):
         partial = {"var": AGENT_VAR, "version": 1, "agent": agent, "state": state, "session": session}
         partial |= {"ts": ts, "ended": ended}
         reason = "THINKTERM_AGENT has no state" if state is None else f"unknown state {quote(state)}"
@@ -106,7 +106,7 @@ def parse_agent_value(value: str, offset: int) -> Event:
         var=AGENT_VAR,
         version=1,
         agent=agent,
-        state=state,  # type: ignore[arg-type]  # checked against AGENT_STATES above
+        state=state,
         session=session,
         ts=ts,
         ended=ended,

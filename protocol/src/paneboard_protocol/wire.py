@@ -116,12 +116,43 @@ ANSWER_TEXT_MAX = 1024  # free text typed into a pane
 FINGERPRINT_LEN = 64  # sha256 hex of the screen's plain text
 REQUEST_ID_MAX = 64
 #: what an answer attempt came to; only "typed" typed anything
-Outcome = Literal["typed", "changed", "not-blocked", "disabled", "expired", "offline", "used", "refused"]
+Outcome = Literal[
+    "typed", "changed", "not-blocked", "disabled", "expired", "offline", "used", "refused", "not-in-front"
+]
 OUTCOMES: tuple[str, ...] = get_args(Outcome)
 Coordinate = Annotated[int, Meta(ge=0, le=10000)]
 ScreenLine = Annotated[str, Meta(max_length=SCREEN_LINE_MAX)]  # SGR colour escapes kept
 AnswerId = Annotated[str, Meta(min_length=1, max_length=ANSWER_ID_MAX, pattern=r"^[a-z0-9_-]+$")]
 RequestId = Annotated[str, Meta(min_length=1, max_length=REQUEST_ID_MAX, pattern=r"^[A-Za-z0-9_-]+$")]
+#: the keys an operator may press one at a time (tmux key names), beside declared
+#: answers and text: the two that stop a turn, and those that can select or approve
+Press = Literal[
+    "Escape",
+    "C-c",
+    "Enter",
+    "Tab",
+    "y",
+    "n",
+    "1",
+    "2",
+    "3",
+    "4",
+    "5",
+    "6",
+    "7",
+    "8",
+    "9",
+    "Up",
+    "Down",
+    "Left",
+    "Right",
+]
+PRESSES: tuple[str, ...] = get_args(Press)
+#: keys that stop what runs: allowed in any state, while the process the operator saw is
+#: in front (`process`); every other key only under the screen's fingerprint
+INTERRUPTS = frozenset({"Escape", "C-c"})
+#: the program in front, as the collector names it for a screen and checks it for a key
+ProcessId = Annotated[str, Meta(min_length=1, max_length=20, pattern=r"^[0-9]+$")]
 
 
 class AnswerChoice(Struct, frozen=True):
@@ -147,6 +178,12 @@ class Screen(_Msg, frozen=True, tag="screen"):
     answers: Annotated[list[AnswerChoice], Meta(max_length=ANSWERS_MAX)] = []
     text: bool = False  # free text may be typed (a question with no declared answers)
     input: bool = False  # this host's collector types answers (--allow-input)
+    # an idle or done agent a manifest identifies, at its input prompt: takes a follow-up
+    # (text, typed only under this screen's fingerprint of that prompt)
+    follow_up: bool = False
+    # the pid of the manifest-identified program in front (None: a shell, or a program
+    # known only from its own report); Escape and C-c are pressed only while it is
+    process: ProcessId | None = None
     error: Text | None = None  # why there is no screen ("screens are switched off for this host")
 
 
@@ -205,8 +242,10 @@ class Unwatch(_Msg, frozen=True, tag="unwatch"):
 
 
 class Answer(_Msg, frozen=True, tag="answer"):
-    """Type this answer if, and only if, the pane is still blocked on the prompt
-    `fingerprint` names: a declared answer's id, or free text (exactly one of the two)."""
+    """Type this answer if, and only if, the pane still shows the prompt `fingerprint`
+    names: a declared answer's id, free text (a blocked question's answer, or an idle
+    agent's follow-up), or one key of `PRESSES` (exactly one of the three). Escape and
+    C-c name `process` instead: pressed while that program is still in front."""
 
     id: RequestId
     key: PaneKey
@@ -214,10 +253,12 @@ class Answer(_Msg, frozen=True, tag="answer"):
     expires: Time  # wall time after which it must not be typed
     answer: Annotated[str, Meta(max_length=ANSWER_ID_MAX)] | None = None
     text: Annotated[str, Meta(max_length=ANSWER_TEXT_MAX)] | None = None  # typed literally, then Enter
+    press: Press | None = None
+    process: ProcessId | None = None
 
     def __post_init__(self) -> None:
-        if (self.answer is None) == (self.text is None):
-            raise ValueError("exactly one of `answer` and `text`")
+        if sum(x is not None for x in (self.answer, self.text, self.press)) != 1:
+            raise ValueError("exactly one of `answer`, `text` and `press`")
 
 
 #: what the server sends a collector, decoded by its `type`
@@ -315,6 +356,8 @@ def screen(
     text: bool = False,
     input: bool = False,
     error: str | None = None,
+    follow_up: bool = False,
+    process: str | None = None,
 ) -> Screen:
     return Screen(
         key=key,
@@ -330,6 +373,8 @@ def screen(
         text=text,
         input=input,
         error=error,
+        follow_up=follow_up,
+        process=process,
     )
 
 
@@ -353,8 +398,19 @@ def answer(
     *,
     answer: str | None = None,
     text: str | None = None,
+    press: Press | None = None,
+    process: str | None = None,
 ) -> Answer:
-    return Answer(id=request, key=key, fingerprint=fingerprint, expires=expires, answer=answer, text=text)
+    return Answer(
+        id=request,
+        key=key,
+        fingerprint=fingerprint,
+        expires=expires,
+        answer=answer,
+        text=text,
+        press=press,
+        process=process,
+    )
 
 
 _encoder = msgspec.json.Encoder()

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 from paneboard_protocol.rules.answers import Answer
 from paneboard_protocol.rules.errors import ManifestError, RuleError
-from paneboard_protocol.rules.gates import KINDS, RULE_STATES, Gate, Manifest, Match, Rule
+from paneboard_protocol.rules.gates import RULE_STATES, Gate, Manifest, Match, Rule, RuleState
 from paneboard_protocol.rules.loading import RuleSet, default_user_dir, load_files, load_rules
 from paneboard_protocol.rules.parse import parse_manifest
 from paneboard_protocol.rules.patterns import translate_regex
 from paneboard_protocol.rules.regions import SCREEN_ROWS, _Screen, _screen_of, _Texts, region_text
 
 __all__ = [
-    "KINDS",
     "RULE_STATES",
     "SCREEN_ROWS",
     "Answer",
@@ -36,6 +35,7 @@ __all__ = [
     "Rule",
     "RuleError",
     "RuleSet",
+    "RuleState",
     "_Screen",
     "_Texts",
     "_screen_of",

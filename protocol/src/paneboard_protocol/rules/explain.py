@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from paneboard_protocol.rules.gates import Gate, Manifest, Rule
-from paneboard_protocol.rules.regions import _region_spec, _screen_of, _Texts
+from paneboard_protocol.rules.regions import _screen_of, _Texts
 from paneboard_protocol.text import sanitize_text
 
 
@@ -77,24 +77,11 @@ def where_matched(gate: Gate, texts: _Texts) -> str:
     at = gate.anchor(texts)
     if at is not None:
         line = texts.lines(gate.region)[at].strip()
-        return f"{_region_name(gate.region)}, line {_screen_line(texts, gate.region, at)}: {_quote(line)}"
+        return f"{_region_name(gate.region)}, line {texts.row(gate.region, at)}: {_quote(line)}"
     if gate.fixed:
         reg = gate.fixed[0][0]
         return _region_name(reg) if reg == "screen" else f"{_region_name(reg)} {_quote(texts.get(reg))}"
     return _region_name(gate.region)
-
-
-def _screen_line(texts: _Texts, region: str, index: int) -> int:
-    """1-based number, among the rows read, of the `index`-th line of `region`."""
-    lines = texts._screen.lines
-    kind, n = _region_spec(region)
-    if kind in ("bottom", "top"):
-        non_empty = [i for i, ln in enumerate(lines) if ln.strip()]
-        picked = non_empty[-n:] if kind == "bottom" else non_empty[:n]
-        return picked[index] + 1 if index < len(picked) else index + 1
-    if kind == "after_last_rule":
-        return len(lines) - len(texts.lines(region)) + index + 1
-    return index + 1
 
 
 def explain(

@@ -8,9 +8,11 @@ priority first.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeGuard, get_args
 
+from paneboard_protocol.pane import Kind, State
 from paneboard_protocol.rules.answers import Answer
 from paneboard_protocol.rules.question import (
     DEFAULT_TITLE_REGION,
@@ -21,10 +23,16 @@ from paneboard_protocol.rules.question import (
 )
 from paneboard_protocol.rules.regions import SCREEN_ROWS, _Screen, _screen_of, _Texts
 
-RULE_STATES = frozenset({"working", "blocked", "idle", "done", "error", "unknown"})
-"""`unknown` holds whatever the screen said before (a transcript viewer, a menu)."""
+#: What a rule may say a screen means: a state, or `unknown`, which holds whatever the
+#: screen said before (a transcript viewer, a menu). Only rules say `unknown`: a match
+#: that says it never becomes a pane's state.
+RuleState = Literal[State, "unknown"]
+RULE_STATES: tuple[RuleState, ...] = get_args(RuleState)
 
-KINDS = frozenset({"permission", "question", "auth"})
+
+def is_rule_state(value: object) -> TypeGuard[RuleState]:
+    """Whether a manifest's `state = ...` (untrusted TOML) is one a rule may say."""
+    return type(value) is str and value in RULE_STATES
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +80,29 @@ class Gate:
                     return at
         return None
 
+    def hits(self, texts: _Texts) -> list[int]:
+        """The captured screen rows (1-based) on which this matching gate found what it
+        looks for: each condition's first line (a regex's whole match), and those of its
+        matching all/any gates; `not` gates and the title/progress have no rows."""
+        out: list[int] = []
+        if self.region not in ("title", "progress"):
+            lines = texts.lines(self.region)
+            folded = [ln.casefold() for ln in lines] if self.contains else []
+            for c in self.contains:
+                at = next((i for i, low in enumerate(folded) if c in low), None)
+                if at is not None:
+                    out.append(texts.captured_row(self.region, at))
+            for pat in self.line_regex:
+                at = next((i for i, ln in enumerate(lines) if pat.search(ln)), None)
+                if at is not None:
+                    out.append(texts.captured_row(self.region, at))
+            out.extend(_regex_rows(texts, self.region, self.regex))
+        out.extend(_regex_rows(texts, "screen", [p for r, p in self.fixed if r == "screen"]))
+        for g in (*self.all, *self.any):
+            if g._matches(texts):
+                out.extend(g.hits(texts))
+        return out
+
     def matches_texts(self, texts: _Texts) -> bool:
         """`matches` over an already-built reading (shared regions)."""
         return self._matches(texts)
@@ -105,13 +136,26 @@ class Gate:
         return not any(g._matches(texts) for g in self.not_)
 
 
+def _regex_rows(texts: _Texts, region: str, patterns: Sequence[re.Pattern[str]]) -> list[int]:
+    """The first and last captured rows of each pattern's first match in `region`."""
+    out: list[int] = []
+    text = texts.get(region) if patterns else ""
+    for pat in patterns:
+        m = pat.search(text)
+        if m is not None:
+            first = text.count("\n", 0, m.start())
+            last = first + text.count("\n", m.start(), max(m.start(), m.end() - 1))
+            out += [texts.captured_row(region, first), texts.captured_row(region, last)]
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     """One `[[rules]]` entry: a gate plus the state it means."""
 
     id: str
-    state: str
-    kind: str | None
+    state: RuleState
+    kind: Kind | None
     priority: int
     index: int
     gate: Gate
@@ -146,10 +190,11 @@ class Match:
 
     manifest: str
     rule: str
-    state: str
-    kind: str | None
+    state: RuleState
+    kind: Kind | None
     native: bool
     msg: str | None = None  # the blocked prompt's text, read off the screen
+    lines: tuple[int, int] | None = None  # the first and last captured rows it matched on
 
     def reading(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -161,6 +206,8 @@ class Match:
         }
         if self.msg is not None:
             out["msg"] = self.msg  # only when there is one: readings without stay as they were
+        if self.lines is not None:
+            out["lines"] = list(self.lines)  # positions only: the rows' text stays on the screen
         return out
 
 
@@ -206,4 +253,6 @@ class Manifest:
 
     def _match(self, rule: Rule, texts: _Texts) -> Match:
         msg = rule.question_text(texts) if rule.state == "blocked" else None
-        return Match(self.id, rule.id, rule.state, rule.kind, rule.native, msg)
+        rows = rule.gate.hits(texts)
+        lines = (min(rows), max(rows)) if rows else None
+        return Match(self.id, rule.id, rule.state, rule.kind, rule.native, msg, lines)

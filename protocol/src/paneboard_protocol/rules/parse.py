@@ -11,9 +11,10 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+from paneboard_protocol.pane import KINDS, is_kind
 from paneboard_protocol.rules.answers import Answer, parse_answers
 from paneboard_protocol.rules.errors import ManifestError
-from paneboard_protocol.rules.gates import KINDS, RULE_STATES, Gate, Manifest, Rule
+from paneboard_protocol.rules.gates import RULE_STATES, Gate, Manifest, Rule, RuleState, is_rule_state
 from paneboard_protocol.rules.patterns import _compile, _str_list
 from paneboard_protocol.rules.question import Question
 from paneboard_protocol.rules.regions import SCREEN_ROWS, _normalise_region
@@ -133,13 +134,14 @@ def _needle(reason: str) -> str | None:
 def _parse_rule(raw: Any, index: int) -> Rule:
     if not isinstance(raw, Mapping):
         raise ManifestError("a rule must be a table")
-    state = raw.get("state")
-    if state is None:
+    said = raw.get("state")
+    if said is None:
         raise ManifestError("missing state")
-    if state not in RULE_STATES:
-        raise ManifestError(f"unknown state {state!r} (one of {', '.join(sorted(RULE_STATES))})")
+    if not is_rule_state(said):
+        raise ManifestError(f"unknown state {said!r} (one of {', '.join(sorted(RULE_STATES))})")
+    state: RuleState = said
     kind = raw.get("kind")
-    if kind is not None and kind not in KINDS:
+    if kind is not None and not is_kind(kind):
         raise ManifestError(f"unknown kind {kind!r} (one of {', '.join(sorted(KINDS))})")
     if kind is not None and state != "blocked":
         raise ManifestError("kind counts only with state = 'blocked'")

@@ -81,10 +81,11 @@ class _Screen:
     """The screen of one reading, split into lines once; every region is a slice of
     those lines, computed (and joined, and case-folded) at most once per screen."""
 
-    __slots__ = ("_folded", "_lines", "_non_empty", "_text", "lines")
+    __slots__ = ("_folded", "_lines", "_non_empty", "_text", "lines", "skipped")
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], skipped: int = 0) -> None:
         self.lines = lines
+        self.skipped = skipped  # captured rows above the ones read (RI-9 reads the bottom ones)
         self._non_empty: list[str] | None = None
         self._lines: dict[str, list[str]] = {}
         self._text: dict[str, str] = {}
@@ -134,7 +135,8 @@ def _screen_of(screen: str | None, rows: int) -> _Screen:
     lines = (screen or "").replace("\r\n", "\n").split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
-    return _Screen(lines[-rows:])
+    kept = lines[-rows:]
+    return _Screen(kept, len(lines) - len(kept))
 
 
 class _Texts:
@@ -166,3 +168,20 @@ class _Texts:
         if region == "title" or region == "progress":
             return self.get(region).split("\n")
         return self._screen.region_lines(region)
+
+    def row(self, region: str, index: int) -> int:
+        """1-based number, among the rows read, of the `index`-th line of screen `region`."""
+        lines = self._screen.lines
+        kind, n = _region_spec(region)
+        if kind in ("bottom", "top"):
+            non_empty = [i for i, ln in enumerate(lines) if ln.strip()]
+            picked = non_empty[-n:] if kind == "bottom" else non_empty[:n]
+            return picked[index] + 1 if index < len(picked) else index + 1
+        if kind == "after_last_rule":
+            return len(lines) - len(self.lines(region)) + index + 1
+        return index + 1
+
+    def captured_row(self, region: str, index: int) -> int:
+        """The same line's row on the captured screen, counted from its top: the number a
+        person finds it under on the pane's screen page."""
+        return self._screen.skipped + self.row(region, index)
