@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 from support import sshd as sshd_support
+from support.proctier import spawns
 from support.tmux import TmuxServer
 from support.tools import require_tool
 
 
 @pytest.fixture
+@spawns
 def tmux_server() -> Iterator[TmuxServer]:
     require_tool("tmux")
     server = TmuxServer().start()
@@ -22,6 +24,7 @@ def tmux_server() -> Iterator[TmuxServer]:
 
 
 @pytest.fixture
+@spawns
 def sshd(tmp_path: Path) -> Iterator[sshd_support.Sshd]:
     require_tool("sshd")
     server = sshd_support.Sshd(tmp_path / "sshd").start()

@@ -13,7 +13,7 @@ import asyncio
 import re
 from collections.abc import Sequence
 
-from paneboard_agent.panes import END_FIELD, PANE_FIELDS
+from paneboard_agent.tmux.panes import END_FIELD, PANE_FIELDS
 from paneboard_agent.transport import Channel, RunResult, Transport
 
 

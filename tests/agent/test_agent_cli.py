@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
+from support.clirun import CliResult, run_cli_text
 
 
-def _agent(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _agent(*args: str, env: dict[str, str] | None = None) -> CliResult[str]:
     environ = {k: v for k, v in os.environ.items() if k != "PANEBOARD_TOKEN"} | (env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "paneboard.cli", "agent", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=environ,
-    )
+    return run_cli_text("agent", *args, env=environ)
 
 
 def test_token_from_environment_satisfies_server() -> None:

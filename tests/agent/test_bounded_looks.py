@@ -21,12 +21,11 @@ from pathlib import Path
 import pytest
 from helpers import b64, osc7501, reporter
 from paneboard_agent.collector import Collector, TmuxTarget
-from paneboard_agent.panes import ProcInfo
-from paneboard_agent.procfs import Procs
-from paneboard_agent.sink import PaneUpdate
-from paneboard_agent.transport import Transport
-from paneboard_agent.transport.local import LocalTransport
+from paneboard_agent.tmux import Procs
+from paneboard_agent.tmux.panes import ProcInfo
+from paneboard_agent.transport import LocalTransport, Transport
 from paneboard_agent.transport.ssh import SSHTarget, SSHTransport
+from paneboard_agent.uplink import PaneUpdate
 from support.hang import within
 from support.sshd import Sshd
 from support.tmux import TmuxServer

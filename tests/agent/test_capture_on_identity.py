@@ -13,7 +13,7 @@ import shlex
 
 import pytest
 from paneboard_agent.collector import Collector, Options, TmuxTarget
-from paneboard_agent.transport.local import LocalTransport
+from paneboard_agent.transport import LocalTransport
 from paneboard_protocol.rules import load_rules
 from support.hang import within
 from support.tmux import TmuxServer

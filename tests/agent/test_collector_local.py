@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 import shlex
 import signal
+import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers import b64, osc7501, reporter, thinkterm
-from support.agentproc import AgentProcess
+from support.agentproc import AgentProcess, polled
 from support.tmux import TmuxServer
 from support.wait import wait_for
 
@@ -78,7 +78,7 @@ def test_process_exit_drops_live_records_but_keeps_done(tmux_server: TmuxServer,
         ),
         what="the reporter to exit",
     )
-    time.sleep(2.5)  # two polls after the change
+    polled(agent, tmux_server, 2)  # two polls after the change
     assert agent.latest(shell)["state"] == "done"
 
 
@@ -121,8 +121,9 @@ def test_config_error_names_the_key(tmp_path: Path) -> None:
     proc = AgentProcess("--config", str(cfg))
     rc = proc.wait_exit()
     assert rc == 2
-    assert (
-        proc.stderr.strip() == f"paneboard agent: {cfg}: hosts[0].port: expected an integer from 1 to 65535"
+    assert proc.stderr.strip() == (
+        f"paneboard agent: {cfg}: hosts[0].port: expected an integer from 1 to 65535,"
+        ' got the string "22"; e.g. port = 22'
     )
     assert proc.lines == []
 
@@ -171,7 +172,16 @@ def test_emit_blocked_then_waiting_stays_blocked(
     agent.wait_line(lambda o: o["pane"] == pane, what="the shell pane")
     tmux_server.send(pane, line)
     agent.wait_line(lambda o: o["pane"] == pane and o["state"] == "blocked", what="blocked")
-    time.sleep(3.5)  # three polls and more while it waits for the answer
+    # emit has left the terminal and the collector has looked since: it waits for the answer
+    tty = tmux_server.cmd("display-message", "-p", "-t", pane, "#{pane_tty}").strip()
+    wait_for(
+        lambda: (
+            " emit "
+            not in subprocess.run(["ps", "-t", tty, "-o", "args="], capture_output=True, text=True).stdout
+        ),
+        what="emit to exit",
+    )
+    polled(agent, tmux_server, 3)
     latest = agent.latest(pane)
     if latest is None or latest["state"] != "blocked":  # the whole story, uncut, for a failure
         print("".join(agent.raw), "\nstderr:\n", agent.stderr)

@@ -89,8 +89,15 @@ def test_proxyjump_goes_through_the_jump_host(
         # and the target's connection lives on the jump: kill the jump, the target is lost
         jump.stop()
         wait_for(lambda: "paneboard agent: build-3: lost" in proc.stderr, timeout=40, what="target lost")
-        # back through the jump again once it returns (never straight to the target)
+        # back through the jump again once it returns (never straight to the target). The
+        # report is written once the collector reads the session again: bytes written
+        # while no control client reads the pane reach nobody (tmux keeps no copy). It
+        # detaches stale clients before it says it is back, so a control client after
+        # that line is its new one.
         jump.start()
+        wait_for(lambda: "paneboard agent: build-3: connected again" in proc.stderr, timeout=60, what="back")
+        control = ("list-clients", "-F", "#{client_control_mode}")
+        wait_for(lambda: "1" in tmux_server.cmd(*control).split(), timeout=30, what="its control client")
         pane = tmux_server.new_window("main", "w2", reporter((3.0, osc7501("state=done:app=builder"))))
         proc.wait_line(lambda o: o["pane"] == pane and o["state"] == "done", timeout=40, what="after")
         forwarded = jump.log.read_text().count(f"target 127.0.0.1 port {sshd.port}")

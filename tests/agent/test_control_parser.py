@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from paneboard_agent.control import (
+from paneboard_agent.tmux.control import (
     Block,
     Continue,
     ControlParser,

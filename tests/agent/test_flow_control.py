@@ -16,8 +16,8 @@ import time
 
 import pytest
 from helpers import osc7501
-from paneboard_agent.control import ControlClient, Notification, Output, Pause, attach_argv, tmux_base
-from paneboard_agent.transport.local import LocalTransport
+from paneboard_agent.tmux.control import ControlClient, Notification, Output, Pause, attach_argv, tmux_base
+from paneboard_agent.transport import LocalTransport
 from support.agentproc import AgentProcess
 from support.tmux import TerminalClient, TmuxServer
 

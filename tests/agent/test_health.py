@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from paneboard_agent.health import EVERY, Health, HealthMeter
+from paneboard_agent.uplink.health import EVERY, Health, HealthMeter
 
 
 def test_first_report_then_every_few_seconds_or_on_a_jump() -> None:

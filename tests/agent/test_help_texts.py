@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
+from support.clirun import run_cli_text
 
 RULE_ID = re.compile(r"\b(?:TA|RI|F|P7501)-\d+\b")
 
 
 @pytest.mark.parametrize("command", ["agent", "run", "emit", "ask", "decode", "replay"])
 def test_help_is_plain_words(command: str) -> None:
-    res = subprocess.run(
-        [sys.executable, "-m", "paneboard.cli", command, "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    res = run_cli_text(command, "--help")
     assert res.returncode == 0, res.stderr
     text = res.stdout
     assert text.startswith("usage: paneboard " + command), text
@@ -36,13 +30,9 @@ def test_help_is_plain_words(command: str) -> None:
 def test_emit_help_says_what_clears_a_blocked() -> None:
     """`emit blocked` before a `read` left cards blocked for good: the help says what ends a
     blocked and leads to `paneboard ask`, which reports the state after by itself."""
-    text = subprocess.run(
-        [sys.executable, "-m", "paneboard.cli", "emit", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    res = run_cli_text("emit", "--help")
+    assert res.returncode == 0, res.stderr
+    text = res.stdout
     words = " ".join(text.split())
     assert "A blocked stands until another report for the same --id replaces it" in words
     assert "report again once answered (`paneboard emit idle`)" in words

@@ -15,10 +15,11 @@ import contextlib
 
 import pytest
 from helpers import osc7501, reporter
-from paneboard_agent import queries
 from paneboard_agent.collector import Collector, TmuxTarget
-from paneboard_agent.control import ControlClient, attach_argv, tmux_base
-from paneboard_agent.transport.local import LocalTransport
+from paneboard_agent.tmux import queries
+from paneboard_agent.tmux.control import ControlClient, attach_argv, tmux_base
+from paneboard_agent.transport import LocalTransport
+from paneboard_agent.watch import watcher
 from support.tmux import TmuxServer
 from test_collector_inprocess import Recorder, _until
 
@@ -64,14 +65,14 @@ def test_reports_poll_only_their_pane_and_new_windows_are_still_listed(
     for i in range(8):
         tmux_server.new_window("main", f"idle{i}")
     asked: list[tuple[frozenset[str] | None, int]] = []
-    real = queries.list_panes
+    real = watcher.list_panes
 
     async def recording(t, base, control, only=None):  # type: ignore[no-untyped-def]
         infos = await (real(t, base, control) if only is None else real(t, base, control, only))
         asked.append((frozenset(only) if only is not None else None, len(infos)))
         return infos
 
-    monkeypatch.setattr(queries, "list_panes", recording)
+    monkeypatch.setattr(watcher, "list_panes", recording)  # as the watcher calls it
     steps = [(0.3, osc7501(f"state={'working' if i % 2 else 'done'}:app=builder")) for i in range(12)]
 
     async def scenario() -> None:

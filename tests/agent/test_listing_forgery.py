@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from helpers import b64, osc7501, reporter
-from paneboard_agent.control import quote
+from paneboard_agent.tmux.control import quote
 from support.agentproc import AgentProcess
 from support.sshd import Sshd
 from support.tmux import TmuxServer

@@ -21,12 +21,10 @@ from typing import Any
 import pytest
 import test_collector_local as local
 from helpers import osc7501, reporter
-from paneboard_agent import look
 from paneboard_agent.collector import Collector, TmuxTarget
-from paneboard_agent.control import ControlClient
-from paneboard_agent.panes import PaneInfo
+from paneboard_agent.tmux import ControlClient, PaneInfo, look
 from paneboard_agent.transport.ssh import SSHTarget, SSHTransport
-from paneboard_agent.watcher import TmuxWatcher
+from paneboard_agent.watch import TmuxWatcher
 from support.agentproc import AgentProcess
 from support.sshd import Sshd
 from support.tmux import TmuxServer

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from paneboard_agent.overlap import LookPipeline
+from paneboard_agent.watch.overlap import LookPipeline
 
 
 async def _look(name: str, gate: asyncio.Event, log: list[str]) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from paneboard_agent.pace import PollPace
+from paneboard_agent.watch.pace import PollPace
 
 
 def test_a_report_just_after_a_poll_is_not_made_to_wait_out_the_spacing() -> None:

@@ -10,8 +10,14 @@ import base64
 
 import pytest
 from helpers import b64, osc7501, thinkterm
-from paneboard_agent.late_state import parse_lines, state_format
-from paneboard_agent.pane_state import (
+from paneboard_agent.tmux import Observation, PaneInfo
+from paneboard_agent.tools.pane_store import pane_target, set_argv
+from paneboard_agent.uplink import PaneKey
+from paneboard_agent.watch.effects import Listed, Restored
+from paneboard_agent.watch.late_state import parse_lines, state_format
+from paneboard_agent.watch.tracker import PaneTracker
+from paneboard_protocol import AgentReport, ClearReport, Decoder, StatusReport
+from paneboard_protocol.pane_state import (
     MAX_7501_VALUE,
     MAX_RECORDS,
     OPTION_7501,
@@ -21,11 +27,6 @@ from paneboard_agent.pane_state import (
     parse_agent,
     restore_events,
 )
-from paneboard_agent.pane_store import pane_target, set_argv
-from paneboard_agent.panes import Observation, PaneInfo
-from paneboard_agent.sink import PaneKey
-from paneboard_agent.tracker import PaneTracker
-from paneboard_protocol import AgentReport, ClearReport, Decoder, StatusReport
 
 BLOCKED = "state=blocked:kind=permission:app=claude-code:msg=" + b64("Apply 3 to add?")
 
@@ -214,16 +215,16 @@ def test_pane_target_and_set_argv() -> None:
 def test_a_tracker_restored_from_stored_state_classifies_as_live() -> None:
     t = PaneTracker(PaneKey("h", "default", "%1"), "main")
     now = 1_800_000_000.0
-    t.listed(
-        now,
-        PaneInfo("$0", "@0", "0", "%1", 42, False, "/dev/pts/9", "main", "w", "claude"),
-        Observation("claude", 42, True),
+    t.step(
+        Listed(
+            now,
+            PaneInfo("$0", "@0", "0", "%1", 42, False, "/dev/pts/9", "main", "w", "claude"),
+            Observation("claude", 42, True),
+        )
     )
-    t.take_update()
     stored = parse_7501(live(osc7501(BLOCKED)).value_7501())
     events = restore_events(stored, None, 42, t.classifier.evidence(), since=now - 1)
-    t.restored(now + 1, events)
-    update = t.take_update()
+    update = t.step(Restored(now + 1, tuple(events))).update
     assert update is not None
     assert (update.agent, update.state, update.kind, update.msg, update.source) == (
         "claude",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from paneboard_agent.config import ConfigError, load_config, parse_config, parse_ssh_spec
-from paneboard_agent.panes import (
+from paneboard_agent.tmux.panes import (
     END_FIELD,
     PANE_FIELDS,
     ListingRefused,
@@ -190,7 +190,7 @@ def test_config_full_and_errors_name_the_key(tmp_path) -> None:
     cases = {
         "hosts[0].port: expected an integer from 1 to 65535": {"hosts": [{"host": "x", "port": 0}]},
         "hosts[0].prot: unknown key": {"hosts": [{"host": "x", "prot": 1}]},
-        "hosts[0].host: missing (or set local = true)": {"hosts": [{}]},
+        "hosts[0].host: missing; give host = ": {"hosts": [{}]},
         "hosts[0].user: only meaningful for an SSH host": {"hosts": [{"local": True, "user": "u"}]},
         "hosts[0].tmux_socket: a name (tmux -L)": {"hosts": [{"local": True, "tmux_socket": "/tmp/x"}]},
         "hosts[0].host: not a host name": {"hosts": [{"host": "-oProxyCommand=x"}]},
@@ -238,7 +238,7 @@ EMIT = "/venv/bin/python /venv/bin/paneboard emit blocked --msg Deploy?"
     ],
 )
 def test_is_reporter(args: str | None, expected: bool) -> None:
-    from paneboard_agent.panes import is_reporter
+    from paneboard_agent.tmux.panes import is_reporter
 
     assert is_reporter(args) is expected
 

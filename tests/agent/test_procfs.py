@@ -21,9 +21,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from paneboard_agent import procfs
-from paneboard_agent.panes import parse_ps, ps_argv
-from paneboard_agent.procfs import parse_procfs, procs_answer, procs_argv
+from paneboard_agent.tmux import procfs
+from paneboard_agent.tmux.panes import parse_ps, ps_argv
+from paneboard_agent.tmux.procfs import parse_procfs, procs_answer, procs_argv
 from support.tmux import TmuxServer
 from support.tools import require_tool
 from support.wait import wait_for
@@ -101,6 +101,7 @@ def test_a_process_of_the_host_that_is_no_panes_is_not_read(pane: tuple[int, str
     assert walked is not None and os.getpid() not in walked and 1 not in walked
 
 
+@pytest.mark.proc
 def test_a_pid_that_is_gone_is_absent_not_an_error() -> None:
     child = subprocess.Popen(["true"])
     child.wait()

@@ -12,10 +12,12 @@ import os
 import time
 from pathlib import Path
 
-from paneboard_agent.queries import processes
-from paneboard_agent.transport.local import LocalTransport
+import pytest
+from paneboard_agent.tmux import processes
+from paneboard_agent.transport import LocalTransport
 
 
+@pytest.mark.proc
 def test_a_zombie_is_not_listed_as_a_process() -> None:
     child = os.fork()
     if child == 0:

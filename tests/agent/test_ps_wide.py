@@ -11,10 +11,12 @@ import os
 import subprocess
 import sys
 
-from paneboard_agent.queries import processes
-from paneboard_agent.transport.local import LocalTransport
+import pytest
+from paneboard_agent.tmux import processes
+from paneboard_agent.transport import LocalTransport
 
 
+@pytest.mark.proc
 def test_a_long_command_line_survives_a_narrow_columns(monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")
     tail = "x" * 300 + " the-end"

@@ -6,11 +6,10 @@ import asyncio
 import io
 import json
 
-from paneboard_agent.pump import Pump
-from paneboard_agent.sink import PaneKey, PaneUpdate
-from paneboard_agent.stdout_sink import StdoutSink
-from paneboard_agent.transport.local import LocalTransport
+import pytest
+from paneboard_agent.transport import LocalTransport
 from paneboard_agent.transport.shell import ShellRunner
+from paneboard_agent.uplink import PaneKey, PaneUpdate, Pump, StdoutSink
 from support.reports import pane_report
 
 
@@ -33,6 +32,9 @@ class _Recorder:
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
         self.seen.append(("host", host, reachable))
 
+    async def host_health(self, host: str, health: object) -> None:
+        return None  # the link's health is not what this test reads
+
 
 def test_pump_keeps_one_pending_item_per_pane_in_first_come_order() -> None:
     async def scenario() -> list[tuple[str, str, object]]:
@@ -47,7 +49,7 @@ def test_pump_keeps_one_pending_item_per_pane_in_first_come_order() -> None:
             pump.changed(_update("%3", f"t{i}"))
         pump.host("h", False, 2.0, "down")
         pump.gone(PaneKey("h", "default", "%3"), 3.0)  # replaces %3's pending change
-        assert len(pump._pending) == 3
+        assert pump.pending == 3
         gate.set()
         await asyncio.wait_for(pump.drained(), 5)
         task.cancel()
@@ -82,6 +84,7 @@ def test_stdout_sink_prints_only_visible_changes() -> None:
     assert lines[-1]["window"] == "0:w" and lines[-1]["session"] == "s"
 
 
+@pytest.mark.proc
 def test_shell_runner_on_a_real_sh_keeps_commands_apart() -> None:
     async def scenario() -> None:
         t = LocalTransport()

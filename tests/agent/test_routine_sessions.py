@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 from helpers import osc7501, reporter
-from paneboard_agent import queries, watcher
-from paneboard_agent.watcher import TmuxWatcher
+from paneboard_agent.watch import TmuxWatcher, watcher
 from support.hang import within
 from support.tmux import TmuxServer
 from test_collector_inprocess import _until, watching
@@ -41,7 +40,7 @@ def test_looks_for_held_reports_go_on_while_the_routine_listing_is_out(
     tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events: list[tuple[float, str]] = []
-    real_list, real_look = queries.list_sessions, TmuxWatcher._look_for
+    real_list, real_look = watcher.list_sessions, TmuxWatcher._look_for
 
     async def slow_list(*args: Any, **kwargs: Any) -> Any:
         events.append((time.monotonic(), "listing"))
@@ -56,7 +55,7 @@ def test_looks_for_held_reports_go_on_while_the_routine_listing_is_out(
             events.append((time.monotonic(), "look"))
         return await real_look(self, poll)
 
-    monkeypatch.setattr(queries, "list_sessions", slow_list)
+    monkeypatch.setattr(watcher, "list_sessions", slow_list)
     monkeypatch.setattr(TmuxWatcher, "_look_for", look_for)
 
     async def scenario() -> None:
@@ -110,7 +109,7 @@ def test_the_routine_listing_finds_a_session_tmux_did_not_announce(
 def test_a_fault_in_the_routine_listing_is_logged_and_the_watch_goes_on(
     tmux_server: TmuxServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    real_list = queries.list_sessions
+    real_list = watcher.list_sessions
     faults = [0]
 
     async def listing(*args: Any, **kwargs: Any) -> Any:
@@ -120,7 +119,7 @@ def test_a_fault_in_the_routine_listing_is_logged_and_the_watch_goes_on(
             raise RuntimeError("a fault of ours")
         return await real_list(*args, **kwargs)
 
-    monkeypatch.setattr(queries, "list_sessions", listing)
+    monkeypatch.setattr(watcher, "list_sessions", listing)
 
     async def scenario() -> None:
         async with watching(tmux_server) as sink:  # which asserts the watch went on

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 from paneboard_agent.collector import Collector, TmuxTarget
-from paneboard_agent.transport.local import LocalTransport
+from paneboard_agent.transport import LocalTransport
 from paneboard_protocol import wire
 from paneboard_protocol.pane import PaneKey
 from paneboard_protocol.rules import load_rules
@@ -73,9 +73,11 @@ def _run(tmux: TmuxServer, mode: str, scenario: Any, command: str | None = None,
         from paneboard_agent.collector import Options
 
         collector = Collector(
-            [TmuxTarget(LocalTransport("here"), socket=tmux.name, **target)], sink, Options(rules=rules)
+            [TmuxTarget(LocalTransport("here"), socket=tmux.name, **target)],
+            sink,
+            Options(rules=rules),
+            side=side,
         )
-        collector.set_side(side)
         task = asyncio.create_task(collector.run())
         try:
             # A program reporting over OSC 7501 at once must start after the collector
@@ -102,6 +104,17 @@ def _run(tmux: TmuxServer, mode: str, scenario: Any, command: str | None = None,
 
 def _screen(tmux: TmuxServer, pane: str) -> str:
     return tmux.cmd("capture-pane", "-p", "-t", pane)
+
+
+async def _asking(side: Side, pane: str, question: str) -> dict[str, Any]:
+    """The latest screen taking text with the question drawn: the one the program waits
+    on. (It writes its report, then its question: a screen between the two is `changed`
+    by the time an answer sent on it arrives.)"""
+
+    def shown(s: dict[str, Any]) -> bool:
+        return bool(s["text"] and any(question in ln for ln in s["lines"]))
+
+    return await _until(lambda: next((s for s in side.screens(pane)[::-1] if shown(s)), None), what=question)
 
 
 def test_watched_screen_carries_answers_and_an_answer_is_typed(tmux_server: TmuxServer) -> None:
@@ -173,7 +186,7 @@ def test_free_text_is_typed_literally(tmux_server: TmuxServer) -> None:
     text = "Enter C-c Escape ; \\; -l -- $(touch /tmp/x) 'q' \"dq\" ~!"
 
     async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
-        shot = await _until(lambda: next((s for s in side.screens(pane) if s["text"]), None), what="text")
+        shot = await _asking(side, pane, "Which branch should I push to?")
         assert shot["answers"] == [] and shot["input"]
         bad = "two\nlines"
         await collector.command(
@@ -202,7 +215,7 @@ def test_paneboard_ask_takes_an_answer_from_the_board(tmux_server: TmuxServer, t
 
     async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
         assert (latest().kind, latest().msg) == ("question", "Deploy to prod?")
-        shot = await _until(lambda: next((s for s in side.screens(pane) if s["text"]), None), what="text")
+        shot = await _asking(side, pane, "Deploy to prod?")
         assert shot["input"] and any("Deploy to prod?" in ln for ln in shot["lines"])
         await collector.command(
             _read(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
@@ -220,7 +233,7 @@ def test_free_text_ending_in_a_semicolon_is_typed_byte_for_byte(tmux_server: Tmu
     `git push;` used to reach the pane as `git push`, a lone `;` as a bare Enter."""
 
     async def scenario(collector: Collector, side: Side, key: Any, pane: str, latest: Any) -> None:
-        shot = await _until(lambda: next((s for s in side.screens(pane) if s["text"]), None), what="text")
+        shot = await _asking(side, pane, "Which branch should I push to?")
         await collector.command(
             _read(wire.answer("r1", key, shot["fingerprint"], time.time() + 60, text=text))
         )
@@ -244,8 +257,7 @@ def test_watch_of_an_excluded_or_unknown_pane_captures_nothing(tmux_server: Tmux
         target = TmuxTarget(
             LocalTransport("here"), socket=tmux_server.name, exclude=["secret*"], allow_input=True
         )
-        collector = Collector([target], sink, Options(rules=load_rules(None)))
-        collector.set_side(side)
+        collector = Collector([target], sink, Options(rules=load_rules(None)), side=side)
         task = asyncio.create_task(collector.run())
         try:
             pane = tmux_server.new_window("main", "ask", asker("permission"))

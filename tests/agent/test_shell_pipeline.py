@@ -13,8 +13,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from paneboard_agent.transport.base import Channel, RunResult, TransportError
-from paneboard_agent.transport.local import LocalTransport
+from paneboard_agent.transport import Channel, LocalTransport, RunResult, TransportError
 from paneboard_agent.transport.shell import ShellRunner
 from support.sshd import Sshd
 from test_collector_inprocess import _until
@@ -61,6 +60,7 @@ def _waits_for(flag: Path, then: str) -> list[str]:
     return ["sh", "-c", loop, "sh", str(flag)]
 
 
+@pytest.mark.proc
 def test_a_command_is_written_while_the_one_before_still_runs(tmp_path: Path) -> None:
     async def scenario() -> tuple[RunResult, RunResult, int]:
         t, runner, seen = await _shell()
@@ -82,6 +82,7 @@ def test_a_command_is_written_while_the_one_before_still_runs(tmp_path: Path) ->
     assert (two.returncode, two.stdout, two.stderr) == (0, b"two\n", b"")
 
 
+@pytest.mark.proc
 def test_answers_stay_apart_and_in_order_under_many_at_once() -> None:
     async def scenario() -> list[RunResult]:
         t, runner, _ = await _shell()
@@ -97,6 +98,7 @@ def test_answers_stay_apart_and_in_order_under_many_at_once() -> None:
         assert (r.returncode, r.stdout, r.stderr) == (i % 5, f"out {i}".encode(), f"err {i}".encode())
 
 
+@pytest.mark.proc
 def test_a_caller_that_gives_up_leaves_the_shell_in_step(tmp_path: Path) -> None:
     async def scenario() -> tuple[RunResult, RunResult]:
         t, runner, seen = await _shell()
@@ -119,6 +121,7 @@ def test_a_caller_that_gives_up_leaves_the_shell_in_step(tmp_path: Path) -> None
     assert (again.returncode, again.stdout) == (0, b"again\n")
 
 
+@pytest.mark.proc
 def test_a_command_that_hangs_fails_the_ones_behind_it_and_the_shell(tmp_path: Path) -> None:
     async def scenario() -> tuple[list[BaseException | RunResult], bool, str]:
         t, runner, _ = await _shell()
@@ -166,6 +169,7 @@ def test_ssh_commands_share_two_shells_and_queue_without_waiting(sshd: Sshd, tmp
     assert [r.stdout for r in results] == [f"r{i}\n".encode() for i in range(5)]
 
 
+@pytest.mark.proc
 def test_a_shell_that_dies_fails_every_command_due_never_leaves_one_waiting() -> None:
     """The link or the shell goes away with commands written: each one fails at once (a
     look left waiting forever once held a whole host's watch after a dropped link)."""

@@ -10,14 +10,14 @@ foreground back at it: these shells send no OSC 133 marks) ends its `working`.
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.agentproc import AgentProcess
+from support.agentproc import AgentProcess, polled
 from support.tmux import TmuxServer
 from support.wait import wait_for
 
@@ -88,10 +88,28 @@ def test_typed_snippet_holds_working_through_the_command(
     pane = _shell_pane(tmux_server, agent, shell)
     tmux_server.send(pane, WORKING)
     agent.wait_line(lambda o: o["pane"] == pane and o["state"] == "working", what="working")
-    time.sleep(1.5)  # a person types the next line: the shell is at its prompt meanwhile
+    polled(agent, tmux_server, 2)  # a person types the next line: the shell is at its prompt meanwhile
     tmux_server.send(pane, COMMAND)
     agent.wait_line(lambda o: o["pane"] == pane and o["state"] == "done", timeout=30, what="done")
     _held_then(agent, pane, "done", "Photos synced")
+    _said_by_the_shell(agent, pane, shell)
+
+
+def _said_by_the_shell(agent: AgentProcess, pane: str, shell: str) -> None:
+    """While `sleep` ran, `--explain` said what the board says: the shell wrote the
+    report, by name and pid (read on the watched host: here, this machine), as the
+    parent of the command in front."""
+    lines = agent.snapshot()
+    said = [
+        o["decided"]
+        for o in lines
+        if o["pane"] == pane and o["process"] == "sleep" and o["state"] == "working"
+    ]
+    assert said, _states(agent, pane)
+    for text in said:
+        m = re.fullmatch(rf"reported by `{shell}` \(pid (\d+)\), the parent of `sleep`", text)
+        assert m is not None, said
+        assert Path(f"/proc/{m.group(1)}/comm").read_text().strip() == shell
 
 
 @pytest.mark.parametrize("shell", sorted(SHELLS))
@@ -135,7 +153,7 @@ def test_emit_from_a_shell_function_holds_too(
     tmux_server.send(pane, f'st() {{ {pb} emit "$1" --msg "$2"; }}')
     tmux_server.send(pane, 'st working "Syncing photos"')
     agent.wait_line(lambda o: o["pane"] == pane and o["state"] == "working", timeout=30, what="working")
-    time.sleep(1.5)
+    polled(agent, tmux_server, 2)
     tmux_server.send(pane, 'sleep 3 && st done "Photos synced" || st error "rsync failed"')
     agent.wait_line(lambda o: o["pane"] == pane and o["state"] == "done", timeout=30, what="done")
     _held_then(agent, pane, "done", "Photos synced")

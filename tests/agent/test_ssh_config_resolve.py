@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from paneboard_agent.cli import ssh_config_for
 from paneboard_agent.config import ConfigError, HostConfig, parse_config
-from paneboard_agent.transport.base import FatalTransportError
+from paneboard_agent.transport import FatalTransportError
 from paneboard_agent.transport.ssh import SSHTarget
 from paneboard_agent.transport.ssh_config import Hop, parse_jumps, resolve
 

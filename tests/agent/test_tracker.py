@@ -1,8 +1,9 @@
-"""The per-pane tracker as tables: (now, input) in, updates/captures/timers out. No tmux.
+"""The per-pane tracker as tables: an input in, its `Effects` out. No tmux.
 
-Each scenario is a list of steps applied to a fresh tracker; after every step the
-expected outputs are checked: the state of the update it produced (or that none
-came), whether a capture is to start, and the settle time.
+Each scenario is a list of steps applied to a fresh tracker; for every step the
+expected parts of the effects it returned are checked: the state of the update it
+produced (or that none came), whether a capture is to start, whether a report waits for
+a look (`hold`), and the settle time.
 """
 
 from __future__ import annotations
@@ -11,9 +12,23 @@ from typing import Any
 
 import pytest
 from helpers import b64, osc7501
-from paneboard_agent.panes import Observation, PaneInfo
-from paneboard_agent.sink import PaneKey
-from paneboard_agent.tracker import REREAD, SETTLE, PaneTracker
+from paneboard_agent.tmux import Observation, PaneInfo
+from paneboard_agent.uplink import PaneKey
+from paneboard_agent.watch.effects import (
+    Captured,
+    Deadline,
+    Disconnected,
+    Effects,
+    Input,
+    Listed,
+    Polling,
+    Released,
+    Seen,
+    Settled,
+    Skipped,
+    Wrote,
+)
+from paneboard_agent.watch.tracker import REREAD, SETTLE, PaneTracker
 from paneboard_protocol.encode import encode_agent
 from paneboard_protocol.rules import load_rules
 
@@ -38,43 +53,37 @@ BLOCKED = osc7501(f"state=blocked:kind=question:app=builder:msg={b64('Deploy?')}
 NO_UPDATE = "no update"
 
 
+def to_input(now: float, op: str, *args: Any) -> Input:
+    """A table's step as the tracker's input (times are offsets from T0)."""
+    at = T0 + now
+    inputs: dict[str, Any] = {
+        "listed": lambda: Listed(at, *args),
+        "output": lambda: Wrote(at, *args),
+        "polling": Polling,
+        "released": lambda: Released(at),
+        "settled": lambda: Settled(at),
+        "captured": lambda: Captured(at, *args),
+        "deadline": lambda: Deadline(at),
+        "skipped": lambda: Skipped(at),
+        "disconnected": Disconnected,
+        "seen": lambda: Seen(at),
+    }
+    return inputs[op]()  # a KeyError: a typo in a table
+
+
 def run(steps: list[tuple[Any, ...]], reread: float = REREAD) -> list[dict[str, Any]]:
-    """Apply steps; for each, what came out (update state, capture started, hold, settle)."""
+    """Apply steps; for each, the effects it returned (update state, capture, hold, settle)."""
     t = PaneTracker(KEY, "main", RULES, ("ssh",), reread=reread)
     out = []
     for step in steps:
-        now, op, *args = step
-        hold = None
-        if op == "listed":
-            t.listed(T0 + now, *args)
-        elif op == "output":
-            hold = t.output(T0 + now, *args)
-        elif op == "polling":
-            t.polling()
-        elif op == "released":
-            hold = t.released(T0 + now)
-        elif op == "settled":
-            t.settled(T0 + now)
-        elif op == "captured":
-            t.captured(T0 + now, *args)
-        elif op == "deadline":
-            t.deadline(T0 + now)
-        elif op == "skipped":
-            t.skipped(T0 + now)
-        elif op == "disconnected":
-            t.disconnected()
-        elif op == "seen":
-            t.seen(T0 + now)
-        else:  # pragma: no cover - a typo in a table
-            raise AssertionError(op)
-        update = t.take_update()
+        fx = t.step(to_input(*step))
         out.append(
             {
-                "state": update.state if update else NO_UPDATE,
-                "capture": t.take_capture(),
-                "hold": hold,
-                "settle": None if t.settle_at is None else t.settle_at - T0,
-                "deadline": t.deadline_at,
+                "state": fx.update.state if fx.update else NO_UPDATE,
+                "capture": fx.capture,
+                "hold": fx.look,
+                "settle": None if fx.settle_at is None else fx.settle_at - T0,
+                "deadline": fx.deadline_at,
             }
         )
     return out
@@ -496,27 +505,37 @@ def test_the_classifier_deadline_is_handed_out_and_honoured() -> None:
     from helpers import thinkterm
 
     t = PaneTracker(KEY, "main", RULES)
-    t.listed(T0, info(), SHELL)
-    t.take_update()
-    assert t.output(T0 + 0.01, thinkterm("my-agent", "working", ts=int(T0)))  # held for a look
-    t.polling()
-    assert not t.released(T0 + 0.02)
-    assert t.take_update().state == "working"
-    assert t.deadline_at is not None and t.deadline_at > T0
-    t.deadline(t.deadline_at)
-    update = t.take_update()
-    assert update is not None and update.state != "working"
+    t.step(Listed(T0, info(), SHELL))
+    assert t.step(Wrote(T0 + 0.01, thinkterm("my-agent", "working", ts=int(T0)))).look  # held for a look
+    t.step(Polling())
+    fx = t.step(Released(T0 + 0.02))
+    assert not fx.look
+    assert fx.update is not None and fx.update.state == "working"
+    assert fx.deadline_at is not None and fx.deadline_at > T0
+    fx = t.step(Deadline(fx.deadline_at))
+    assert fx.update is not None and fx.update.state != "working"
+
+
+def test_without_holding_a_report_counts_at_once() -> None:
+    """`hold_reports=False` (the bench's diagnostic): the report is classified as it
+    arrives, with no look asked for; held (the default) it waits for one."""
+    for hold in (True, False):
+        t = PaneTracker(KEY, "main", RULES, hold_reports=hold)
+        t.step(Listed(T0, info(), SHELL))
+        fx = t.step(Wrote(T0 + 0.01, BLOCKED))
+        assert fx.look is hold
+        assert (fx.update is not None and fx.update.state == "blocked") is not hold
 
 
 def test_seen_turns_done_into_idle() -> None:
     t = PaneTracker(KEY, "main", RULES)
-    t.listed(T0, info(command="builder"), APP)
-    t.output(T0 + 0.01, osc7501("state=done:app=builder"))
-    t.polling()
-    t.released(T0 + 0.02)
-    assert t.take_update().state == "done"
-    t.seen(T0 + 1)
-    assert t.take_update().state in ("idle", None)
+    t.step(Listed(T0, info(command="builder"), APP))
+    t.step(Wrote(T0 + 0.01, osc7501("state=done:app=builder")))
+    t.step(Polling())
+    fx = t.step(Released(T0 + 0.02))
+    assert fx.update is not None and fx.update.state == "done"
+    fx = t.step(Seen(T0 + 1))
+    assert fx.update is None or fx.update.state in ("idle", None)
     assert t.last_update is not None and t.last_update.state in ("idle", None)
 
 
@@ -528,8 +547,7 @@ def test_text_longer_than_the_wire_takes_is_cut_to_its_limit() -> None:
 
     t = PaneTracker(KEY, "main", RULES)
     long_info = PaneInfo("$0", "@0", "0", "%1", 100, False, "/dev/pts/9", "s" * 4000, "w" * 5000, "bash")
-    t.listed(T0, long_info, SHELL)
-    update = t.take_update()
+    update = t.step(Listed(T0, long_info, SHELL)).update
     assert update is not None
     assert update.session == "s" * NAME_MAX
     window_max = WIRE_TEXT_MAX["window"]
@@ -540,19 +558,67 @@ def test_unserved_names_a_report_no_look_under_way_was_started_for() -> None:
     """The watcher starts a look only for panes holding such a report: a pane whose
     reports a look already under way serves does not make another start."""
     t = PaneTracker(KEY, "main", RULES)
-    t.listed(T0, info(command="builder"), APP)
+    t.step(Listed(T0, info(command="builder"), APP))
     assert not t.unserved()
-    assert t.output(T0 + 0.01, osc7501("state=working:app=builder"))
+    assert t.step(Wrote(T0 + 0.01, osc7501("state=working:app=builder"))).look
     assert t.unserved()
-    t.polling()
+    t.step(Polling())
     assert not t.unserved()
-    t.output(T0 + 0.02, b"plain text\r\n")
+    t.step(Wrote(T0 + 0.02, b"plain text\r\n"))
     assert not t.unserved()  # text attributes nothing: no look needed for it
-    t.output(T0 + 0.03, osc7501("state=done:app=builder"))
+    t.step(Wrote(T0 + 0.03, osc7501("state=done:app=builder")))
     assert t.unserved()
-    t.polling()
+    t.step(Polling())
     assert not t.unserved()
-    assert t.released(T0 + 0.04)  # the first look: the `done` waits for the second
+    assert t.step(Released(T0 + 0.04)).look  # the first look: the `done` waits for the second
     assert not t.unserved()
-    assert not t.released(T0 + 0.05)
-    assert t.take_update().state == "done"
+    fx = t.step(Released(T0 + 0.05))
+    assert not fx.look
+    assert fx.update is not None and fx.update.state == "done"
+
+
+def test_every_input_returns_all_its_effects_at_once() -> None:
+    """What an input asks for comes back from that input and only from it: an update
+    or a capture is handed out once, never left for a later input to carry (a runner
+    that forgot to ask after an input lost the update)."""
+    t = PaneTracker(KEY, "main", RULES)
+    first = t.step(Listed(T0, info(command="codex"), CODEX))
+    assert first.update is not None and first.capture  # a new pane: classified, its screen read
+    assert t.step(Polling()) == Effects(None, False, None, first.deadline_at, False)
+    fx = t.step(Wrote(T0 + 1, b"x"))
+    assert (fx.update, fx.capture) == (None, False)
+    assert fx.settle_at == pytest.approx(T0 + 1 + SETTLE)
+    assert t.step(Polling()).settle_at == fx.settle_at  # the timer stands until it fires
+    assert t.step(Disconnected()) == Effects()  # timers and captures void with the link
+
+
+def test_a_contract_with_an_unknown_state_names_the_agent() -> None:
+    """RI-6, read live as `paneboard replay` reads it: the agent is named, its state
+    never set from the contract."""
+    from helpers import thinkterm
+
+    t = PaneTracker(KEY, "main", RULES)
+    t.step(Listed(T0, info(), SHELL))
+    fx = t.step(Wrote(T0 + 0.01, thinkterm("my-agent", "pondering", ts=int(T0))))
+    t.step(Polling())
+    fx = t.step(Released(T0 + 0.02))
+    assert t.last_update is not None and t.last_update.agent == "my-agent"
+    assert t.last_update.state != "pondering"
+    assert fx.discarded == ()  # only a tracker made for --explain hands them out
+
+
+def test_explain_hands_out_each_discarded_report_once() -> None:
+    from helpers import thinkterm
+
+    t = PaneTracker(KEY, "main", RULES, explain=True)
+    t.step(Listed(T0, info(command="builder"), APP))
+    bad = osc7501("state=pondering:app=builder") + thinkterm("my-agent", "musing", ts=int(T0))
+    fx = t.step(Wrote(T0 + 0.01, bad))
+    assert [(r.proto, r.reason) for r in fx.discarded] == [
+        ("osc7501", "unknown state 'pondering'"),
+        ("thinkterm", fx.discarded[1].reason),
+    ]
+    assert "musing" in fx.discarded[1].reason
+    assert t.step(Wrote(T0 + 0.02, WORKING)).discarded == ()  # a valid report is no discarded one
+    t.step(Polling())
+    assert t.step(Released(T0 + 0.03)).discarded == ()  # said when written, not again when fed

@@ -15,7 +15,7 @@ import time
 import pytest
 from helpers import osc7501
 from paneboard_agent.collector import Collector, Options, TmuxTarget
-from paneboard_agent.sink import PaneKey, PaneUpdate
+from paneboard_agent.uplink import PaneKey, PaneUpdate
 from paneboard_protocol.rules import load_rules
 from scripted import ScriptedTmux, asks_processes
 
@@ -34,6 +34,7 @@ class Recorder:
         self.gone.append(key)
 
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None: ...
+    async def host_health(self, host: str, health: object) -> None: ...
 
 
 async def _until(pred, timeout: float = 10.0, what: str = "condition"):

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Awaitable, Callable
 
 import pytest
-from paneboard_agent.watcher import _wait_at_most
+from paneboard_agent.watch.watcher import _wait_at_most
 
 
 async def _with_wait_for(event: asyncio.Event, seconds: float) -> None:

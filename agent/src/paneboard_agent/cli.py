@@ -33,8 +33,6 @@ from paneboard_agent.config import Config, ConfigError, HostConfig, load_config,
 if TYPE_CHECKING:
     from paneboard_protocol.rules import RuleSet
 
-    from paneboard_agent.sink import Sink
-
 _Parser = functools.partial(OneLineParser, help_hint=False)
 
 
@@ -71,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--explain",
         action="store_true",
         help="with --stdout: each line also names the process taken for the pane's program "
-        '("process") and, when a wrapper leads the pane, why that one ("why")',
+        '("process"), when a wrapper leads the pane, why that one ("why"), and in words what '
+        'decided its state ("decided"); each report a pane wrote that the spec discards is '
+        'a line of its own, with why ("discarded", "reason")',
     )
     p.add_argument(
         "--local", action="store_true", help="watch tmux on this machine (the default when no host is given)"
@@ -117,9 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--allow-input",
         action="store_true",
-        help="let the board's operators answer a blocked prompt: type its declared answer, or free "
-        "text, into the pane, only while it still shows what they saw (off by default; per host: "
-        "allow_input = true; see docs/answers.md)",
+        help="let the board's operators answer a blocked prompt (its declared answer, or free text), "
+        "send an idle agent a follow-up and press Esc, Ctrl-C or a selecting key, typed into the pane "
+        "only while it still shows what they saw; a follow-up runs code as the pane's user (off by "
+        "default; per host: allow_input = true; see docs/answers.md)",
     )
     p.add_argument(
         "--wait-for-tmux",
@@ -205,8 +206,7 @@ def ssh_config_for(h: HostConfig, chosen: str | None) -> str | None:
 
 def make_targets(hosts: Sequence[HostConfig], ssh_config: str | None = None) -> list:
     from paneboard_agent.collector import TmuxTarget
-    from paneboard_agent.transport.base import Transport
-    from paneboard_agent.transport.local import LocalTransport
+    from paneboard_agent.transport import LocalTransport, Transport
     from paneboard_agent.transport.ssh import SSHTarget, SSHTransport
 
     targets = []
@@ -269,34 +269,32 @@ async def _run(args: argparse.Namespace, config: Config, hosts: list[HostConfig]
         rules=rules,
         wait_for_tmux=args.wait_for_tmux,
     )
+    targets = make_targets(hosts, args.ssh_config or config.ssh_config)
     uplink = None
     if args.stdout:
-        from paneboard_agent.stdout_sink import StdoutSink
+        from paneboard_agent.uplink import StdoutSink
 
-        sink: Sink = StdoutSink(explain=args.explain)
+        sink = StdoutSink(explain=args.explain)
+        if args.explain:
+            options = dataclasses.replace(options, discarded=sink.discarded)
+        collector = Collector(targets, sink, options)
     else:
         try:
             from paneboard_agent.uplink import UplinkSink
         except ImportError as exc:
             print(f"paneboard agent: --server is not available in this installation ({exc})", file=sys.stderr)
             return 2
+        # The uplink is the collector's sink and side, the collector its source and
+        # commands: made first, it is started with the collector once that exists.
         uplink = UplinkSink(args.server, args.token)
-        sink = uplink
-    collector = Collector(make_targets(hosts, args.ssh_config or config.ssh_config), sink, options)
-    if uplink is not None:
-        uplink.attach(collector)
-        if hasattr(uplink, "on_seen"):  # the server says the user looked: done -> idle
-            uplink.on_seen = collector.mark_seen
-        uplink.on_command = collector.command  # watch / unwatch / answer (screens.py)
-        collector.set_side(uplink.send_side)
-        uplink.input_hosts = {t.host for t in collector.watchers if t.target.allow_input}
-        for t in collector.watchers:
-            if t.target.allow_input:
+        collector = Collector(targets, uplink, options, side=uplink.send_side)
+        for watcher in collector.watchers:
+            if watcher.target.allow_input:
                 print(
-                    f"paneboard agent: {t.host}: answers from the board may be typed (--allow-input)",
+                    f"paneboard agent: {watcher.host}: answers from the board may be typed (--allow-input)",
                     file=sys.stderr,
                 )
-        await uplink.start()
+        await uplink.start(source=collector, commands=collector)
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
     assert main is not None
@@ -356,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("paneboard agent: --server needs --token (or $PANEBOARD_TOKEN)", file=sys.stderr)
         return 2
     if args.server:
-        from .uplink import ingest_url
+        from paneboard_agent.uplink import ingest_url
 
         try:
             ingest_url(args.server)  # checked before anything starts: a bad URL is one line

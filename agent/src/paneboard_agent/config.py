@@ -1,4 +1,4 @@
-"""The collector's TOML configuration, checked key by key.
+"""The collector's TOML configuration.
 
 ```toml
 poll_interval = 1.0            # seconds between pane/process polls
@@ -26,23 +26,23 @@ screens = true                         # pages may see this host's screens (defa
 allow_input = false                    # answers may be typed into its panes (default false)
 ```
 
-Every error names the file and the key (`hosts[2].port: ...`), so a typo costs one
-reading, not a debugging session.
+Every error names the file, the key and the fix (`agent.toml: hosts[2].port: expected an
+integer from 1 to 65535, got 0; e.g. port = 22`), so a typo costs one reading, not a
+debugging session. Checked by msgspec (`paneboard_protocol.settings`), as the server's is.
 """
 
 from __future__ import annotations
 
-import tomllib
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from paneboard_agent.panes import DEFAULT_TRANSPORTS
-from paneboard_agent.tracker import REREAD
+from msgspec import Meta, Struct
+from paneboard_protocol.settings import ConfigError, Invalid, convert, read_toml
 
-
-class ConfigError(Exception):
-    """One line that names the offending key."""
+from paneboard_agent.tmux import DEFAULT_TRANSPORTS
+from paneboard_agent.watch import REREAD
 
 
 @dataclass(frozen=True)
@@ -76,135 +76,107 @@ class Config:
     screen_reread: float = REREAD  # seconds between screen reads of a pane that animates; 0: off
 
 
-_HOST_KEYS = {
-    "local",
-    "host",
-    "port",
-    "user",
-    "identity",
-    "known_hosts",
-    "tmux_socket",
-    "tmux_socket_path",
-    "include",
-    "exclude",
-    "connect_timeout",
-    "ssh_config",
-    "screens",
-    "allow_input",
-}
-_TOP_KEYS = {"hosts", "transports", "rules_dir", "poll_interval", "ssh_config", "screen_reread"}
+# A value that ends up on a command line or in a path: one line, no NUL.
+Text = Annotated[
+    str, Meta(min_length=1, pattern="^[^\n\x00]+$", description="a non-empty string on one line")
+]
+Texts = Text | list[Text]  # one, or a list of them
 
 
-def _str(where: str, value: Any) -> str:
-    if not isinstance(value, str) or not value or "\n" in value or "\0" in value:
-        raise ConfigError(f"{where}: expected a non-empty string")
-    return value
+def _tuple(v: Texts | None) -> tuple[str, ...]:
+    return () if v is None else (v,) if isinstance(v, str) else tuple(v)
 
 
-def _strs(where: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (_str(where, value),)
-    if not isinstance(value, list):
-        raise ConfigError(f"{where}: expected a string or a list of strings")
-    return tuple(_str(f"{where}[{i}]", v) for i, v in enumerate(value))
+class _Host(Struct, forbid_unknown_fields=True, frozen=True):
+    """One `[[hosts]]` table as written; `host()` is what the collector uses."""
+
+    local: bool = False
+    host: Text | None = None
+    port: Annotated[int, Meta(ge=1, le=65535, examples=[22])] | None = None
+    user: Text | None = None
+    identity: Texts | None = None
+    known_hosts: Text | None = None
+    tmux_socket: Text | None = None
+    tmux_socket_path: Text | None = None
+    include: Texts | None = None
+    exclude: Texts | None = None
+    connect_timeout: Annotated[float, Meta(ge=0.5, le=600)] = 10.0
+    ssh_config: Text | None = None
+    screens: bool = True
+    allow_input: bool = False
+
+    def __post_init__(self) -> None:
+        if self.local and self.host is not None:
+            raise Invalid("host", "a local entry has no host", "remove host, or local = true")
+        if not self.local and self.host is None:
+            raise Invalid("host", "missing", 'give host = "NAME" (or an ssh config alias), or local = true')
+        if self.host is not None and (self.host.startswith("-") or any(c.isspace() for c in self.host)):
+            raise Invalid(
+                "host",
+                f"not a host name: {json.dumps(self.host[:80])}",
+                "give a host name or ssh config alias, without spaces or a leading -",
+            )
+        if self.local:
+            for k in ("port", "user", "identity", "known_hosts", "ssh_config"):
+                if getattr(self, k) is not None:
+                    raise Invalid(
+                        k, "only meaningful for an SSH host", f"remove {k}, or give host instead of local"
+                    )
+        if self.tmux_socket is not None and self.tmux_socket_path is not None:
+            raise Invalid(
+                "tmux_socket_path", "give tmux_socket or tmux_socket_path, not both", "remove one of them"
+            )
+        if self.tmux_socket is not None and "/" in self.tmux_socket:
+            raise Invalid(
+                "tmux_socket",
+                "a name (tmux -L), not a path",
+                f"use tmux_socket_path = {json.dumps(self.tmux_socket[:80])} for a path",
+            )
+
+    def host_config(self) -> HostConfig:
+        return HostConfig(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            identity=_tuple(self.identity),
+            known_hosts=self.known_hosts,
+            tmux_socket=self.tmux_socket,
+            tmux_socket_path=self.tmux_socket_path,
+            include=_tuple(self.include),
+            exclude=_tuple(self.exclude),
+            connect_timeout=self.connect_timeout,
+            ssh_config=self.ssh_config,
+            screens=self.screens,
+            allow_input=self.allow_input,
+        )
 
 
-def _num(where: str, value: Any, lo: float, hi: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
-        raise ConfigError(f"{where}: expected a number from {lo:g} to {hi:g}")
-    return float(value)
+class _File(Struct, forbid_unknown_fields=True, frozen=True):
+    """The file's top level as written."""
 
-
-def parse_host(where: str, raw: Any) -> HostConfig:
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: expected a table")
-    for key in raw:
-        if key not in _HOST_KEYS:
-            raise ConfigError(f"{where}.{key}: unknown key (known: {', '.join(sorted(_HOST_KEYS))})")
-    local = raw.get("local", False)
-    if not isinstance(local, bool):
-        raise ConfigError(f"{where}.local: expected true or false")
-    host = raw.get("host")
-    if local and host is not None:
-        raise ConfigError(f"{where}.host: a local entry has no host")
-    if not local and host is None:
-        raise ConfigError(f"{where}.host: missing (or set local = true)")
-    if host is not None:
-        host = _str(f"{where}.host", host)
-        if host.startswith("-") or any(c.isspace() for c in host):
-            raise ConfigError(f"{where}.host: not a host name: {host!r}")
-    port = raw.get("port")
-    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
-        raise ConfigError(f"{where}.port: expected an integer from 1 to 65535")
-    if local:
-        for k in ("port", "user", "identity", "known_hosts", "ssh_config"):
-            if k in raw:
-                raise ConfigError(f"{where}.{k}: only meaningful for an SSH host")
-    sock = raw.get("tmux_socket")
-    path = raw.get("tmux_socket_path")
-    if sock is not None and path is not None:
-        raise ConfigError(f"{where}.tmux_socket_path: give tmux_socket or tmux_socket_path, not both")
-    if sock is not None and "/" in _str(f"{where}.tmux_socket", sock):
-        raise ConfigError(f"{where}.tmux_socket: a name (tmux -L); use tmux_socket_path for a path")
-    flags = {}
-    for k in ("screens", "allow_input"):
-        if k in raw:
-            if not isinstance(raw[k], bool):
-                raise ConfigError(f"{where}.{k}: expected true or false")
-            flags[k] = raw[k]
-    return HostConfig(
-        **flags,
-        host=host,
-        port=port,
-        user=_str(f"{where}.user", raw["user"]) if "user" in raw else None,
-        identity=_strs(f"{where}.identity", raw.get("identity", [])),
-        known_hosts=_str(f"{where}.known_hosts", raw["known_hosts"]) if "known_hosts" in raw else None,
-        tmux_socket=sock,
-        tmux_socket_path=_str(f"{where}.tmux_socket_path", path) if path is not None else None,
-        include=_strs(f"{where}.include", raw.get("include", [])),
-        exclude=_strs(f"{where}.exclude", raw.get("exclude", [])),
-        connect_timeout=_num(f"{where}.connect_timeout", raw.get("connect_timeout", 10.0), 0.5, 600),
-        ssh_config=_str(f"{where}.ssh_config", raw["ssh_config"]) if "ssh_config" in raw else None,
-    )
+    hosts: list[_Host] = []
+    transports: Texts | None = None
+    rules_dir: Text | None = None
+    poll_interval: Annotated[float, Meta(ge=0.1, le=60)] = 1.0
+    ssh_config: Text | None = None
+    screen_reread: Annotated[float, Meta(ge=0, le=10)] = REREAD
 
 
 def parse_config(raw: dict[str, Any], name: str = "config") -> Config:
-    try:
-        for key in raw:
-            if key not in _TOP_KEYS:
-                raise ConfigError(f"{key}: unknown key (known: {', '.join(sorted(_TOP_KEYS))})")
-        hosts_raw = raw.get("hosts", [])
-        if not isinstance(hosts_raw, list):
-            raise ConfigError("hosts: expected an array of tables ([[hosts]])")
-        hosts = tuple(parse_host(f"hosts[{i}]", h) for i, h in enumerate(hosts_raw))
-        transports = _strs("transports", raw["transports"]) if "transports" in raw else DEFAULT_TRANSPORTS
-        rules_dir = _str("rules_dir", raw["rules_dir"]) if "rules_dir" in raw else None
-        poll = _num("poll_interval", raw.get("poll_interval", 1.0), 0.1, 60)
-        ssh_cfg = _str("ssh_config", raw["ssh_config"]) if "ssh_config" in raw else None
-        reread = _num("screen_reread", raw.get("screen_reread", REREAD), 0, 10)
-    except ConfigError as exc:
-        raise ConfigError(f"{name}: {exc}") from None
+    """The configuration in a TOML table; ConfigError `NAME: KEY: problem; fix`."""
+    f = convert(raw, _File, name)
     return Config(
-        hosts=hosts,
-        transports=transports,
-        rules_dir=rules_dir,
-        poll_interval=poll,
-        ssh_config=ssh_cfg,
-        screen_reread=reread,
+        hosts=tuple(h.host_config() for h in f.hosts),
+        transports=_tuple(f.transports) if f.transports is not None else DEFAULT_TRANSPORTS,
+        rules_dir=f.rules_dir,
+        poll_interval=f.poll_interval,
+        ssh_config=f.ssh_config,
+        screen_reread=f.screen_reread,
     )
 
 
 def load_config(path: str | Path) -> Config:
-    p = Path(path).expanduser()
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        raw = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return parse_config(raw, str(path))
+    return parse_config(read_toml(path, str(path)), str(path))
 
 
 def parse_ssh_spec(spec: str) -> tuple[str | None, str, int | None]:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.proctier import spawns
 from support.tools import require_tool
 from support.wait import wait_for
 
@@ -128,6 +129,7 @@ class Pane:
 
 
 @pytest.fixture
+@spawns
 def tmux(tmp_path: Path) -> Iterator[Tmux]:
     """A fresh tmux server for one test, killed afterwards."""
     require_tool("tmux")

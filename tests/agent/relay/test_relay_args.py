@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from paneboard_agent.relay import parse_args
+from paneboard_agent.tools.relay import parse_args
 
 
 @pytest.mark.parametrize(

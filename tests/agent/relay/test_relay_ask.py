@@ -25,15 +25,17 @@ __all__ = ["collector"]  # the fixture, used by name
 
 
 def asking(tmux: Tmux, collector: Collector, tmp: Path, *ask: str) -> Pane:
-    """A bash script in a pane that runs `x=$(paneboard ask ...)`, keeps its exit status and
-    answer in files, then goes on running; started once the collector watches the pane.
-    Ctrl-C reaches the whole foreground group, so the script traps it to go on too."""
+    """A bash script in a pane that runs `x=$(paneboard ask ...)`, keeps its answer and
+    exit status in files (the status last: once it is there, so is the answer), then goes
+    on running; started once the collector watches the pane. Ctrl-C reaches the whole
+    foreground group, so the script traps it to go on too."""
     script = tmp / "ask.sh"
     script.write_text(
         "trap : INT\n"
         f"answer=$({q(PANEBOARD, 'ask', *ask)})\n"
-        f"echo $? > {q(str(tmp / 'status'))}\n"
+        "rc=$?\n"
         f"printf '%s' \"$answer\" > {q(str(tmp / 'answer'))}\n"
+        f"echo $rc > {q(str(tmp / 'status'))}\n"
         "exec sleep 60\n"
     )
     pane = tmux.pane(q("bash", str(script)), release=False)

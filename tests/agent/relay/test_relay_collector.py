@@ -140,7 +140,7 @@ def test_without_setproctitle_the_relay_still_sets_its_comm() -> None:
     """The fallback (setproctitle missing): prctl PR_SET_NAME, what ps -o comm and top show."""
     code = (
         "import sys; sys.modules['setproctitle'] = None\n"
-        "from paneboard_agent.proctitle import set_title\n"
+        "from paneboard_agent.tools.proctitle import set_title\n"
         "print(set_title(['/opt/x/claude', '--y']), open('/proc/self/comm').read().strip())"
     )
     out = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=30, check=True).stdout

@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from paneboard_agent.report import ReportError, build, report
+from paneboard_agent.tools.report import ReportError, build, report
 from paneboard_protocol import AgentReport, ClearReport, Decoder, StatusReport
 from relay_tmux import PANEBOARD, PYTHON, Tmux, q
+from support.clirun import CliResult, run_cli_text
 from support.wait import wait_for
 
 
@@ -18,15 +19,10 @@ def decoded(data: bytes) -> list:
     return Decoder().feed(data)
 
 
-def run_emit(*args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [PANEBOARD, "emit", *args],
-        capture_output=True,
-        text=True,
-        timeout=20,
-        env={**os.environ, **(env or {})},
-        **kwargs,
-    )
+def run_emit(*args: str, env: dict | None = None) -> CliResult[str]:
+    """`paneboard emit` through its entry point, in-process: where it writes is a file
+    (PANEBOARD_TTY, --tty), so no terminal or process of its own is under test."""
+    return run_cli_text("emit", *args, env={**os.environ, **(env or {})})
 
 
 @pytest.mark.tmux
@@ -137,6 +133,7 @@ os.rename(out + ".tmp", out + ".rc")
 """
 
 
+@pytest.mark.proc
 def test_emit_without_a_terminal(tmp_path: Path) -> None:
     """No controlling terminal, and none up the process tree: one line, exit status 1."""
     env = {k: v for k, v in os.environ.items() if k != "PANEBOARD_TTY"}
@@ -209,9 +206,10 @@ def test_report_api(tmp_path: Path) -> None:
         report("idle", tty=str(tmp_path / "missing" / "tty"))
 
 
+@pytest.mark.proc
 def test_python_api_from_a_subprocess_with_paneboard_tty(tmp_path: Path) -> None:
     sink = tmp_path / "tty"
-    code = "from paneboard_agent.report import report; report('done', msg='hi')"
+    code = "from paneboard_agent.tools.report import report; report('done', msg='hi')"
     subprocess.run(
         [PYTHON, "-c", code], check=True, env={**os.environ, "PANEBOARD_TTY": str(sink)}, timeout=20
     )

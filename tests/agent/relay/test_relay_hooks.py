@@ -133,6 +133,103 @@ def test_gemini_cli_hooks(tmux: Tmux, tmp_path: Path) -> None:
     ]
 
 
+def test_qwen_code_hooks(tmux: Tmux, tmp_path: Path) -> None:
+    """Qwen Code's events as 0.24.4 sends them (Claude Code's shape: `message` on
+    Notification, `last_assistant_message` on Stop)."""
+    settings = json.loads((RECIPES / "qwen-settings.json").read_text())
+    base = {"session_id": "q-1", "cwd": "/src", "timestamp": "2026-12-07T03:00:00Z"}
+    notice = {
+        "hook_event_name": "Notification",
+        "notification_type": "permission_prompt",
+        "title": "Permission needed",
+        "message": "Qwen Code needs your permission to use run_shell_command",
+    }
+    steps = [
+        (
+            hook_command(settings, "UserPromptSubmit"),
+            base | {"hook_event_name": "UserPromptSubmit", "prompt": "go"},
+        ),
+        (hook_command(settings, "Notification", "permission_prompt"), base | notice),
+        (
+            hook_command(settings, "PostToolUse"),
+            base | {"hook_event_name": "PostToolUse", "tool_name": "run_shell_command"},
+        ),
+        (
+            hook_command(settings, "Stop"),
+            base
+            | {"hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "Done:\nall"},
+        ),
+        (hook_command(settings, "SessionEnd"), base | {"hook_event_name": "SessionEnd", "reason": "other"}),
+    ]
+    events, outs = run_script(tmux, tmp_path, steps)
+    assert outs == [""] * len(steps)  # nothing on stdout, which Qwen Code parses when there is any
+    assert summary(events) == [
+        ("status", "working", None, "qwen-code", None),
+        ("agent", "qwen", "working", "q-1"),
+        (
+            "status",
+            "blocked",
+            "permission",
+            "qwen-code",
+            "Qwen Code needs your permission to use run_shell_command",
+        ),
+        ("agent", "qwen", "blocked", "q-1"),
+        ("status", "working", None, "qwen-code", None),
+        ("agent", "qwen", "working", "q-1"),
+        ("status", "done", None, "qwen-code", "Done: all"),
+        ("agent", "qwen", "idle", "q-1"),
+        ("clear", None),
+        ("agent", "qwen", "idle", "q-1", "ended"),
+    ]
+
+
+SID = "d2080304-9ab9-4aaf-a4f3-b69ddbfa1ada"  # a session id GitHub Copilot CLI 1.0.102 sent
+
+
+def test_copilot_cli_hooks(tmux: Tmux, tmp_path: Path) -> None:
+    """recipes/copilot-hooks.json with the events GitHub Copilot CLI 1.0.102 sent its hooks
+    (camelCase names, as the real program gave them on stdin): its `sessionId` is each
+    THINKTERM_AGENT report's session."""
+    hooks = json.loads((RECIPES / "copilot-hooks.json").read_text())["hooks"]
+
+    def command(event: str, matcher: str | None = None) -> str:
+        entry = next(h for h in hooks[event] if h.get("matcher") == matcher)
+        return str(entry["bash"])
+
+    base = {"sessionId": SID, "timestamp": 1796612953409, "cwd": "/src"}
+    notification = base | {"hook_event_name": "Notification", "title": "Permission needed"}
+    steps = [
+        (command("userPromptSubmitted"), base | {"prompt": "Please do PBTASK now"}),
+        (
+            command("notification", "permission_prompt"),
+            notification | {"message": "Run command: touch pb-ran", "notification_type": "permission_prompt"},
+        ),
+        (command("postToolUse"), base | {"toolName": "bash", "toolArgs": {"command": "touch pb-ran"}}),
+        (
+            command("notification", "elicitation_dialog"),
+            notification | {"message": "Information requested", "notification_type": "elicitation_dialog"},
+        ),
+        (command("agentStop"), base | {"stopReason": "end_turn", "stop_hook_active": False}),
+        (command("sessionEnd"), base | {"reason": "user_exit"}),
+    ]
+    events, outs = run_script(tmux, tmp_path, steps)
+    assert outs == [""] * len(steps)  # nothing on stdout, which Copilot reads for decisions
+    assert summary(events) == [
+        ("status", "working", None, "copilot-cli", None),
+        ("agent", "copilot", "working", SID),
+        ("status", "blocked", "permission", "copilot-cli", "Run command: touch pb-ran"),
+        ("agent", "copilot", "blocked", SID),
+        ("status", "working", None, "copilot-cli", None),
+        ("agent", "copilot", "working", SID),
+        ("status", "blocked", "question", "copilot-cli", "Information requested"),
+        ("agent", "copilot", "blocked", SID),
+        ("status", "done", None, "copilot-cli", None),
+        ("agent", "copilot", "idle", SID),
+        ("clear", None),
+        ("agent", "copilot", "idle", SID, "ended"),
+    ]
+
+
 def test_codex_notify(tmux: Tmux, tmp_path: Path) -> None:
     config = tomllib.loads((RECIPES / "codex-config.toml").read_text())
     event = {
@@ -258,3 +355,22 @@ def test_hook_json_text_is_made_reportable(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     [status] = Decoder().feed(sink.read_bytes())
     assert status.msg == "tab here line bell end"
+
+
+@pytest.mark.parametrize("sid", ["x" * 129, "a\x1b]0;b", "two words", 42, ""])
+def test_copilot_session_id_outside_the_grammar_is_left_out(tmp_path: Path, sid: object) -> None:
+    """Copilot's `sessionId` is checked like `session_id`: an id too long, with control
+    characters or spaces, not a string, or empty is dropped; the report is still written."""
+    sink = tmp_path / "tty"
+    event = json.dumps({"sessionId": sid, "timestamp": 1796612953409})
+    argv = ["emit", "working", "--protocol", "both", "--agent", "copilot", "--hook-json", event]
+    proc = subprocess.run(
+        [os.path.join(BIN, "paneboard"), *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PANEBOARD_TTY": str(sink)},
+        timeout=20,
+    )
+    assert proc.returncode == 0, proc.stderr
+    status, agent = Decoder().feed(sink.read_bytes())
+    assert (status.state, agent.state, agent.session) == ("working", "working", None)

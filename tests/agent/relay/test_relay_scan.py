@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from paneboard_agent.relay_scan import OutputScanner
+from paneboard_agent.tools.relay_scan import OutputScanner
 from paneboard_protocol.encode import encode_agent, encode_probe, encode_report, tmux_passthrough
 
 PROBE_ST = encode_probe("st")

@@ -376,7 +376,18 @@ def test_nested_tmux_wrap_reaches_the_outer_tmux(tmux: Tmux, tmp_path: Path, wra
     start_inner = f"exec tmux -L {inner} -f {q(str(conf))} new-session -s in {q('sh -c ' + q(inner_cmd))}"
     try:
         pane = tmux.pane(start_inner, gate=False)
-        wait_for(lambda: subprocess.run(["tmux", "-L", inner, "has-session"], env=tmux.env).returncode == 0)
+
+        # The inner client has finished starting: its terminal (the outer tmux) answered its
+        # device-attribute queries, whose answers make it redraw. tmux 3.3a drops a
+        # passthrough sequence that arrives while a client's redraw is pending (there is no
+        # `allow-passthrough all` before 3.4), so a report written in that moment is lost
+        # on the way out: a race of tmux's, not of the relay's.
+        def started() -> bool:
+            clients = ["tmux", "-L", inner, "list-clients", "-F", "#{client_termtype}"]
+            got = subprocess.run(clients, env=tmux.env, capture_output=True, text=True)
+            return got.returncode == 0 and got.stdout.strip() != ""
+
+        wait_for(started, what="the inner tmux's client started")
         go.touch()
         assert wait_for(lambda: read_json(result), what="the verdict")["verdict"] == "supported"
 

@@ -1,9 +1,9 @@
 """How the collector reaches a host's tmux: the interface (`base`), this machine
 (`local`), and SSH (`ssh`, with the command shell `shell` that only SSH needs).
 
-The interface names are re-exported here because everything above the transports
-uses only them; the implementations are imported from their modules, so that
-`asyncssh` is loaded only by a collector that watches an SSH host.
+The interface names and this machine's transport are re-exported here; SSH's are
+imported from their modules (by `paneboard agent` alone), so that `asyncssh` is loaded
+only by a collector that watches an SSH host.
 """
 
 from paneboard_agent.transport.base import (
@@ -15,11 +15,13 @@ from paneboard_agent.transport.base import (
     Transport,
     TransportError,
 )
+from paneboard_agent.transport.local import LocalTransport
 
 __all__ = [
     "STDERR_LIMIT",
     "Channel",
     "FatalTransportError",
+    "LocalTransport",
     "RefusedTransportError",
     "RunResult",
     "Transport",

@@ -1,4 +1,5 @@
-"""What the user's OpenSSH client configuration says about one host, through asyncssh's parser.
+"""What the user's OpenSSH client configuration says about one host, through asyncssh's
+parser (`asyncssh_config.py`).
 
 asyncssh reads `~/.ssh/config` itself (`config=` on connect), but it silently skips the
 options it does not implement, and it opens `ProxyJump` hops with its own defaults. So
@@ -14,10 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
 
-from asyncssh.config import ConfigParseError, SSHClientConfig
-
+from paneboard_agent.transport.asyncssh_config import ConfigParseError, parse
 from paneboard_agent.transport.base import FatalTransportError
 
 #: options asyncssh's parser does not know that change how the host is reached or
@@ -29,22 +28,6 @@ UNSUPPORTED = (
     "SecurityKeyProvider",
 )
 MAX_JUMP_DEPTH = 8
-
-
-def _record(self: SSHClientConfig, option: str, args: list[str]) -> None:
-    value = " ".join(args)
-    args.clear()
-    if option not in self._options:
-        self._options[option] = value
-
-
-class _Probe(SSHClientConfig):
-    """asyncssh's client config parser, plus the options it would otherwise drop."""
-
-    _handlers: ClassVar[dict[str, tuple[str, Any]]] = {  # type: ignore[misc]  # asyncssh: not a ClassVar
-        **SSHClientConfig._handlers,
-        **{name.lower(): (name, _record) for name in UNSUPPORTED},
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,26 +110,15 @@ def resolve(
         if not Path(p).expanduser().is_file():
             raise FatalTransportError(f"{where}: file not found: {p}")
     try:
-        config = _Probe.load(
-            None,
-            [Path(p).expanduser() for p in paths],
-            False,
-            False,
-            False,
-            getpass.getuser(),
-            user if user else (),
-            host,
-            port if port else (),
-        )
+        config, skipped = parse(paths, UNSUPPORTED, getpass.getuser(), host, user, port)
     except (ConfigParseError, OSError) as exc:
         raise FatalTransportError(f"{where}: ssh config: {exc}") from None
     files = ", ".join(paths)
-    for name in UNSUPPORTED:
-        if config.get(name) is not None:
-            raise FatalTransportError(
-                f"{where}: {files}: {name} is not supported by paneboard's SSH client (asyncssh); "
-                f"remove it for this host or give it a Host block of its own"
-            )
+    if skipped:
+        raise FatalTransportError(
+            f"{where}: {files}: {skipped[0]} is not supported by paneboard's SSH client (asyncssh); "
+            f"remove it for this host or give it a Host block of its own"
+        )
     known = config.get("UserKnownHostsFile")
     if known == []:
         raise FatalTransportError(

@@ -18,8 +18,8 @@ import unicodedata
 from paneboard_protocol.cli_args import OneLineParser
 from paneboard_protocol.encode import MAX_MSG_DECODED
 
-from paneboard_agent.pane_store import remember
-from paneboard_agent.report import PROTOCOLS, ReportError, build, open_tty, write_all
+from paneboard_agent.tools.pane_store import remember
+from paneboard_agent.tools.report import PROTOCOLS, ReportError, build, open_tty, write_all
 
 _Parser = functools.partial(OneLineParser, help_hint=False)
 
@@ -85,7 +85,9 @@ def _parser() -> argparse.ArgumentParser:
 
 MAX_HOOK_JSON = 1 << 20
 MSG_KEYS = ("message", "last-assistant-message", "last_assistant_message")
-SESSION_KEYS = ("session_id", "thread-id", "thread_id")
+#: Where each agent's events name their session: Claude Code, Gemini CLI and Qwen Code
+#: `session_id`, Codex's notify `thread-id`, GitHub Copilot CLI `sessionId` (camelCase).
+SESSION_KEYS = ("session_id", "sessionId", "thread-id", "thread_id")
 _SESSION_OK = re.compile(r"[A-Za-z0-9_.:,+/@-]{1,128}")
 
 
@@ -116,7 +118,8 @@ def hook_event(raw: str) -> dict[str, object]:
 
 
 def hook_fields(event: dict[str, object]) -> tuple[str | None, str | None]:
-    """(msg, session) from an agent hook's JSON event (Claude Code, Codex, Gemini CLI)."""
+    """(msg, session) from an agent hook's JSON event (Claude Code, Codex, Gemini CLI, Qwen
+    Code, GitHub Copilot CLI)."""
     msg = next((v for k in MSG_KEYS if isinstance(v := event.get(k), str) and v.strip()), None)
     session = next((v for k in SESSION_KEYS if isinstance(v := event.get(k), str)), None)
     if session is not None and not _SESSION_OK.fullmatch(session):

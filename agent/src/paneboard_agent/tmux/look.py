@@ -25,9 +25,9 @@ import shlex
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from paneboard_agent.panes import PaneInfo, ProcInfo, pane_format, parse_panes
-from paneboard_agent.procfs import procs_answer, procs_script
-from paneboard_agent.queries import NO_SERVER, only_filter
+from paneboard_agent.tmux.panes import PaneInfo, ProcInfo, pane_format, parse_panes
+from paneboard_agent.tmux.procfs import procs_answer, procs_script
+from paneboard_agent.tmux.queries import NO_SERVER, only_filter
 from paneboard_agent.transport import Transport, TransportError
 
 #: stdout kept of one look: a listing line is ~100 bytes, and the processes' part is

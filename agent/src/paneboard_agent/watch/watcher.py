@@ -6,8 +6,9 @@ to the pane's session), re-lists panes when tmux says something changed and once
 poll interval anyway, and observes foreground processes with one `ps` per poll for
 all panes of that server. Everything about one pane (decoder, classifier, held
 reports, when to capture, when to re-evaluate) is decided by its pure
-`tracker.PaneTracker`; the watcher carries out what the tracker asks for (timers,
-`capture-pane`, the sink through the `Pump`).
+`tracker.PaneTracker`: the watcher feeds it every input through its one runner,
+`pane_tasks.PaneTasks`, which carries out what comes back (timers, `capture-pane`, the
+sink through the `Pump`).
 
 What it sends to tmux: see `control.READ_COMMANDS`; the one-shot commands are
 `tmux -V`, `list-sessions`, `list-panes`, `list-clients`, `capture-pane -p`, `ps`,
@@ -26,38 +27,50 @@ from typing import Any
 
 from paneboard_protocol.identity import process_identity
 
-from paneboard_agent import late_state, look, queries
-from paneboard_agent.capture import PaneCapture
-from paneboard_agent.clients import ControlClients
-from paneboard_agent.control import (
+from paneboard_agent.screens import PaneScreens, Side
+from paneboard_agent.tmux import (
     CommandError,
     ControlClient,
+    ControlClients,
+    ListingRefused,
     Lost,
     Notice,
     Notification,
-    Output,
-    Pause,
-    parse_version,
-    tmux_base,
-)
-from paneboard_agent.health import HealthMeter
-from paneboard_agent.overlap import LookPipeline
-from paneboard_agent.pace import PollPace
-from paneboard_agent.pane_tasks import PaneTasks, WatchedPane
-from paneboard_agent.panes import (
-    ListingRefused,
     Observation,
+    Output,
+    PaneCapture,
     PaneInfo,
+    Pause,
+    Procs,
+    list_panes,
+    list_sessions,
+    no_server,
     observe,
+    one_trip_look,
+    parse_version,
+    processes,
     session_selected,
+    tmux_base,
+    with_leaders,
 )
-from paneboard_agent.procfs import Procs
-from paneboard_agent.pump import Pump
-from paneboard_agent.screens import PaneScreens
-from paneboard_agent.sink import PaneKey, PaneUpdate
-from paneboard_agent.targets import Options, TmuxTarget
-from paneboard_agent.tracker import PaneTracker
 from paneboard_agent.transport import FatalTransportError, RefusedTransportError, TransportError
+from paneboard_agent.uplink import HealthMeter, PaneKey, PaneUpdate, Reports
+from paneboard_agent.watch import late_state
+from paneboard_agent.watch.effects import (
+    Disconnected,
+    Listed,
+    Polling,
+    Released,
+    RulesChanged,
+    Seen,
+    Skipped,
+    Wrote,
+)
+from paneboard_agent.watch.overlap import LookPipeline
+from paneboard_agent.watch.pace import PollPace
+from paneboard_agent.watch.pane_tasks import PaneTasks, WatchedPane
+from paneboard_agent.watch.targets import Options, TmuxTarget
+from paneboard_agent.watch.tracker import PaneTracker
 
 log = logging.getLogger("paneboard.agent")
 
@@ -119,7 +132,7 @@ def _reason(host: str, exc: Exception) -> str:
 class TmuxWatcher:
     """Watches one tmux server; survives losing it, gives up only on fatal errors."""
 
-    def __init__(self, target: TmuxTarget, options: Options, pump: Pump) -> None:
+    def __init__(self, target: TmuxTarget, options: Options, pump: Reports, side: Side | None = None) -> None:
         self.target = target
         self.t = target.transport
         self.host = target.transport.host
@@ -141,19 +154,20 @@ class TmuxWatcher:
         self._refused_said = -REFUSED_LOG_EVERY
         # the one capture path of this tmux server: the trackers' and the pages' screens
         self.capture = PaneCapture(self.t, self.base, options.captures_at_once)
-        self.tasks = PaneTasks(self.panes, lambda u: self.pump.changed(u), self.capture, self.host)
+        self.tasks = PaneTasks(self.panes, self._changed, self.capture, self.host, options.discarded)
+        self._first: late_state.HeldPump | None = None  # pane changes held by the first sync
         self._held: set[WatchedPane] = set()  # panes holding reports until the next poll
         self._looks = LookPipeline(LOOKS_AT_ONCE, self._wake.set)
         self._routine: asyncio.Task[None] | None = None  # the sessions listed beside a poll
         self._full_due = 0.0
         # the classifier sees a name only; "docker exec"-style entries are judged here
         self._classifier_transports = [t for t in options.transports if " " not in t]
-        self.screens = PaneScreens(self)  # pages' screens, answers; what they send to tmux
+        self.screens = PaneScreens(self, side)  # pages' screens, answers; what they send to tmux
         self.health = HealthMeter()  # the link's round trip, last contact, reconnects
 
-    def _after(self, pane: WatchedPane) -> None:
-        """After every input to a pane's tracker: carry out what it asks (`PaneTasks`)."""
-        self.tasks.after(pane)
+    def _changed(self, update: PaneUpdate) -> None:
+        """A pane's update goes to the pump, unless the first sync holds it (`_first_sync`)."""
+        (self._first or self.pump).changed(update)
 
     # --- lifecycle ---------------------------------------------------------------
 
@@ -232,7 +246,7 @@ class TmuxWatcher:
             self._pace.spend(time.monotonic())
             if first:  # ... and then the state stored before we came (late_state.py)
                 first = False
-                await late_state.first_sync(self, since)
+                await self._first_sync(since)
                 # Reachable once its panes are known as they are: the sink's first view
                 # of the host is whole, never a pane without the state it still shows.
                 self._set_status(True, None)
@@ -247,11 +261,25 @@ class TmuxWatcher:
             # reaches nobody until this poll has run.
             await asyncio.sleep(max(BURST_PAUSE, self._pace.wait(time.monotonic())))
 
+    async def _first_sync(self, since: float) -> None:
+        """The first sync of a connection: list panes and processes with their changes
+        held, feed the panes the state they stored (`late_state.restore`), wait for the
+        screens the listing asked for (`late_state.first_screens`), then let it all go."""
+        held = self._first = late_state.HeldPump(self.pump)
+        try:
+            await self._sync()
+            for pane, restored in await late_state.restore(self.t, self.base, self.panes, since):
+                self.tasks.feed(pane, restored)
+            await late_state.first_screens(self.panes.values())
+        finally:
+            self._first = None
+            held.release()
+
     async def _first_server_check(self) -> None:
         """No tmux server to watch at start is a mistake to report, not to wait out
         (a wrong socket name would otherwise watch nothing forever), unless asked to
         wait for one. Later, a tmux server that goes away is waited for as always."""
-        missing = await queries.no_server(self.t, self.base)
+        missing = await no_server(self.t, self.base)
         if missing is None:
             return
         if not self.opt.wait_for_tmux:
@@ -268,7 +296,7 @@ class TmuxWatcher:
         await asyncio.gather(*(self.clients.detach(name, forget=False) for name in self.clients))
         for pane in self.panes.values():
             pane.cancel()
-            pane.tracker.disconnected()
+            self.tasks.feed(pane, Disconnected())
 
     def _set_status(self, reachable: bool, error: str | None) -> None:
         if self.reachable != (reachable, error):
@@ -295,11 +323,10 @@ class TmuxWatcher:
                 return  # a window linked into two sessions: one owner decodes it
             if not note.data:
                 return
-            if pane.tracker.output(time.time(), note.data):
+            self.screens.output(note.pane)
+            if self.tasks.feed(pane, Wrote(time.time(), note.data)).look:
                 self._held.add(pane)  # one poll, started at once, serves every held pane
                 self._wake.set()
-            self.screens.output(note.pane)
-            self._after(pane)
         elif isinstance(note, Pause):
             log.info(
                 "%s: tmux paused %s (we fell %ds behind); continuing",
@@ -310,13 +337,11 @@ class TmuxWatcher:
             pane = self.panes.get(note.pane)
             await client.send_nowait(f"refresh-client -A '{note.pane}:continue'")
             if pane is not None and pane.tracker.session == client.session:
-                pane.tracker.skipped(time.time())
-                self._after(pane)
+                self.tasks.feed(pane, Skipped(time.time()))
         elif isinstance(note, Lost):
             pane = self.panes.get(note.pane) if note.pane else None
             if pane is not None:
-                pane.tracker.skipped(time.time())
-                self._after(pane)
+                self.tasks.feed(pane, Skipped(time.time()))
         elif isinstance(note, Notice):
             if note.name in SESSION_NOTICES:
                 self._need_sessions = True
@@ -334,12 +359,11 @@ class TmuxWatcher:
         now = time.time()
         for pane in waiting:
             if self.panes.get(pane.tracker.key.pane) is pane:
-                if pane.tracker.released(now, everything):
+                if self.tasks.feed(pane, Released(now, everything)).look:
                     self._held.add(pane)
                     self._wake.set()
-                self._after(pane)
             else:
-                pane.tracker.held = None
+                pane.tracker.drop_held()
 
     # --- listing -----------------------------------------------------------------
 
@@ -352,6 +376,8 @@ class TmuxWatcher:
                 self._classifier_transports,
                 self.opt.settle,
                 self.opt.reread,
+                explain=self.opt.discarded is not None,
+                hold_reports=self.opt.hold_reports,
             )
         )
         self.panes[pane_id] = pane
@@ -395,7 +421,7 @@ class TmuxWatcher:
         # already under way serves is not this poll's.
         waiting = {pane for pane in self._held if pane.tracker.unserved()}
         for pane in waiting:
-            pane.tracker.polling()
+            self.tasks.feed(pane, Polling())
         now_m = time.monotonic()
         full = (
             self._need_sessions
@@ -437,7 +463,7 @@ class TmuxWatcher:
 
     async def _routine_sessions(self) -> None:
         try:
-            sessions = await queries.list_sessions(self.t, self.base, self.clients.any())
+            sessions = await list_sessions(self.t, self.base, self.clients.any())
         except TransportError:
             sessions = None  # the poll's own listing will say what is wrong
         wanted = None
@@ -504,7 +530,7 @@ class TmuxWatcher:
         return self.version >= (3, 2) and all(p.tracker.info is not None for p in waiting)
 
     async def _sync_sessions(self) -> None:
-        sessions = await queries.list_sessions(self.t, self.base, self.clients.any())
+        sessions = await list_sessions(self.t, self.base, self.clients.any())
         self._server_running(sessions is not None)
         sessions = sessions or []
         wanted = [n for _, n in sessions if session_selected(n, self.target.include, self.target.exclude)]
@@ -553,7 +579,7 @@ class TmuxWatcher:
         ping = asyncio.create_task(_round_trip(control)) if only is None and control is not None else None
         try:
             t0 = time.monotonic()
-            got = await look.look(self.t, self.base, only, *sel)
+            got = await one_trip_look(self.t, self.base, only, *sel)
             took = time.monotonic() - t0
             rtt = await ping if ping is not None else (took if only is None else None)
         finally:
@@ -567,7 +593,7 @@ class TmuxWatcher:
             return [], {}, rtt
         if got.procs is not None and not got.covers(infos):
             return infos, await self._ps(infos), rtt  # a new or respawned pane: `ps` again, after
-        return infos, await queries.with_leaders(self.t, got.procs), rtt
+        return infos, await with_leaders(self.t, got.procs), rtt
 
     def _selection(self, only: set[str] | None) -> tuple[set[int], set[str]] | None:
         """What a look's `ps` is asked about: the known panes (their pid and tty are fixed
@@ -595,10 +621,10 @@ class TmuxWatcher:
         return [p for p in infos if session_selected(p.session, self.target.include, self.target.exclude)]
 
     async def _list_panes(self, only: set[str] | None = None) -> list[PaneInfo]:
-        return self._selected(await queries.list_panes(self.t, self.base, self.clients.any(), only))
+        return self._selected(await list_panes(self.t, self.base, self.clients.any(), only))
 
     async def _ps(self, infos: list[PaneInfo]) -> dict[int, Any] | None:
-        return await queries.processes(self.t, *self._ps_targets(infos))
+        return await processes(self.t, *self._ps_targets(infos))
 
     def _apply(
         self,
@@ -625,8 +651,8 @@ class TmuxWatcher:
                 obs = observe(
                     info, procs, self.opt.transports, self.opt.shells, pane.tracker.obs, self._agent_of
                 )
-            pane.tracker.listed(now, info, obs)
-            self._after(pane)
+            pane.unlisted_polls = 0
+            self.tasks.feed(pane, Listed(now, info, obs))
         if partial:
             return
         for pane_id, pane in list(self.panes.items()):
@@ -635,8 +661,8 @@ class TmuxWatcher:
             if pane.tracker.info is not None:
                 self._gone(pane, now)
             else:
-                pane.tracker.unlisted_polls += 1
-                if pane.tracker.unlisted_polls > 3:  # output of a pane we never saw listed
+                pane.unlisted_polls += 1
+                if pane.unlisted_polls > 3:  # output of a pane we never saw listed
                     pane.cancel()
                     del self.panes[pane_id]
 
@@ -652,7 +678,7 @@ class TmuxWatcher:
     def _gone(self, pane: WatchedPane, now: float) -> None:
         pane.cancel()
         self.panes.pop(pane.tracker.key.pane, None)
-        self.pump.gone(pane.tracker.key, now)
+        (self._first or self.pump).gone(pane.tracker.key, now)
 
     # --- from outside ----------------------------------------------------------------
 
@@ -661,8 +687,7 @@ class TmuxWatcher:
         pane = self.panes.get(pane_id)
         if pane is None:
             return False
-        pane.tracker.seen(max(t, time.time()) if t else time.time())
-        self._after(pane)
+        self.tasks.feed(pane, Seen(max(t, time.time()) if t else time.time()))
         return True
 
     def set_rules(self, options: Options) -> None:
@@ -670,8 +695,7 @@ class TmuxWatcher:
         self.opt = options
         now = time.time()
         for pane in list(self.panes.values()):
-            pane.tracker.set_rules(now, options.rules)
-            self._after(pane)
+            self.tasks.feed(pane, RulesChanged(now, options.rules))
 
     # --- snapshot ------------------------------------------------------------------
 

@@ -1,13 +1,15 @@
 """The collector's attach-time step: read the state panes stored for late collectors.
 
-After it (re)connects to a tmux server, the watcher's first sync is `first_sync`: the
-panes and their foreground processes are listed once (their changes held back
-meanwhile, `HeldPump`), then `restore` runs: one `list-panes -a` for every pane's
-`@paneboard-7501` and `@paneboard-thinkterm` options (see `pane_state`), one `ps` for
-the foreground process groups of the panes that have any, and each such pane's
-tracker is fed what `pane_state.restore_events` decides, through the same decoder
-events and classifier as live output (so the same staleness rules apply to a stored
-contract's `ts`). It only reads: nothing is written to a pane or to tmux.
+After it (re)connects to a tmux server, the watcher's first sync
+(`TmuxWatcher._first_sync`) lists the panes and their foreground processes once, their
+changes held back meanwhile (`HeldPump`), then `restore` runs: one `list-panes -a` for
+every pane's `@paneboard-7501` and `@paneboard-thinkterm` options (see `pane_state`),
+one `ps` for the foreground process groups of the panes that have any, and says, per
+such pane, the `effects.Restored` input that `pane_state.restore_events` decides; the
+watcher feeds it to the pane's tracker like any input, through the same decoder events
+and classifier as live output (so the same staleness rules apply to a stored contract's
+`ts`). Then `first_screens` waits for the screens the listing asked for, and the hold is
+released. It only reads: nothing is written to a pane or to tmux.
 
 Option values are untrusted: tmux prints them raw, so a value could carry a tab or a
 newline to pose as another pane's line. Every line of the reply starts with a random
@@ -25,11 +27,8 @@ import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
 
-from paneboard_agent import queries
-from paneboard_agent.health import Health
-from paneboard_agent.pane_state import (
+from paneboard_protocol.pane_state import (
     MAX_7501_VALUE,
     MAX_AGENT_VALUE,
     OPTION_7501,
@@ -38,10 +37,13 @@ from paneboard_agent.pane_state import (
     parse_agent,
     restore_events,
 )
-from paneboard_agent.pump import Pump
-from paneboard_agent.sink import PaneKey, PaneUpdate
-from paneboard_agent.tracker import PaneTracker
+
+from paneboard_agent.tmux import processes
 from paneboard_agent.transport import Transport, TransportError
+from paneboard_agent.uplink import PaneKey, PaneUpdate, Reports
+from paneboard_agent.watch.effects import Restored
+from paneboard_agent.watch.pane_tasks import WatchedPane
+from paneboard_agent.watch.tracker import PaneTracker
 
 log = logging.getLogger("paneboard.agent")
 
@@ -52,35 +54,29 @@ FIRST_SCREENS = 5.0
 
 
 class HeldPump:
-    """Stands in for the watcher's `Pump` during the first sync of a connection, so a
+    """Holds the watcher's pane changes during the first sync of a connection, so a
     pane whose state is stored goes out once, as restored, and is never first sent as
     unclassified (a server would take that for a change, and the restore for a new
-    `blocked`). `release()` hands what was held, the latest per pane, to the real pump."""
+    `blocked`). The host's status and the link's health are no pane's: never held.
+    `release()` hands what was held, the latest per pane, to the real pump."""
 
-    def __init__(self, pump: Pump) -> None:
+    def __init__(self, pump: Reports) -> None:
         self.pump = pump
-        self.items: dict[PaneKey, tuple[str, Any]] = {}
+        self.items: dict[PaneKey, PaneUpdate | float] = {}  # an update, or when it went
 
     def changed(self, update: PaneUpdate) -> None:
-        self.items[update.key] = ("changed", update)
+        self.items[update.key] = update
 
     def gone(self, key: PaneKey, t: float) -> None:
-        self.items[key] = ("gone", (key, t))
+        self.items[key] = t
 
-    def host(self, host: str, reachable: bool, t: float, error: str | None) -> None:
-        self.pump.host(host, reachable, t, error)
-
-    def health(self, host: str, health: Health) -> None:
-        self.pump.health(host, health)  # the link's health is no pane's: never held
-
-    def release(self) -> Pump:
+    def release(self) -> None:
         items, self.items = self.items, {}
-        for kind, payload in items.values():
-            if kind == "changed":
-                self.pump.changed(payload)
+        for key, item in items.items():
+            if isinstance(item, PaneUpdate):
+                self.pump.changed(item)
             else:
-                self.pump.gone(*payload)
-        return self.pump
+                self.pump.gone(key, item)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,16 +117,11 @@ async def read_stored(t: Transport, base: Sequence[str]) -> list[StoredLine]:
     return parse_lines(res.stdout.splitlines(), token)
 
 
-class _HasTracker(Protocol):
-    tracker: PaneTracker
-
-
-P = TypeVar("P", bound=_HasTracker)
-
-
-async def restore(t: Transport, base: Sequence[str], panes: Mapping[str, P], since: float) -> list[P]:
-    """Feed every listed pane's stored state to its tracker; return the panes fed
-    (the watcher then carries out what their trackers ask for)."""
+async def restore(
+    t: Transport, base: Sequence[str], panes: Mapping[str, WatchedPane], since: float
+) -> list[tuple[WatchedPane, Restored]]:
+    """What every listed pane's stored state says: the panes that have any, each with
+    the input its tracker is to be fed (the watcher feeds it, as any input)."""
 
     def tracker(pane_id: str) -> PaneTracker | None:
         pane = panes.get(pane_id)
@@ -139,11 +130,11 @@ async def restore(t: Transport, base: Sequence[str], panes: Mapping[str, P], sin
     try:
         stored = await read_stored(t, base)
         known = [s for s in stored if tracker(s.pane_id) is not None]
-        procs = await queries.processes(t, {s.pane_pid for s in known}) if known else {}
+        procs = await processes(t, {s.pane_pid for s in known}) if known else {}
     except TransportError as exc:
         log.debug("%s: reading stored pane state failed: %s", t.host, exc)
         return []
-    fed: list[P] = []
+    fed: list[tuple[WatchedPane, Restored]] = []
     now = time.time()
     for s in known:
         pane, tr = panes.get(s.pane_id), tracker(s.pane_id)
@@ -159,12 +150,11 @@ async def restore(t: Transport, base: Sequence[str], panes: Mapping[str, P], sin
             since,
         )
         if events:
-            tr.restored(now, events)
-            fed.append(pane)
+            fed.append((pane, Restored(now, tuple(events))))
     return fed
 
 
-async def first_screens(panes: Iterable[Any], bound: float = FIRST_SCREENS) -> None:
+async def first_screens(panes: Iterable[WatchedPane], bound: float = FIRST_SCREENS) -> None:
     """Wait (at most `bound` seconds) for the screens the first listing asked for.
 
     A pane whose state is on its screen (a permission prompt a rule reads) is, until
@@ -174,22 +164,3 @@ async def first_screens(panes: Iterable[Any], bound: float = FIRST_SCREENS) -> N
     tasks = [p.capture_task for p in panes if p.capture_task is not None and not p.capture_task.done()]
     if tasks:
         await asyncio.wait(tasks, timeout=bound)
-
-
-async def first_sync(watcher: Any, since: float) -> None:
-    """The first sync of a connection (`watcher.TmuxWatcher`): list panes and processes
-    with the changes held, read the stored state into the panes, wait for the screens
-    the listing asked for (`first_screens`), then let it all go.
-
-    Kept here, with the watcher's few names it uses, so the watcher itself gains only a
-    call: its `_sync` (one poll), `_after` (carry out a tracker's wishes), `panes`, `pump`."""
-    real = watcher.pump
-    held = watcher.pump = HeldPump(real)
-    try:
-        await watcher._sync()
-        for pane in await restore(watcher.t, watcher.base, watcher.panes, since):
-            watcher._after(pane)
-        await first_screens(watcher.panes.values())
-    finally:
-        watcher.pump = real
-        held.release()

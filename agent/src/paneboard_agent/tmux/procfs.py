@@ -37,7 +37,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection
 
-from paneboard_agent.panes import ProcInfo, ps_answer, ps_argv
+from paneboard_agent.tmux.panes import ProcInfo, ps_answer, ps_argv
 
 #: processes walked at most from one start pid (a pane's process, or a foreground leader
 #: outside it): a fork bomb in one pane must not make the look unbounded, nor hide the

@@ -15,6 +15,9 @@ What it guarantees (protocol in docs/wire.md):
   message's ack) is never sent again: the refused pane update stays out of every later
   message until the pane changes, a refused host's panes stay out for good; one log
   line says so.
+What to send, resend, coalesce and hold back is `buffer.UplinkBuffer`'s (no I/O); this
+module is the socket around it: connecting, backing off, reading the server's messages
+into the buffer and handing its commands to the collector (`sink.Upstream`).
 The `websockets` library is the only dependency; the agent distribution stays light.
 """
 
@@ -25,11 +28,9 @@ import contextlib
 import json
 import logging
 import random
-import re
 import time
 import uuid
-from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -37,16 +38,17 @@ import websockets
 from paneboard_protocol import server_messages as sm
 from paneboard_protocol import wire
 from paneboard_protocol.pane import TEXT_MAX
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
+from .buffer import UplinkBuffer
 from .health import Health
-from .sink import PaneKey, PaneUpdate, SnapshotSource
+from .sink import Commands, PaneKey, PaneUpdate, SnapshotSource
 
 log = logging.getLogger("paneboard.uplink")
 
 PROTOCOL = wire.PROTOCOL
 VERSION = "0.1.0"
-SIDE_MAX = 256  # screens / answer outcomes waiting for the socket (oldest dropped)
 
 
 def ingest_url(url: str) -> str:
@@ -105,6 +107,9 @@ def close_text(code: int, reason: str) -> str:
 
 
 class UplinkSink:
+    """A `Sink` that sends to `paneboard serve`; `start(source, commands)` links it to the
+    collector (it is the collector's sink, so it is made first)."""
+
     def __init__(
         self,
         url: str,
@@ -113,35 +118,17 @@ class UplinkSink:
         window: int = 64,
         ops_per_message: int = 500,
         backoff: tuple[float, float] = (0.25, 15.0),
-        on_seen: Callable[[PaneKey, float], Any] | None = None,
-        on_command: Callable[[sm.PaneCommand], Any] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.url = ingest_url(url)
         self.token = token
-        self.window = window
-        self.ops_per_message = ops_per_message
         self.backoff = backoff
-        self.on_seen = on_seen
-        #: server commands (`watch`, `unwatch`, `answer`): screens.py via Collector.command
-        self.on_command = on_command
-        # Screens and answer outcomes: sent as soon as possible, never buffered offline.
-        self.side: deque[wire.Screen | wire.Answered] = deque(maxlen=SIDE_MAX)
-        #: hosts whose panes take answers (--allow-input): the board shows which panes do
-        self.input_hosts: set[str] = set()
         self.clock = clock
+        self.buffer = UplinkBuffer(window, ops_per_message)
         self.stream = uuid.uuid4().hex
+        #: the collector: what a snapshot holds, and where `seen` and commands go
         self.source: SnapshotSource | None = None
-        # The latest known view (what a snapshot holds when no source is attached).
-        self.view: dict[str, wire.PaneOp] = {}
-        self.hosts: dict[str, tuple[bool, str | None]] = {}
-        self.health: dict[str, dict[str, Any]] = {}  # the links' health (health.py), by host
-        # Not yet sent, coalesced per pane/host: the bound is the pane count.
-        self.pending: OrderedDict[str, wire.Op] = OrderedDict()
-        # Sent, not yet acknowledged: seq -> message.
-        self.inflight: OrderedDict[int, wire.Snapshot | wire.Delta] = OrderedDict()
-        self.seq = 0
-        self.acked = 0
+        self.commands: Commands | None = None
         self.connected = asyncio.Event()
         self.last_error: str | None = None
         #: why the uplink gave up for good (a refused token); `failed` is set then
@@ -151,63 +138,41 @@ class UplinkSink:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
-        self._need_snapshot = True
-        self._bg: set[asyncio.Future[Any]] = set()
-        # What the server refused: pane key -> the refused update's fingerprint, and hosts
-        # another collector owns. Bounded by the pane and host counts.
-        self.quarantine: dict[str, str] = {}
-        self.refused_hosts: set[str] = set()
-        self._refused: sm.Refused | None = None
+        self._bg: set[asyncio.Future[None]] = set()
 
     # --- Sink ---------------------------------------------------------------------------
-    def attach(self, source: SnapshotSource) -> None:
-        self.source = source
-
     async def pane_changed(self, update: PaneUpdate) -> None:
-        op = wire.pane_op(update)
-        self.view[str(update.key)] = op
-        self._put(f"p:{update.key}", op)
+        self.buffer.pane_changed(update)
+        self._wake.set()
 
     async def pane_gone(self, key: PaneKey, t: float) -> None:
-        self.view.pop(str(key), None)
-        self.quarantine.pop(str(key), None)
-        self._put(f"p:{key}", wire.gone_op(key, t))
+        self.buffer.pane_gone(key, t)
+        self._wake.set()
 
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
-        was = self.hosts.get(host, (False, None))[0]
-        self.hosts[host] = (reachable, error)
-        if reachable and not was:
-            # The collector sees the host (again), its panes listed and their stored state
-            # and screens read: a snapshot tells the server the whole of it at once. Panes
-            # that closed while nobody watched go, and the server takes a pane that still
-            # shows what it stored for the same wait (docs/wire.md, "snapshot").
-            self._need_snapshot = True
-            self._wake.set()
-        self._put(f"h:{host}", wire.host_op(host, reachable, error, t, self.health.get(host)))
+        self.buffer.host_status(host, reachable, t, error)
+        self._wake.set()
 
     async def host_health(self, host: str, health: Health) -> None:
         """The link's round trip, reconnects and last contact: sent with the host's status
         (one op per host, the latest replacing one not yet sent)."""
-        self.health[host] = health.wire()
-        reachable, error = self.hosts.get(host, (True, None))
-        self._put(f"h:{host}", wire.host_op(host, reachable, error, self.clock(), self.health[host]))
+        self.buffer.host_health(host, health.wire(), self.clock())
+        self._wake.set()
 
     def send_side(self, msg: wire.Screen | wire.Answered) -> None:
         """A screen or an answer's outcome: out beside the seq stream while connected,
-        dropped otherwise (a screen is stale by the time the server is back, and the
-        server tells a waiting operator `offline`)."""
-        if self.connected.is_set():
-            self.side.append(msg)
+        dropped otherwise (`UplinkBuffer.side_put`)."""
+        if self.buffer.side_put(msg):
             self._wake.set()
 
-    def _put(self, key: str, op: wire.Op) -> None:
-        self.pending.pop(key, None)
-        self.pending[key] = op
-        self._wake.set()
-
     # --- lifecycle ----------------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, source: SnapshotSource | None = None, commands: Commands | None = None) -> None:
+        """Connect, and keep connecting. `source` is what a snapshot holds (without it: the
+        changes this uplink was given); `commands` takes the server's `seen`, `watch`,
+        `unwatch` and `answer` (without it they are ignored)."""
         if self._task is None:
+            self.source = source
+            self.commands = commands
             self._task = asyncio.create_task(self._run(), name="paneboard-uplink")
 
     async def close(self, flush_timeout: float = 2.0) -> None:
@@ -215,7 +180,7 @@ class UplinkSink:
         if self._task is None:
             return
         deadline = time.monotonic() + flush_timeout
-        while (self.pending or self.inflight) and self.connected.is_set() and time.monotonic() < deadline:
+        while not self.buffer.idle and self.connected.is_set() and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         self._closing = True
         # Cancel until it is done: on Python 3.11 `asyncio.wait_for` swallows a cancel that
@@ -232,8 +197,7 @@ class UplinkSink:
     @property
     def buffered(self) -> int:
         """Changes not yet acknowledged by the server (pending + in flight)."""
-        inflight = sum(len(m.ops) if isinstance(m, wire.Delta) else 1 for m in self.inflight.values())
-        return len(self.pending) + inflight
+        return self.buffer.buffered
 
     # --- the connection -----------------------------------------------------------------
     async def _run(self) -> None:
@@ -261,22 +225,12 @@ class UplinkSink:
                 if rcvd is not None and rcvd.code in FATAL_CLOSE:
                     self._give_up(f"server closed the uplink: {why}{token_hint(self.token)}")
                     return
-                refused, self._refused = self._refused, None
-                if rcvd is not None and rcvd.code in (1007, 1009, 4403) and refused is not None:
-                    # What was refused is quarantined already (on arrival); the rest goes
-                    # again, in a snapshot.
+                how = self.buffer.closed(rcvd.code if rcvd is not None else None)
+                if how == "refused":  # quarantined already (on arrival); the rest goes again
                     self.last_error = f"server refused: {why}"
-                    self.inflight.clear()
-                    self._need_snapshot = True
                 else:
                     self._note(f"server closed the uplink: {why}")
-                if rcvd is not None and rcvd.code == 4401:
-                    delay = self.backoff[1]
-                if rcvd is not None and rcvd.code in (1007, 1009, 4403) and refused is None:
-                    # The server will refuse the same bytes again: resending them would loop.
-                    # Start over from a fresh snapshot (what the panes show now), slowly.
-                    self.inflight.clear()
-                    self._need_snapshot = True
+                if how == "poison":  # the same bytes would be refused again: slowly
                     delay = self.backoff[1]
             except InvalidStatus as exc:
                 status = exc.response.status_code
@@ -294,7 +248,7 @@ class UplinkSink:
                 self._note(f"cannot reach server: {exc or type(exc).__name__}")
             finally:
                 self.connected.clear()
-                self.side.clear()
+                self.buffer.lost()
             if self._closing:
                 return
             await asyncio.sleep(delay * (0.5 + random.random()))
@@ -317,34 +271,18 @@ class UplinkSink:
         self._ever_connected = True
         self.last_error = None
 
-    async def _session(self, ws: Any) -> None:
-        await ws.send(
-            wire.encode(
-                wire.hello(
-                    self.stream,
-                    VERSION,
-                    sorted(set(self.hosts) - self.refused_hosts),
-                    sorted(self.input_hosts - self.refused_hosts),
-                )
-            )
-        )
+    async def _session(self, ws: ClientConnection) -> None:
+        inputs = self.commands.input_hosts() if self.commands is not None else set()
+        await ws.send(wire.encode(wire.hello(self.stream, VERSION, *self.buffer.hello_hosts(inputs))))
         raw = await asyncio.wait_for(ws.recv(), 10)
         welcome = sm.read_server(raw)
         if not isinstance(welcome, sm.Welcome):
             raise UplinkError(f"expected welcome, got {_type_of(raw)!r}")
-        acked = welcome.acked
-        if acked is not None:
-            self._ack(acked)
-        resend = (
-            not welcome.snapshot
-            and acked is not None
-            and (not self.inflight or next(iter(self.inflight)) == acked + 1)
-        )
-        if self._need_snapshot or not resend:
-            await self._send_snapshot(ws)
-        else:
-            for msg in self.inflight.values():
-                await ws.send(wire.encode(msg))
+        for msg in self.buffer.welcome(welcome.acked, welcome.snapshot):
+            await ws.send(wire.encode(msg))
+        if self.buffer.need_snapshot:
+            await ws.send(wire.encode(self._snapshot()))
+        self.buffer.up()
         self.connected.set()
         self._connected_note()
         reader = asyncio.create_task(self._reader(ws))
@@ -353,12 +291,13 @@ class UplinkSink:
                 if reader.done():
                     reader.result()
                     return
-                if self._need_snapshot:
-                    await self._send_snapshot(ws)
-                while self.side:
-                    await ws.send(wire.encode(self.side.popleft()))
-                if self.pending and len(self.inflight) < self.window:
-                    await self._send_delta(ws)
+                if self.buffer.need_snapshot:
+                    await ws.send(wire.encode(self._snapshot()))
+                while (side := self.buffer.side_next()) is not None:
+                    await ws.send(wire.encode(side))
+                delta = self.buffer.next_delta()
+                if delta is not None:
+                    await ws.send(wire.encode(delta))
                     continue
                 self._wake.clear()
                 waiter = asyncio.ensure_future(self._wake.wait())
@@ -369,7 +308,11 @@ class UplinkSink:
             with contextlib.suppress(BaseException):
                 await reader
 
-    async def _reader(self, ws: Any) -> None:
+    def _snapshot(self) -> wire.Snapshot:
+        source = self.source.snapshot() if self.source is not None else None
+        return self.buffer.snapshot(self.clock(), source)
+
+    async def _reader(self, ws: ClientConnection) -> None:
         async for raw in ws:
             try:
                 msg = sm.decode(raw)
@@ -377,134 +320,47 @@ class UplinkSink:
                 log.warning("server sent a malformed message (%s): ignored", exc)
                 continue
             if isinstance(msg, sm.Ack):
-                self._ack(msg.seq)
+                self.buffer.ack(msg.seq)
                 self.last_error = None
                 self._wake.set()
             elif isinstance(msg, sm.Resync):
                 log.debug("server asked for a snapshot: %s", msg.reason[:TEXT_MAX])
-                self._need_snapshot = True
+                self.buffer.resync()
                 self._wake.set()
             elif isinstance(msg, sm.Seen):
                 self._seen(msg)
             elif isinstance(msg, sm.Refused):
-                # Quarantined now, while the message it names is still in flight: a pane
-                # the database refused comes before the ack of the rest, with no close.
-                self._drop_refused(msg)
-                self._refused = msg  # a close that follows starts over from a snapshot
-            elif isinstance(msg, sm.Watch | sm.Unwatch | sm.Answer) and self.on_command is not None:
-                self._background(self.on_command(msg))
-
-    def _drop_refused(self, info: sm.Refused) -> None:
-        """Quarantine what the server refused (`seq`, and `at` such as `panes.3.msg`)."""
-        host = info.host
-        if host is not None:
-            self.refused_hosts.add(host)
-        msg = self.inflight.get(info.seq) if info.seq is not None else None
-        items: list[PaneUpdate | wire.Op] = []
-        if msg is not None:
-            at = re.match(r"(panes|ops)\.(\d+)", info.at or "")
-            whole: list[PaneUpdate] | list[wire.Op] = msg.panes if isinstance(msg, wire.Snapshot) else msg.ops
-            if at is not None and int(at.group(2)) < len(whole):
-                items = [whole[int(at.group(2))]]
-            elif host is None:
-                items = list(whole)  # no part named: the whole message is dropped
-        for item in items:
-            update = item.update if isinstance(item, wire.PaneOp) else item
-            if isinstance(update, PaneUpdate):
-                self.quarantine[str(update.key)] = _fingerprint(update)
-        what = f"host {host!r}" if host is not None else f"{len(items)} pane update(s) of seq {info.seq}"
-        log.warning("server refused %s: %s; not sending it again", what, info.reason[:TEXT_MAX])
-
-    def _held_back(self, update: PaneUpdate) -> bool:
-        if update.key.host in self.refused_hosts:
-            return True
-        fp = self.quarantine.get(str(update.key))
-        return fp is not None and fp == _fingerprint(update)
-
-    def _ack(self, seq: int) -> None:
-        if self._refused is not None and self._refused.seq is not None and seq >= self._refused.seq:
-            self._refused = None  # acknowledged: stored without the refused pane, no close follows
-        self.acked = max(self.acked, seq)
-        while self.inflight and next(iter(self.inflight)) <= seq:
-            self.inflight.popitem(last=False)
-
-    def _background(self, result: Any) -> None:
-        if asyncio.iscoroutine(result):
-            task = asyncio.ensure_future(result)
-            self._bg.add(task)
-            task.add_done_callback(self._bg.discard)
-            task.add_done_callback(
-                lambda t: (
-                    None
-                    if t.cancelled() or t.exception() is None
-                    else log.warning("server command failed: %s", t.exception())
+                refusal = self.buffer.refused(msg)
+                log.warning(
+                    "server refused %s: %s; not sending it again", refusal.what, refusal.reason[:TEXT_MAX]
                 )
+            elif isinstance(msg, sm.Watch | sm.Unwatch | sm.Answer) and self.commands is not None:
+                self._background(self.commands.command(msg))
+
+    def _background(self, job: Coroutine[Any, Any, None]) -> None:
+        """A server command runs beside the reader (an answer waits for a capture)."""
+        task = asyncio.ensure_future(job)
+        self._bg.add(task)
+        task.add_done_callback(self._bg.discard)
+        task.add_done_callback(
+            lambda t: (
+                None
+                if t.cancelled() or t.exception() is None
+                else log.warning("server command failed: %s", t.exception())
             )
+        )
 
     def _seen(self, msg: sm.Seen) -> None:
-        key, t = PaneKey(msg.key.host, msg.key.tmux, msg.key.pane), msg.t
-        target = self.on_seen or getattr(self.source, "mark_seen", None)
-        if target is None:
+        if self.commands is None:
             return
+        key = PaneKey(msg.key.host, msg.key.tmux, msg.key.pane)
         try:
-            result = target(key, t)
-            if asyncio.iscoroutine(result):
-                task = asyncio.ensure_future(result)
-                self._bg.add(task)
-                task.add_done_callback(self._bg.discard)
+            self.commands.mark_seen(key, msg.t)
         except Exception as exc:  # the collector's problem; the uplink keeps going
             log.warning("seen for %s failed: %s", key, exc)
-
-    async def _send_snapshot(self, ws: Any) -> None:
-        if self.source is not None:
-            updates, hosts = self.source.snapshot()
-            panes = list(updates)
-            host_map = {h: wire.host_state(r, e, self.health.get(h)) for h, (r, e) in hosts.items()}
-        else:
-            panes = [op.update for op in self.view.values()]
-            host_map = {h: wire.host_state(r, e, self.health.get(h)) for h, (r, e) in self.hosts.items()}
-        panes = [p for p in panes if not self._held_back(p)]
-        for h in self.refused_hosts:
-            host_map.pop(h, None)
-        for p in panes:
-            host_map.setdefault(p.key.host, wire.host_state(True, None))
-        self.seq += 1
-        msg = wire.snapshot(self.seq, self.clock(), host_map, panes)
-        # The snapshot supersedes everything before it, sent or not.
-        self.pending.clear()
-        self.inflight.clear()
-        self.inflight[self.seq] = msg
-        self._need_snapshot = False
-        await ws.send(wire.encode(msg))
-
-    async def _send_delta(self, ws: Any) -> None:
-        ops: list[wire.Op] = []
-        while self.pending and len(ops) < self.ops_per_message:
-            _, op = self.pending.popitem(last=False)
-            if isinstance(op, wire.PaneOp) and self._held_back(op.update):
-                continue
-            if _host_of(op) in self.refused_hosts:
-                continue
-            ops.append(op)
-        if not ops:
-            return
-        self.seq += 1
-        msg = wire.delta(self.seq, ops)
-        self.inflight[self.seq] = msg
-        await ws.send(wire.encode(msg))
 
 
 def _type_of(raw: str | bytes) -> object:
     """The `type` of a frame that is not a server message, for the error (not JSON: ValueError)."""
     msg = json.loads(raw)
     return msg.get("type") if isinstance(msg, dict) else None
-
-
-def _host_of(op: wire.Op) -> str:
-    if isinstance(op, wire.PaneOp):
-        return op.update.key.host
-    return op.key.host if isinstance(op, wire.GoneOp) else op.host
-
-
-def _fingerprint(update: PaneUpdate) -> str:
-    return wire.encode(update)

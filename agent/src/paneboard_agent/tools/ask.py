@@ -27,16 +27,17 @@ from collections.abc import Iterator
 from types import FrameType
 
 from paneboard_protocol.cli_args import OneLineParser
+from paneboard_protocol.events import ReportWord
 from paneboard_protocol.pane import KINDS
 
-from paneboard_agent.emit import one_line
-from paneboard_agent.pane_store import remember
-from paneboard_agent.report import ReportError, build, write_all
+from paneboard_agent.tools.emit import one_line
+from paneboard_agent.tools.pane_store import remember
+from paneboard_agent.tools.report import ReportError, build, write_all
 
 _Parser = functools.partial(OneLineParser, help_hint=False)
 
 #: what the pane may say once the wait is over (`clear` removes the record instead)
-AFTER_STATES = ("idle", "working", "done", "clear")
+AFTER_STATES: tuple[ReportWord, ...] = ("idle", "working", "done", "clear")
 #: the longest answer kept, in bytes: what one line of a terminal in its usual (canonical)
 #: mode holds on Linux (4095 bytes and the newline); the rest of a longer line is dropped
 MAX_ANSWER = 4096
@@ -52,8 +53,8 @@ def _parser() -> argparse.ArgumentParser:
             "blocked with the question, reads one line from the terminal (also when stdout is "
             "captured, as in x=$(paneboard ask 'Deploy?')), then reports the state after, whether "
             "answered or not, and prints the answer on stdout. An operator can answer it from the "
-            "board where the collector takes answers. Exit status 0 answered, 1 no answer (end of "
-            "input or no terminal), 2 bad arguments, 130 Ctrl-C."
+            "board where the collector takes answers, while ask waits in front. Exit status 0 "
+            "answered, 1 no answer (end of input or no terminal), 2 bad arguments, 130 Ctrl-C."
         ),
     )
     p.add_argument("question", metavar="QUESTION", help="the question, shown on the terminal and the board")

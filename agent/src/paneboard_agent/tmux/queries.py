@@ -14,15 +14,15 @@ import secrets
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from paneboard_agent.control import CommandError, ControlClient, quote
-from paneboard_agent.panes import (
+from paneboard_agent.tmux.control import CommandError, ControlClient, quote
+from paneboard_agent.tmux.panes import (
     PaneInfo,
     pane_format,
     parse_panes,
     parse_sessions,
     session_format,
 )
-from paneboard_agent.procfs import procs_answer, procs_argv
+from paneboard_agent.tmux.procfs import procs_answer, procs_argv
 from paneboard_agent.transport import Transport, TransportError
 
 log = logging.getLogger("paneboard.agent")

@@ -286,6 +286,8 @@ class Observation:
     why: str | None = None
     # not compared: the process in front is (name, pid); its ancestors go with it
     chain: tuple[int, ...] = field(default=(), compare=False)
+    # the shell's program (`bash`) when `name` is None for a shell: who wrote a report
+    shell: str | None = field(default=None, compare=False)
 
 
 def _matches_transport(name: str, args: str | None, transports: Sequence[str]) -> bool:
@@ -381,10 +383,11 @@ def observe(
 
 def _with_chain(obs: Observation, procs: dict[int, ProcInfo] | None) -> Observation:
     """`obs` with its process's ancestors, when this look saw them (a `previous` kept
-    from an earlier look keeps the chain it had)."""
+    from an earlier look keeps the chain it had), and a shell in front by name."""
     if procs is None or obs.pid is None or obs.pid not in procs:
         return obs
-    return replace(obs, chain=ancestry(procs, obs.pid))
+    shell = _program_name(procs[obs.pid].args) if obs.name is None and obs.observable else None
+    return replace(obs, chain=ancestry(procs, obs.pid), shell=shell)
 
 
 def _program_name(command: str | None) -> str | None:

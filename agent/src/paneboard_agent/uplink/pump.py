@@ -10,41 +10,51 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
 
-from paneboard_agent.health import Health
-from paneboard_agent.sink import PaneKey, PaneUpdate, Sink
+from paneboard_agent.uplink.health import Health
+from paneboard_agent.uplink.sink import PaneKey, PaneUpdate, Sink
 
 log = logging.getLogger(__name__)
 
+#: one pending item per pane, per host's status and per host's health
+Slot = tuple[str, PaneKey | str]
+
 
 class Pump:
+    """A `Reports`: what the watchers hand over, delivered to one `Sink` in its own task."""
+
     def __init__(self, sink: Sink) -> None:
         self._sink = sink
-        self._pending: dict[Any, tuple[str, Any]] = {}
+        # the pending delivery per slot, as the sink call still to make (and its name, for the log)
+        self._pending: dict[Slot, tuple[str, Callable[[], Awaitable[None]]]] = {}
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
 
     def changed(self, update: PaneUpdate) -> None:
-        self._put(("pane", update.key), ("changed", update))
+        self._put(("pane", update.key), "changed", lambda: self._sink.pane_changed(update))
 
     def gone(self, key: PaneKey, t: float) -> None:
-        self._put(("pane", key), ("gone", (key, t)))
+        self._put(("pane", key), "gone", lambda: self._sink.pane_gone(key, t))
 
     def host(self, host: str, reachable: bool, t: float, error: str | None) -> None:
-        self._put(("host", host), ("host", (host, reachable, t, error)))
+        self._put(("host", host), "host", lambda: self._sink.host_status(host, reachable, t, error))
 
     def health(self, host: str, health: Health) -> None:
-        """The link's health (health.py), for a sink that takes it (`host_health`)."""
-        if hasattr(self._sink, "host_health"):
-            self._put(("health", host), ("health", (host, health)))
+        """The link's health (health.py); a sink with no use for it ignores it."""
+        self._put(("health", host), "health", lambda: self._sink.host_health(host, health))
 
-    def _put(self, slot: Any, item: tuple[str, Any]) -> None:
+    def _put(self, slot: Slot, kind: str, deliver: Callable[[], Awaitable[None]]) -> None:
         # a replaced item keeps its place: order across panes stays first-come
-        self._pending[slot] = item
+        self._pending[slot] = (kind, deliver)
         self._idle.clear()
         self._wake.set()
+
+    @property
+    def pending(self) -> int:
+        """Items not yet handed to the sink (at most one per pane and per host)."""
+        return len(self._pending)
 
     async def drained(self) -> None:
         """Wait until everything queued so far was handed to the sink."""
@@ -56,16 +66,9 @@ class Pump:
             self._wake.clear()
             while self._pending:
                 slot = next(iter(self._pending))
-                kind, payload = self._pending.pop(slot)
+                kind, deliver = self._pending.pop(slot)
                 try:
-                    if kind == "changed":
-                        await self._sink.pane_changed(payload)
-                    elif kind == "gone":
-                        await self._sink.pane_gone(*payload)
-                    elif kind == "health":
-                        await self._sink.host_health(*payload)  # type: ignore[attr-defined]  # checked in health()
-                    else:
-                        await self._sink.host_status(*payload)
+                    await deliver()
                 except asyncio.CancelledError:
                     raise
                 except Exception:

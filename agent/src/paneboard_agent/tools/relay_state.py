@@ -14,9 +14,9 @@ import os
 from collections.abc import Mapping
 
 from paneboard_protocol.decoder import Decoder
+from paneboard_protocol.pane_state import OPTION_7501, OPTION_AGENT, LiveState
 
-from paneboard_agent.pane_state import OPTION_7501, OPTION_AGENT, LiveState
-from paneboard_agent.pane_store import RELAY_ENV, OptionWriter, pane_target
+from paneboard_agent.tools.pane_store import RELAY_ENV, OptionWriter, pane_target
 
 
 class RelayState:

@@ -21,9 +21,16 @@ import time
 from collections.abc import Mapping
 
 from paneboard_protocol.encode import encode_agent, encode_report
+from paneboard_protocol.events import AgentState
 
 PROTOCOLS = ("osc7501", "thinkterm", "both")
-THINKTERM_STATE = {"working": "working", "idle": "idle", "blocked": "blocked", "done": "idle"}
+#: a report's state as a THINKTERM_AGENT contract says it (a contract has no done)
+THINKTERM_STATE: dict[str, AgentState] = {
+    "working": "working",
+    "idle": "idle",
+    "blocked": "blocked",
+    "done": "idle",
+}
 
 
 class ReportError(Exception):

@@ -40,10 +40,10 @@ from typing import Any
 from paneboard_protocol.cli_args import OneLineParser
 from paneboard_protocol.encode import probe_reply, tmux_passthrough
 
-from paneboard_agent.proctitle import set_title
-from paneboard_agent.relay_child import FORWARD_TO_CHILD, FORWARD_TO_FOREGROUND, HANDLED, session_leader
-from paneboard_agent.relay_scan import OutputScanner
-from paneboard_agent.relay_state import RelayState
+from paneboard_agent.tools.proctitle import set_title
+from paneboard_agent.tools.relay_child import FORWARD_TO_CHILD, FORWARD_TO_FOREGROUND, HANDLED, session_leader
+from paneboard_agent.tools.relay_scan import OutputScanner
+from paneboard_agent.tools.relay_state import RelayState
 
 READ_SIZE = 65536
 MAX_BATCH = 1 << 18  # program output taken per turn of the loop before it is written on

@@ -14,7 +14,22 @@ import json
 import sys
 from typing import Any, TextIO
 
-from paneboard_agent.sink import PaneKey, PaneUpdate
+from paneboard_protocol.events import Rejected
+from paneboard_protocol.evidence import EvidenceError
+from paneboard_protocol.why import explain
+
+from paneboard_agent.uplink.health import Health
+from paneboard_agent.uplink.sink import PaneKey, PaneUpdate
+
+
+def _decided(update: PaneUpdate) -> str | None:
+    """What decided the pane's state, in words (`paneboard_protocol.why`, as the board says it)."""
+    if not update.evidence:
+        return None
+    try:
+        return explain(update.evidence, update.t).text
+    except EvidenceError:
+        return None
 
 
 class StdoutSink:
@@ -34,12 +49,26 @@ class StdoutSink:
             # which process was taken for the program, and why when not the group's leader
             obj["process"] = update.process
             obj["why"] = (update.evidence or {}).get("process", {}).get("why")
+            obj["decided"] = _decided(update)
         shown = {k: v for k, v in obj.items() if k != "t"}
         if self._last.get(update.key) == shown:
             return
         self._last[update.key] = shown
         self._where[update.key] = (update.session, update.window)
         self._print(obj)
+
+    def discarded(self, key: PaneKey, t: float, rejected: Rejected) -> None:
+        """`--explain`: a report the pane wrote that the spec discards, and why, as
+        `paneboard replay --explain` says it (it changes nothing on the pane)."""
+        self._print(
+            {
+                "host": key.host,
+                "pane": key.pane,
+                "t": round(t, 6),
+                "discarded": rejected.proto,
+                "reason": rejected.reason,
+            }
+        )
 
     async def pane_gone(self, key: PaneKey, t: float) -> None:
         last = self._last.pop(key, None)
@@ -64,4 +93,7 @@ class StdoutSink:
         )
 
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
+        return None
+
+    async def host_health(self, host: str, health: Health) -> None:
         return None

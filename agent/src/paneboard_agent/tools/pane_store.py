@@ -24,8 +24,7 @@ from collections.abc import Mapping
 
 from paneboard_protocol.decoder import Decoder
 from paneboard_protocol.events import ClearReport, StatusReport
-
-from paneboard_agent.pane_state import (
+from paneboard_protocol.pane_state import (
     MAX_7501_VALUE,
     MAX_AGENT_VALUE,
     OPTION_7501,

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from paneboard_agent import queries
-from paneboard_agent.control import CommandError, ControlClient, Handler, attach_argv
+from paneboard_agent.tmux import queries
+from paneboard_agent.tmux.control import CommandError, ControlClient, Handler, attach_argv
 from paneboard_agent.transport import Transport, TransportError
 
 log = logging.getLogger("paneboard.agent")
