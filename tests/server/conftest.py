@@ -19,6 +19,7 @@ import pytest
 from pbserver import ServerProc, free_port
 from sqlalchemy.engine import make_url
 from support.postgres import PG_ADMIN, pg_exec, require_postgres
+from support.proctier import spawns
 
 
 @pytest.fixture(scope="session")
@@ -66,6 +67,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
+@spawns
 def server_factory(tmp_path: Path) -> Iterator[Any]:
     started: list[ServerProc] = []
 

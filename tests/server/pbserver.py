@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import json
 import os
 import signal
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from support.clirun import CliResult, run_cli_text
 from support.reports import pane_report
 
 
@@ -25,21 +28,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def paneboard(
-    *args: str, db: str, stdin: str | None = None, check: bool = True
-) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PANEBOARD_DB": db}
-    proc = subprocess.run(
-        [sys.executable, "-m", "paneboard.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"paneboard {' '.join(args)} failed: {proc.stderr}")
-    return proc
+def paneboard(*args: str, db: str, stdin: str | None = None, check: bool = True) -> CliResult[str]:
+    """`paneboard *args` with `PANEBOARD_DB=db`, called in this process (support.clirun).
+
+    These commands are tested for what they print, exit with and write to the store; a
+    fresh interpreter per call added only its start-up. `ServerProc` runs the real process.
+    """
+    call = functools.partial(run_cli_text, *args, stdin=stdin or "", env={**os.environ, "PANEBOARD_DB": db})
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        result = call()
+    else:  # under a running loop (Playwright's sync API has one): the command runs its own
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            result = pool.submit(call).result()
+    if check and result.returncode != 0:
+        raise AssertionError(f"paneboard {' '.join(args)} failed: {result.stderr}")
+    return result
 
 
 @dataclass

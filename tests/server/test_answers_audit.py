@@ -12,7 +12,7 @@ from paneboard_server.answers.desk import audit
 from paneboard_server.app import create_app
 from paneboard_server.auth import accounts
 from paneboard_server.auth.accounts import Principal
-from paneboard_server.config import Config
+from paneboard_server.config import Config, parse_config
 from paneboard_server.panes.core import Ingest
 from paneboard_server.panes.retention import prune_once
 from paneboard_server.services import services_of
@@ -23,7 +23,7 @@ from sqlalchemy import func, insert, select
 
 
 def test_attempts_are_audited_and_pruned_by_age(db_url: str) -> None:
-    cfg = Config.model_validate({"retention": {"max_age_days": 1}})
+    cfg = parse_config({"retention": {"max_age_days": 1}})
 
     async def go() -> None:
         await make_tokens(db_url)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ledger_helpers import T0, Clock, submit, update
 from paneboard_server.app import create_app
-from paneboard_server.config import Config
+from paneboard_server.config import parse_config
 from paneboard_server.ledger import mark_answered
 from paneboard_server.panes.core import Ingest
 from paneboard_server.services import services_of
@@ -24,7 +24,7 @@ CAP = 20
 
 
 def test_a_collectors_waits_of_a_day_are_capped_person_answered_kept(db_url: str) -> None:
-    cfg = Config.model_validate({"retention": {"max_waits_per_day": CAP}})
+    cfg = parse_config({"retention": {"max_waits_per_day": CAP}})
     clock = Clock(T0)
 
     async def go() -> list[Any]:

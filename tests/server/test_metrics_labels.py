@@ -82,6 +82,7 @@ def test_panes_by_agent_and_host_have_bounded_labels_and_the_longest_wait_shows(
     assert 300 <= wait < 3600
 
 
+@pytest.mark.proc
 def test_the_alert_rules_in_the_operations_doc_pass_promtool(tmp_path) -> None:
     """docs/operations.md's rules, as written, through Prometheus's own checker (Debian's
     `prometheus` package, installed by ./scripts/test)."""

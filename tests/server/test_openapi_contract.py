@@ -30,6 +30,7 @@ import httpx
 import jsonschema_rs
 import pytest
 from pbserver import ServerProc, free_port
+from support.proctier import spawns
 
 PASSWORD = "correct horse battery staple"
 EXAMPLES = 15  # per operation and phase: each run takes well under a minute on 2 cores
@@ -77,6 +78,7 @@ async def _accounts(db: str) -> str:
 
 
 @pytest.fixture(scope="module")
+@spawns
 def stack(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("contract")
     shutil.copy(sqlite_template, tmp / "paneboard.db")

@@ -12,12 +12,20 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
 
 import msgspec
-from paneboard_agent.sink import PaneKey, PaneUpdate
+import pytest
+from msgspec import Meta
+from paneboard_agent.uplink import PaneKey, PaneUpdate
 from paneboard_protocol import pane as d
 from paneboard_protocol.arbitration import Classification
-from paneboard_protocol.events import BLOCKED_KINDS, REPORT_STATES
+from paneboard_protocol.events import AGENT_STATES, CLEAR, REPORT_WORDS
+from paneboard_protocol.records import LIVE_STATES, RESULT_STATES, ROLLUP_ORDER
+from paneboard_protocol.rules import RULE_STATES
+from paneboard_protocol.views import LastKnown, PaneView
+from paneboard_server.ledger import WAITING
+from paneboard_server.notify.events import NOTIFY_STATES
 from paneboard_server.panes import reclassify
 from paneboard_server.panes.model import Host, Pane
 from paneboard_server.store import schema
@@ -93,10 +101,11 @@ def test_a_pane_only_heard_of_knows_nothing() -> None:
     assert p.state is None  # the batch's copy, not the mirror
 
 
+@pytest.mark.proc
 def test_a_misspelt_or_mistyped_field_fails_the_type_check(tmp_path: Path) -> None:
     src = tmp_path / "uses_panes.py"
     src.write_text(
-        "from paneboard_agent.sink import PaneKey, PaneUpdate\n"
+        "from paneboard_agent.uplink.sink import PaneKey, PaneUpdate\n"
         "from paneboard_protocol.wire import Delta\n"
         "from paneboard_server.panes.model import Pane\n"
         "def f(p: Pane, u: PaneUpdate, w: Delta) -> object:\n"
@@ -166,13 +175,42 @@ def _rejected(data: dict) -> bool:
 
 
 def test_server_pane_stores_and_shows_the_definitions_fields() -> None:
-    p = Pane.heard_of(1, 2, "default", "%1")
+    p = Pane.heard_of(1, 2, "default", "%1", state="blocked", msg="ok?", rev=7)
     assert tuple(p.row()) == d.ROW_FIELDS
-    api = p.api(Host(2, 9, "h"))
-    extra = ["reachable", "stale", "unreachable_since"]
-    shown = ["id", "host", "collector", "tmux", "pane", *d.API_FIELDS, *extra]
-    assert sorted(api) == sorted(shown)  # exactly these, in whatever order the dict has
+    view = p.view(Host(2, 9, "h", reachable=False, unreachable_since=5.0), "laptop", input=True)
+    got = (view.id, view.tmux, view.pane, view.state, view.msg, view.rev)
+    assert got == (1, "default", "%1", "blocked", "ok?", 7)
+    assert (view.host, view.collector, view.reachable, view.stale, view.unreachable_since, view.input) == (
+        "h",
+        "laptop",
+        False,
+        True,
+        5.0,
+        True,
+    )
+    assert p.view(Host(2, 9, "h", unreachable_since=5.0)).unreachable_since is None  # reachable again
     assert reclassify.FIELDS == d.RECLASSIFY_FIELDS
+
+
+ADDED = ["id", "tmux", "pane", "host", "collector", "reachable", "stale", "unreachable_since", "input"]
+
+
+def test_the_view_shows_the_definitions_shown_fields_with_their_types() -> None:
+    """`PaneView` (what clients get, and the OpenAPI document's pane) writes the shown
+    fields out again: the same names in the same order, the same types and limits (None
+    allowed where the column may hold NULL), then the row's identity and its host's."""
+    assert [f.name for f in msgspec.structs.fields(PaneView)] == [*d.API_FIELDS, *ADDED]
+    stored = get_type_hints(d.StoredPane, include_extras=True)
+    shown = get_type_hints(PaneView, include_extras=True)
+    for name in d.API_FIELDS:
+        t, _, extras = d._unwrap(stored[name])
+        u, view_nullable, view_extras = d._unwrap(shown[name])
+        assert view_nullable == d.BY_NAME[name].nullable, name
+        assert _limits(view_extras) == _limits(extras), name
+        if name == "records":  # free-form JSON, described as any object (views.py says why)
+            assert get_origin(u) is tuple and get_args(u) == (dict[str, Any], ...)
+        else:
+            assert u == t, name
 
 
 def test_tables_have_a_column_per_stored_field() -> None:
@@ -189,9 +227,57 @@ def test_tables_have_a_column_per_stored_field() -> None:
         assert longest <= (width or 0), name
 
 
-def test_report_vocabulary_and_the_page_know_the_same_states_and_kinds() -> None:
-    assert set(d.STATES) == REPORT_STATES
-    assert set(d.KINDS) == BLOCKED_KINDS
+def test_every_layers_states_are_the_definitions() -> None:
+    """The subsets and orders other layers keep are made of `State`s and cover what they
+    claim to: a state added to `State` must find its place in each (or fail here)."""
+    assert (*d.STATES, CLEAR) == REPORT_WORDS and CLEAR not in d.STATES
+    assert (*d.STATES, "unknown") == RULE_STATES
+    assert set(AGENT_STATES) < set(d.STATES)
+    assert sorted(d.BOARD_ORDER) == sorted(ROLLUP_ORDER) == sorted(d.STATES)
+    assert LIVE_STATES.isdisjoint(RESULT_STATES) and set(d.STATES) == LIVE_STATES | RESULT_STATES
+    assert set(NOTIFY_STATES) | set(WAITING) < set(d.STATES)
+
+
+def test_the_page_knows_the_definitions_states() -> None:
+    """web/js keeps its own list (each state's icon, word and rank): held to `STATES`, its
+    ranks to `BOARD_ORDER`, and the page's notification set to the server's."""
     js = (ROOT / "web" / "js" / "model.js").read_text()
     block = js[js.index("export const STATES = {") : js.index("};", js.index("export const STATES"))]
-    assert set(re.findall(r"^\s+(\w+):", block, re.M)) == {*d.STATES, "none"}
+    ranks = {k: int(r) for k, r in re.findall(r"^\s+(\w+):.*\brank: (\d+)", block, re.M)}
+    assert set(re.findall(r"^\s+(\w+):", block, re.M)) == set(ranks) == {*d.STATES, "none"}
+    assert sorted(d.STATES, key=ranks.__getitem__) == list(d.BOARD_ORDER)
+    assert ranks["none"] == max(ranks.values())
+    for path in sorted((ROOT / "web" / "js").glob("*.js")):
+        for name, items in re.findall(r"const (\w*STATES) = new Set\(\[([^\]]*)\]\)", path.read_text()):
+            said = set(re.findall(r'"(\w+)"', items))
+            assert said and said <= set(d.STATES), (path.name, name, said)
+            if name == "NOTIFY_STATES":
+                assert said == NOTIFY_STATES, path.name
+
+
+def _limits(extras: tuple[Any, ...]) -> set[tuple[Any, ...]]:
+    """The bounds an annotation's `Meta`s set (not their descriptions)."""
+    bounds = ("min_length", "max_length", "ge", "le", "gt", "lt")
+    got = (tuple(getattr(m, k) for k in bounds) for m in extras if isinstance(m, Meta))
+    return {b for b in got if any(v is not None for v in b)}
+
+
+def test_the_page_reads_only_fields_the_view_has() -> None:
+    """The page's pane model (web/js/model.js) names the fields it reads (`PANE_FIELDS`)
+    and reads each as `p.NAME`, and `last_known`'s as `lk.NAME`: every one is a field of
+    the view the server sends, so a renamed or removed field fails here, not on a board.
+    (tests/web/test_board_people.py checks the same in a browser, against a live server.)"""
+    js = (ROOT / "web" / "js" / "model.js").read_text()
+    start = js.index("export const PANE_FIELDS = [")
+    listed = js[start : js.index("];", start)]
+    names = re.findall(r'"(\w+)"', listed)
+    view = [f.name for f in msgspec.structs.fields(PaneView)]
+    assert names and set(names) <= set(view), set(names) - set(view)
+    body = js[js.index("export function normalise(p)") : js.index("export function possiblyWaiting")]
+    read = set(re.findall(r"\bp\.(\w+)", body))
+    assert {"id", "state", "last_known", "unreachable_since"} <= read  # the pattern finds what it should
+    assert read <= set(view), read - set(view)
+    # read by name: listed (`input` is read as sent, under its own name)
+    assert read - {"input"} == set(names)
+    known = set(re.findall(r"\blk\.(\w+)", body))
+    assert known and known <= {f.name for f in msgspec.structs.fields(LastKnown)}, known

@@ -6,12 +6,14 @@ finish (a real file, the server's own engine)."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 from paneboard_server.store import Bulk, Pipeline, Query, bulk
 from paneboard_server.store.database import create_engine
+from paneboard_server.store.sqlite_handle import sqlite3_of
 from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -33,9 +35,8 @@ def test_statements_run_on_the_loops_thread_once_the_write_lock_is_held(tmp_path
         engine = await _engine(tmp_path)
         seen: list[tuple[str, int]] = []
         async with engine.begin() as conn:
-            driver = (await conn.get_raw_connection()).driver_connection
-            assert driver is not None
-            raw = driver._connection
+            raw = await sqlite3_of(conn)
+            assert raw is not None
             raw.set_trace_callback(lambda sql: seen.append((sql.split()[0].upper(), threading.get_ident())))
             pipe = Pipeline(conn)
             pipe.add(_INSERT, [{"id": 1, "who": "a"}, {"id": 2, "who": "b"}])
@@ -119,3 +120,37 @@ async def _rows(engine: AsyncEngine) -> list[tuple[int, str]]:
     async with engine.connect() as conn:
         result = await conn.execute(select(_t.c.id, _t.c.who).order_by(_t.c.id))
         return [(int(r[0]), str(r[1])) for r in result.all()]
+
+
+def test_each_connection_keeps_its_own_sqlite3_handle_also_when_opened_together(tmp_path: Path) -> None:
+    """The handle the engine keeps is the connection the driver runs statements on: a
+    TEMP table (one connection's own) made through SQLAlchemy is seen through it, for
+    connections opened at the same time and for one opened again after invalidation."""
+
+    async def mark_and_read(engine: AsyncEngine, n: int) -> tuple[sqlite3.Connection, list[tuple[int]]]:
+        async with engine.connect() as conn:
+            await conn.exec_driver_sql("CREATE TEMP TABLE IF NOT EXISTS mine (n INTEGER)")
+            await conn.exec_driver_sql("DELETE FROM mine")
+            await conn.exec_driver_sql(f"INSERT INTO mine VALUES ({n})")
+            raw = await sqlite3_of(conn)
+            assert raw is not None
+            seen = raw.execute("SELECT n FROM mine").fetchall()
+            await conn.rollback()
+            return raw, seen
+
+    async def main() -> tuple[
+        list[tuple[sqlite3.Connection, list[tuple[int]]]], tuple[sqlite3.Connection, list[tuple[int]]], object
+    ]:
+        engine = await _engine(tmp_path)
+        together = await asyncio.gather(*(mark_and_read(engine, n) for n in range(4)))
+        async with engine.connect() as conn:
+            before = await sqlite3_of(conn)  # held here, so no later handle can reuse its id
+            await conn.invalidate()
+        again = await mark_and_read(engine, 9)
+        await engine.dispose()
+        return together, again, before
+
+    together, again, before = asyncio.run(main())
+    assert [seen for _, seen in together] == [[(n,)] for n in range(4)]
+    assert len({id(handle) for handle, _ in together}) == 4
+    assert again[1] == [(9,)] and again[0] is not before

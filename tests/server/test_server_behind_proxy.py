@@ -189,7 +189,7 @@ def test_one_real_client_cannot_hold_more_than_its_connections(proxied: Any) -> 
     nginx buffers request bodies, and a token holds one ingest connection at a time.)"""
     url, _tokens, db = proxied
     import websockets.sync.client as wsc
-    from websockets.exceptions import InvalidHandshake
+    from websockets.exceptions import InvalidStatus
 
     async def tokens() -> list[str]:
         from paneboard_server.auth import accounts
@@ -215,7 +215,8 @@ def test_one_real_client_cannot_hold_more_than_its_connections(proxied: Any) -> 
     with contextlib.ExitStack() as held:
         for key in keys[:4]:  # open WebSockets that have not said hello yet
             held.enter_context(connect("127.0.0.2", key))
-        with pytest.raises(InvalidHandshake), connect("127.0.0.2", keys[4]):  # the proxy answers 502
+        with pytest.raises(InvalidStatus) as refused, connect("127.0.0.2", keys[4]):
             pass
+        assert refused.value.response.status_code == 429
         with connect("127.0.0.3", keys[5]) as ok:
             ok.ping().wait(10)

@@ -15,7 +15,7 @@ import pytest
 from ledger_helpers import T0, Clock, update
 from paneboard_protocol.pane import PaneKey, PaneUpdate
 from paneboard_server.app import create_app
-from paneboard_server.config import Config
+from paneboard_server.config import Config, parse_config
 from paneboard_server.ingest.wire import MAX_INT, WireError, parse
 from paneboard_server.ledger import mark_answered
 from paneboard_server.panes.core import Ingest, Refused
@@ -86,7 +86,7 @@ async def _run(core: Any, op: Ingest) -> BaseException | None:
 
 
 def test_live_pane_cap_and_gone_panes_leave_memory_not_the_database(db_url: str) -> None:
-    cfg = Config.model_validate({"limits": {"max_live_panes_per_collector": 30, "gone_in_memory": 10}})
+    cfg = parse_config({"limits": {"max_live_panes_per_collector": 30, "gone_in_memory": 10}})
 
     async def go() -> None:
         await make_tokens(db_url)
@@ -134,7 +134,7 @@ def test_gone_panes_are_capped_on_disk_per_collector(db_url: str) -> None:
     """A collector announcing new panes and letting them go keeps at most
     `retention.max_gone_panes` gone rows (plus the batch in flight), the oldest removed
     first with their history; another collector's gone panes are not touched."""
-    cfg = Config.model_validate({"retention": {"max_gone_panes": 25}, "limits": {"gone_in_memory": 10}})
+    cfg = parse_config({"retention": {"max_gone_panes": 25}, "limits": {"gone_in_memory": 10}})
 
     async def gone_rows(core: Any, collector: int) -> list[int]:
         p, h = s.panes.c, s.hosts.c

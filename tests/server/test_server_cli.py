@@ -1,4 +1,4 @@
-"""The store's commands, run as a user runs them (subprocesses), on SQLite and PostgreSQL."""
+"""The store's commands, as a user runs them (the entry point, in-process), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """What the store's commands say to a person: prompts, answers, `--help`, refusals.
 
-Run as a user runs them: the real `paneboard` command in a subprocess, at a real
-pseudo-terminal where a terminal matters, against real SQLite and PostgreSQL.
+Run as a user runs them: the real `paneboard` command in a subprocess at a real
+pseudo-terminal where a terminal matters, elsewhere its entry point in-process
+(support.clirun), against real SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 from pbserver import paneboard, wait_until
+from support.clirun import run_cli_text
 
 CLI = [sys.executable, "-m", "paneboard.cli"]
 RULE_ID = re.compile(r"(?<![A-Za-z0-9])(P7501|TA|RI|F)[-_]\d+")
@@ -90,6 +92,7 @@ def at_terminal(db: str, *args: str) -> Terminal:
     return Terminal([*CLI, *args], {**os.environ, "PANEBOARD_DB": db})
 
 
+@pytest.mark.proc
 def test_user_add_says_what_it_asks_before_asking_and_what_it_added(db_url: str) -> None:
     term = at_terminal(db_url, "user", "add", "ana")
     before = term.expect("password: ")
@@ -103,6 +106,7 @@ def test_user_add_says_what_it_asks_before_asking_and_what_it_added(db_url: str)
     assert paneboard("user", "list", db=db_url).stdout.startswith("ana\t")
 
 
+@pytest.mark.proc
 def test_user_add_refuses_a_short_password_at_once(db_url: str) -> None:
     term = at_terminal(db_url, "user", "add", "bo")
     term.expect("password: ")
@@ -112,6 +116,7 @@ def test_user_add_refuses_a_short_password_at_once(db_url: str) -> None:
     assert paneboard("user", "list", db=db_url).stdout == ""
 
 
+@pytest.mark.proc
 def test_user_add_with_two_different_passwords_adds_nothing(db_url: str) -> None:
     term = at_terminal(db_url, "user", "add", "cy")
     term.expect("password: ")
@@ -123,6 +128,7 @@ def test_user_add_with_two_different_passwords_adds_nothing(db_url: str) -> None
     assert paneboard("user", "list", db=db_url).stdout == ""
 
 
+@pytest.mark.proc
 def test_user_add_asks_nothing_before_the_store_is_known_good(tmp_path: Path) -> None:
     """A person must not type a password twice only to learn the database is not there."""
     term = at_terminal(str(tmp_path / "none.db"), "user", "add", "ana")
@@ -152,14 +158,7 @@ def test_piped_password_still_works_and_answers_what_was_added(db_url: str) -> N
 def test_a_missing_sqlite_file_is_refused_and_nothing_is_created(
     tmp_path: Path, args: tuple[str, ...]
 ) -> None:
-    r = subprocess.run(
-        [*CLI, *args, "--db", "nosuch/dir/x.db"],
-        cwd=tmp_path,
-        input="correct horse\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli_text(*args, "--db", "nosuch/dir/x.db", cwd=tmp_path, stdin="correct horse\n")
     assert r.returncode != 0
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert f"no database at {tmp_path}/nosuch/dir/x.db" in r.stderr and "paneboard db upgrade" in r.stderr
@@ -167,22 +166,10 @@ def test_a_missing_sqlite_file_is_refused_and_nothing_is_created(
 
 
 def test_db_upgrade_creates_the_store_and_its_directory(tmp_path: Path) -> None:
-    r = subprocess.run(
-        [*CLI, "db", "upgrade", "--db", "new/dir/x.db"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_cli_text("db", "upgrade", "--db", "new/dir/x.db", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "new" / "dir" / "x.db").is_file()
-    again = subprocess.run(
-        [*CLI, "db", "current", "--db", "new/dir/x.db"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    again = run_cli_text("db", "current", "--db", "new/dir/x.db", cwd=tmp_path)
     assert again.returncode == 0 and "(head)" in again.stdout
 
 
@@ -230,7 +217,7 @@ def test_undescribed_finds_a_bare_argument() -> None:
 
 @pytest.mark.parametrize("cmd", HELP_PAGES, ids=" ".join)
 def test_help_is_plain_words_and_describes_every_argument(cmd: tuple[str, ...]) -> None:
-    r = subprocess.run([*CLI, *cmd, "--help"], capture_output=True, text=True, timeout=60)
+    r = run_cli_text(*cmd, "--help")
     assert r.returncode == 0, r.stderr
     page = r.stdout
     assert page.startswith(f"usage: paneboard {' '.join(cmd)}")

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from paneboard_agent.uplink import UplinkSink
 from pbserver import SSE, make_tokens, pane_update, wait_until
+from support.commands import SeenRecorder
 
 pytestmark = pytest.mark.postgres
 
@@ -24,8 +25,8 @@ def test_change_on_one_process_reaches_sse_client_of_the_other(db_url: str, serv
     auth = {"Authorization": f"Bearer {tokens['viewer']}"}
 
     async def go() -> None:
-        seen: list[Any] = []
-        up = UplinkSink(a.url, tokens["collector"], on_seen=lambda k, t: seen.append(k))
+        seen = SeenRecorder()
+        up = UplinkSink(a.url, tokens["collector"])
         async with (
             httpx.AsyncClient() as c,
             c.stream("GET", b.url + "/api/stream", headers=auth, timeout=httpx.Timeout(30)) as r,
@@ -35,7 +36,7 @@ def test_change_on_one_process_reaches_sse_client_of_the_other(db_url: str, serv
             assert (await sse.next())["event"] == "snapshot"
             sse_a = SSE(ra)  # A's own view: a change reaches it only once A has re-read the pane
             assert (await sse_a.next())["event"] == "snapshot"
-            await up.start()
+            await up.start(commands=seen)
             try:
                 await up.pane_changed(pane_update("h", "%1", "blocked", kind="question", msg="which?"))
                 ev = await sse.until(lambda e: e["event"] == "change" and e["data"]["panes"])
@@ -54,7 +55,7 @@ def test_change_on_one_process_reaches_sse_client_of_the_other(db_url: str, serv
                     ).json()["csrf"]
                     r2 = await browser.post(f"/api/panes/{p['id']}/seen", headers={"X-CSRF-Token": csrf})
                     assert r2.status_code == 200 and r2.json()["pane"]["state"] == "idle"
-                await wait_until(lambda: seen, what="seen forwarded across processes")
+                await wait_until(lambda: seen.seen, what="seen forwarded across processes")
                 ev = await sse.until(
                     lambda e: e["event"] == "change" and e["data"]["panes"][0]["state"] == "idle"
                 )

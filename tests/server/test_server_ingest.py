@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 import websockets
-from paneboard_agent.sink import PaneKey
-from paneboard_agent.uplink import UplinkSink
+from paneboard_agent.uplink import PaneKey, UplinkSink
 from pbserver import SSE, bearer, make_tokens, pane_update, wait_until
+from support.commands import SeenRecorder
 
 
 async def panes(url: str, token: str) -> list[dict[str, Any]]:
@@ -236,9 +236,7 @@ def test_restart_loses_nothing_and_stream_resumes(db_url: str, server_factory: A
         try:
             for i in range(20):
                 await up.pane_changed(pane_update("h", f"%{i}", "working", msg=f"v{i}"))
-            await wait_until(
-                lambda: up.connected.is_set() and not up.pending and not up.inflight, what="acks"
-            )
+            await wait_until(lambda: up.connected.is_set() and up.buffer.idle, what="acks")
             async with (
                 httpx.AsyncClient() as c,
                 c.stream(
@@ -260,9 +258,7 @@ def test_restart_loses_nothing_and_stream_resumes(db_url: str, server_factory: A
             await wait_until(lambda: not up.connected.is_set(), what="uplink to notice")
             assert up.buffered >= 11
             srv.start()
-            await wait_until(
-                lambda: up.connected.is_set() and not up.pending and not up.inflight, 20, "resend"
-            )
+            await wait_until(lambda: up.connected.is_set() and up.buffer.idle, 20, "resend")
             got = by_pane(await panes(srv.url, tokens["viewer"]))
             assert len(got) == 19 and "%19" not in got
             assert all(got[f"%{i}"]["state"] == "blocked" for i in range(10))
@@ -296,20 +292,20 @@ def test_seen_goes_back_to_the_collector_and_unreachable_after_grace(
     srv = server_factory(db_url, config="[server]\ngrace_period = 0.5\n")
 
     async def go() -> None:
-        seen: list[tuple[PaneKey, float]] = []
-        up = UplinkSink(srv.url, tokens["collector"], on_seen=lambda k, t: seen.append((k, t)))
-        await up.start()
+        seen = SeenRecorder()
+        up = UplinkSink(srv.url, tokens["collector"])
+        await up.start(commands=seen)
         try:
             await up.pane_changed(pane_update("h", "%1", "done", msg="finished"))
-            await wait_until(lambda: up.connected.is_set() and not up.pending and not up.inflight, what="ack")
+            await wait_until(lambda: up.connected.is_set() and up.buffer.idle, what="ack")
             pid = by_pane(await panes(srv.url, tokens["viewer"]))["%1"]["id"]
             async with httpx.AsyncClient(base_url=srv.url) as c:
                 r = await c.post("/api/login", json={"name": "ana", "password": password})
                 csrf = r.json()["csrf"]
                 r = await c.post(f"/api/panes/{pid}/seen", headers={"X-CSRF-Token": csrf})
                 assert r.status_code == 200 and r.json()["pane"]["state"] == "idle"
-            await wait_until(lambda: seen, what="seen forwarded")
-            assert seen[0][0] == PaneKey("h", "default", "%1")
+            await wait_until(lambda: seen.seen, what="seen forwarded")
+            assert seen.seen[0][0] == PaneKey("h", "default", "%1")
         finally:
             await up.close()
         got = await wait_until(lambda: _unreachable(srv.url, tokens["viewer"]), 10, "host marked unreachable")

@@ -187,17 +187,15 @@ def test_uplink_drops_a_refused_update_instead_of_resending_it(
             await up.pane_changed(pane_update("h", "%1", "working", msg="fine"))
             await up.pane_changed(pane_update("h", "%\x00", "blocked"))  # PostgreSQL cannot store it
             await up.pane_changed(pane_update("h", "%3", "idle"))
-            await wait_until(
-                lambda: up.connected.is_set() and not up.pending and not up.inflight, 20, "all acked"
-            )
+            await wait_until(lambda: up.connected.is_set() and up.buffer.idle, 20, "all acked")
             await asyncio.sleep(1.5)  # several back-off periods: a resend loop would show now
-            assert up.connected.is_set() and not up.inflight
+            assert up.connected.is_set() and not up.buffer.inflight
             async with httpx.AsyncClient() as c:
                 got = (await c.get(srv.url + "/api/panes", headers=bearer(tokens["viewer"]))).json()
             assert sorted(p["pane"] for p in got) == ["%1", "%3"]
             # a new state of the refused pane would go again; of the others, at once
             await up.pane_changed(pane_update("h", "%1", "done", msg="later"))
-            await wait_until(lambda: not up.pending and not up.inflight, 10, "ack after the refusal")
+            await wait_until(lambda: up.buffer.idle, 10, "ack after the refusal")
         finally:
             await up.close()
         refusals = [r for r in caplog.records if "server refused" in r.getMessage()]

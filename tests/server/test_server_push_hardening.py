@@ -15,7 +15,7 @@ import pytest
 from fastapi import FastAPI
 from paneboard_server.app import create_app
 from paneboard_server.auth import accounts
-from paneboard_server.config import Config
+from paneboard_server.config import Config, parse_config
 from paneboard_server.notify import targets
 from paneboard_server.services import services_of
 from paneboard_server.store.database import create_engine, resolve_url
@@ -23,7 +23,7 @@ from pbserver import make_tokens
 from support.pushendpoint import PushService
 
 PASSWORD = "correct horse battery"
-LOCAL = Config.model_validate({"notify": {"push_allow_local": True, "push_max_per_user": 3}})
+LOCAL = parse_config({"notify": {"push_allow_local": True, "push_max_per_user": 3}})
 
 
 @pytest.fixture

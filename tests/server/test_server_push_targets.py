@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from fastapi import FastAPI
 from paneboard_server.app import create_app
-from paneboard_server.config import Config
+from paneboard_server.config import Config, parse_config
 from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
 
@@ -83,7 +83,7 @@ def test_subscriptions_to_internal_addresses_and_bad_keys_are_refused(sqlite_db:
 
 
 def test_loopback_is_allowed_only_when_configured_and_test_never_fails(sqlite_db: str) -> None:
-    cfg = Config.model_validate({"notify": {"push_allow_local": True}})
+    cfg = parse_config({"notify": {"push_allow_local": True}})
 
     async def go() -> None:
         await make_tokens(sqlite_db, viewer_password=PASSWORD)

@@ -91,6 +91,28 @@ def test_an_apprise_url_with_an_unknown_scheme_is_refused_at_load(
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("[server]\nprot = 8000\n", "server.prot: unknown key; did you mean port?"),
+        (
+            "[notify]\npush_ttl = 0\n",
+            "notify.push_ttl: expected an integer greater than 0, got 0; e.g. push_ttl = 3600",
+        ),
+    ],
+)
+def test_a_config_mistake_is_one_line_naming_the_file_the_key_and_the_fix(
+    text: str, want: str, tmp_path: Path
+) -> None:
+    # The database is unusable too: the configuration must be what start-up refuses first.
+    f = tmp_path / "plain-file"
+    f.write_text("x")
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(text)
+    args = ("serve", "--port", str(free_port()), "--config", str(cfg))
+    _one_line_failure(*args, db=str(f / "paneboard.db"), want=f"{cfg}: {want}")
+
+
 @pytest.mark.parametrize("how", ["flag", "env", "config"])
 def test_a_public_url_that_is_not_http_is_refused_in_one_line(
     how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -9,12 +9,16 @@ import json
 import time
 from collections.abc import AsyncIterator
 
+import msgspec
 import pytest
+from paneboard_protocol.pane import State
+from paneboard_protocol.views import PaneView
 from paneboard_server.app import create_app
-from paneboard_server.config import Config
+from paneboard_server.config import Config, parse_config
 from paneboard_server.ingest.wire import Delta, Snapshot, WireError, parse
 from paneboard_server.panes.commands import Op
 from paneboard_server.panes.core import Core, Ingest
+from paneboard_server.panes.model import Host, Pane
 from paneboard_server.panes.staleness import Deadlines
 from paneboard_server.services import Services, services_of
 from paneboard_server.store.database import resolve_url
@@ -71,12 +75,16 @@ def test_deadlines_keep_one_live_entry_per_pane() -> None:
     assert d.pop_due() == []
 
 
+def view(pane_id: int, rev: int, state: State | None = None) -> PaneView:
+    return Pane.heard_of(pane_id, 1, "default", f"%{pane_id}", state=state, rev=rev).view(Host(1, 1, "h"))
+
+
 def test_hub_drops_a_client_that_cannot_keep_up() -> None:
     async def go() -> None:
         hub = Hub(maxsize=3)
         fast, slow = hub.subscribe(), hub.subscribe()
         for rev in range(1, 6):
-            hub.publish(rev, [{"id": rev}], [])
+            hub.publish(rev, [view(rev, rev)], [])
             hub.flush()
             while not fast.queue.empty():
                 fast.queue.get_nowait()
@@ -86,16 +94,17 @@ def test_hub_drops_a_client_that_cannot_keep_up() -> None:
         # Changes within one interval coalesce: latest state per pane, gone wins over older.
         hub2 = Hub(maxsize=10, interval=0.05)
         sub = hub2.subscribe()
-        hub2.publish(1, [{"id": 1, "state": "working", "rev": 1}], [])
+        hub2.publish(1, [view(1, 1, "working")], [])
         await asyncio.sleep(0)  # idle hub: the first change goes at once
         assert sub.queue.qsize() == 1
-        hub2.publish(2, [{"id": 1, "state": "blocked", "rev": 2}, {"id": 2, "rev": 2}], [])
-        hub2.publish(3, [{"id": 1, "state": "done", "rev": 3}], [2])
+        hub2.publish(2, [view(1, 2, "blocked"), view(2, 2)], [])
+        hub2.publish(3, [view(1, 3, "done")], [2])
         await asyncio.sleep(0)
         assert sub.queue.qsize() == 1  # the rest waits for the interval
         rev, frame = await asyncio.wait_for(_second(sub), 2)
         data = json.loads(frame.decode().split("data: ", 1)[1])
-        assert rev == 3 and data["panes"] == [{"id": 1, "state": "done", "rev": 3}] and data["gone"] == [2]
+        assert rev == 3 and data["gone"] == [2]
+        assert data["panes"] == [json.loads(msgspec.json.encode(view(1, 3, "done")))]
 
     asyncio.run(go())
 
@@ -125,9 +134,7 @@ def test_retention_prunes_by_age_and_count_and_purges_gone_panes(db_url: str) ->
     from paneboard_server.store import schema as s
     from sqlalchemy import func, insert, select
 
-    cfg = Config.model_validate(
-        {"retention": {"max_age_days": 1, "max_per_pane": 5, "batch": 7, "gone_pane_days": 1}}
-    )
+    cfg = parse_config({"retention": {"max_age_days": 1, "max_per_pane": 5, "batch": 7, "gone_pane_days": 1}})
 
     async def go() -> None:
         await make_tokens(db_url)

@@ -146,6 +146,10 @@ class Counting:
         self.rows += len(rows)
         return Rows(rows)
 
+    async def get_raw_connection(self) -> Any:
+        """The connection under it (the ledger registers its SQL function there)."""
+        return await self.conn.get_raw_connection()
+
 
 class Rows:
     def __init__(self, rows: list[Any]) -> None:

@@ -3,31 +3,32 @@ private key, prompts, the answer audit) and its -wal/-shm files are created 0600
 directory created 0700, whatever the umask lets through; an existing file or directory
 keeps its mode, and `serve` and `db upgrade` say, in one line, when the files are open.
 
-Run as a user runs them: the real `paneboard` command in a subprocess, real SQLite.
+Run as a user runs them: `paneboard db` through its entry point (in-process, under the
+usual umask), `paneboard serve` as a real server process, real SQLite.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
+import pytest
 from pbserver import ServerProc, free_port
-
-CLI = [sys.executable, "-m", "paneboard.cli"]
+from support.clirun import CliResult, run_cli_text
 
 
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def _db(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def _db(*args: str, cwd: Path) -> CliResult[str]:
     # umask 022, the usual one, under which SQLite's own files come out 0644
-    return subprocess.run(
-        [*CLI, "db", *args], cwd=cwd, capture_output=True, text=True, timeout=60, umask=0o022
-    )
+    old = os.umask(0o022)
+    try:
+        return run_cli_text("db", *args, cwd=cwd)
+    finally:
+        os.umask(old)
 
 
 def test_db_upgrade_creates_a_private_file_in_a_private_directory(tmp_path: Path) -> None:
@@ -49,6 +50,7 @@ def test_an_existing_directory_is_not_chmodded(tmp_path: Path) -> None:
     assert _mode(shared / "x.db") == 0o600
 
 
+@pytest.mark.proc
 def test_serve_migrate_keeps_the_database_and_its_wal_private(tmp_path: Path) -> None:
     db = tmp_path / "store" / "paneboard.db"
     server = ServerProc(str(db), free_port(), log=tmp_path / "serve.log", extra=["--migrate"])
@@ -71,6 +73,7 @@ def test_serve_migrate_keeps_the_database_and_its_wal_private(tmp_path: Path) ->
     assert "warning" not in (tmp_path / "serve.log").read_text()
 
 
+@pytest.mark.proc
 def test_serve_and_db_upgrade_warn_about_a_readable_database_and_leave_it(tmp_path: Path) -> None:
     db = tmp_path / "paneboard.db"
     assert _db("upgrade", "--db", str(db), cwd=tmp_path).returncode == 0

@@ -163,9 +163,15 @@ def test_docs_show_every_message_with_its_fields() -> None:
     groups = [("type", w.COLLECTOR_MESSAGES), ("type", w.SERVER_MESSAGES), ("op", w.OPS)]
     for tag, defs in groups:
         for name, td in defs.items():
-            m = re.search(re.escape(f'{{"{tag}": "{name}"') + "(.*)", doc)
-            assert m, f"docs/wire.md has no example of {name!r}"
-            example = m.group(1) + doc[m.end() : m.end() + 200]
+            found = list(re.finditer(re.escape(f'{{"{tag}": "{name}"') + "(.*)", doc))
+            assert found, f"docs/wire.md has no example of {name!r}"
+            # each example runs to the next example or the end of its code block; a message
+            # may be shown by several (an answer by id, with text, with a key)
+            example = ""
+            for m in found:
+                rest = doc[m.end() :]
+                end = min(i for i in (rest.find("\n{"), rest.find("```"), len(rest)) if i >= 0)
+                example += m.group(1) + rest[:end]
             for field in getattr(td, "__struct_fields__", None) or get_type_hints(td):
                 if field != tag:
                     assert f'"{field}"' in example, f"docs/wire.md's {name!r} lacks {field!r}"

@@ -30,6 +30,7 @@ from .api import (
     seen,
     stats,
     stream,
+    typed,
 )
 from .config import Config
 from .lifespan import running
@@ -68,6 +69,7 @@ def create_app(cfg: Config, url: str, clock: Callable[[], float] = time.time) ->
         description="Which coding agent in which tmux pane is working, done, or waiting on you.",
     )
     errors.install(app)
+    typed.install(app)
     for make_router in ROUTERS:
         app.include_router(make_router())
     d = pages.web_dir()

@@ -351,9 +351,6 @@ def serve_main(argv: list[str]) -> int:
 
     try:
         cfg = load_config(args.config or os.environ.get("PANEBOARD_CONFIG"))
-        from .notify import NotifySettings
-
-        NotifySettings.from_config(cfg.notify)  # a bad [notify] table fails here, in one line
         if args.trusted_proxies is not None:
             cfg = cfg.with_trusted_proxies(args.trusted_proxies)
         if args.public_url is not None:

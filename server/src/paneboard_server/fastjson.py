@@ -1,4 +1,12 @@
-"""JSON encoding on the hot paths: orjson, with the stdlib for what orjson refuses.
+"""JSON encoding on the hot paths: msgspec for the typed views clients get, orjson for
+plain values (the database's JSON columns), with the stdlib for what orjson refuses.
+
+`encode` writes a view (`paneboard_protocol.views`, the API's answers) and the plain
+values in it as they are, with no validation on the way out: building a pane's view and
+encoding it costs less than building its dict and encoding that with orjson
+(bench/json_encoders.py), and far less than pydantic validating the dict per answer.
+Its bytes are orjson's but for floats of 1e16 and beyond, written `1e16` (orjson and the
+stdlib write `1e+16`), the same number to every JSON parser.
 
 orjson writes the same JSON as `json.dumps(separators=(",", ":"), ensure_ascii=False)`
 for what the server handles (validated data: str keys, finite floats, 64-bit ints),
@@ -11,7 +19,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import orjson
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode(view: Any) -> bytes:
+    """UTF-8 JSON bytes of a view (a msgspec Struct, or dicts and lists holding them)."""
+    return _encoder.encode(view)
 
 
 def dumps(data: Any) -> bytes:

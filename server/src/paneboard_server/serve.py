@@ -14,7 +14,7 @@ import gc
 import socket
 
 from .config import Config
-from .serving import TrustedProxies, logsafe, protocols
+from .serving import TrustedProxies, connection_limits, logsafe
 from .store import check_schema, create_engine, warn_exposure
 
 
@@ -85,7 +85,7 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
     logsafe.install()
     app = create_app(cfg, url)
     lim = cfg.limits
-    http_protocol, ws_protocol = protocols(
+    http_protocol, limited = connection_limits(
         lim.header_timeout,
         lim.max_header_bytes,
         lim.max_connections_per_address,
@@ -94,9 +94,8 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
         trusted=TrustedProxies(cfg.server.trusted_proxies),
     )
     config = uvicorn.Config(
-        app,
+        limited(app),
         http=http_protocol,
-        ws=ws_protocol,
         timeout_keep_alive=lim.keep_alive_timeout,  # type: ignore[arg-type]  # typed int; seconds to call_later
         limit_concurrency=lim.max_connections,
         host=host,

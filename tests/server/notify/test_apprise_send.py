@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from paneboard_server.notify import apprise_send
+from paneboard_server.notify_config import valid_url
 from support.receiver import JsonReceiver
 
 
@@ -30,5 +31,5 @@ def test_unreachable_channel_reports_failure():
 
 
 def test_unknown_scheme_is_invalid():
-    assert apprise_send.valid_url("json://127.0.0.1:1/")
-    assert not apprise_send.valid_url("nosuchscheme://x")
+    assert valid_url("json://127.0.0.1:1/")
+    assert not valid_url("nosuchscheme://x")

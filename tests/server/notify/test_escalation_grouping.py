@@ -13,9 +13,9 @@ import httpx
 import pytest
 from ledger_helpers import T0, Clock, report, reports, update
 from paneboard_server.app import create_app
-from paneboard_server.config import Config
+from paneboard_server.config import ConfigError, parse_config
 from paneboard_server.notify import store
-from paneboard_server.notify.routing import ConfigError, parse_channels
+from paneboard_server.notify.settings import parse_channels
 from paneboard_server.services import services_of
 from paneboard_server.store.database import resolve_url
 from pbserver import make_tokens
@@ -49,7 +49,7 @@ def notify_config(mine: JsonReceiver, team: JsonReceiver, **extra: Any) -> dict[
 
 def served(db_url: str, clock: Clock, cfg: dict[str, Any], body: Any) -> None:
     async def go() -> None:
-        app = create_app(Config(notify=cfg), resolve_url(db_url), clock=clock)
+        app = create_app(parse_config({"notify": cfg}), resolve_url(db_url), clock=clock)
         async with app.router.lifespan_context(app):
             await body(services_of(app).core, services_of(app).notify, app)
 
@@ -173,7 +173,7 @@ def test_a_burst_is_one_message_and_done_is_switched_off_per_route(db_url, recei
         ({"escalate_after": 600}, "go together"),
         ({"escalate_after": 0, "escalate_to": "team"}, "greater than 0"),
         ({"escalate_after": 60, "escalate_to": "nobody"}, "names no other channel"),
-        ({"done": "no"}, "done must be true or false"),
+        ({"done": "no"}, r"channels\[0\]\.done: expected true or false"),
     ],
 )
 def test_bad_escalation_settings_are_one_clear_error(entry: dict[str, Any], msg: str) -> None:

@@ -7,10 +7,12 @@ import datetime as dt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from paneboard_server.config import ConfigError
 from paneboard_server.notify.events import StateChange
 from paneboard_server.notify.limits import Limiter
 from paneboard_server.notify.quiet import Dnd, Mute, QuietHours, parse_hhmm, shared_quiet, viewer_quiet
-from paneboard_server.notify.routing import Channel, ConfigError, parse_channels
+from paneboard_server.notify.routing import Channel
+from paneboard_server.notify.settings import parse_channels
 from paneboard_server.notify.watch import WatchTracker
 
 
@@ -100,11 +102,14 @@ def test_channels_parse_and_route():
 @pytest.mark.parametrize(
     ("cfg", "msg"),
     [
-        ({"channels": {"url": "x"}}, "list"),
-        ({"channels": [{"url": "nope"}]}, r"channels\[0\]: url"),
-        ({"channels": [{"url": "json://x", "states": ["sleeping"]}]}, "unknown state"),
-        ({"channels": [{"url": "json://x", "hosts": [1]}]}, "hosts must be a list"),
-        ({"channels": [{"url": "json://x", "colour": "red"}]}, "unknown key 'colour'"),
+        ({"channels": {"url": "x"}}, "array of tables"),
+        ({"channels": [{"url": "nope"}]}, r"channels\[0\]\.url: must be an Apprise URL"),
+        (
+            {"channels": [{"url": "json://x", "states": ["sleeping"]}]},
+            r"states\[0\]: expected one of .*sleeping",
+        ),
+        ({"channels": [{"url": "json://x", "hosts": [1]}]}, r"hosts\[0\]: expected a string"),
+        ({"channels": [{"url": "json://x", "colour": "red"}]}, r"channels\[0\]\.colour: unknown key"),
     ],
 )
 def test_bad_channel_config_names_the_entry(cfg, msg):

@@ -9,11 +9,11 @@ import uuid
 
 import pytest
 from paneboard_server.auth import accounts
+from paneboard_server.config import ConfigError
 from paneboard_server.notify import store
 from paneboard_server.notify.events import StateChange
 from paneboard_server.notify.grouping import Window
 from paneboard_server.notify.quiet import QuietHours
-from paneboard_server.notify.routing import ConfigError
 from paneboard_server.notify.service import NotifyService, NotifySettings
 from paneboard_server.notify.webpush import Subscription
 from paneboard_server.store import schema
@@ -199,7 +199,7 @@ def test_queue_is_bounded_and_only_notable_changes_enter(db_url):
 )
 def test_bad_notify_config_is_one_clear_error(cfg, msg):
     with pytest.raises(ConfigError, match=msg):
-        NotifySettings.from_config(cfg)
+        NotifySettings.from_table(cfg)
 
 
 def test_failing_subscription_is_removed_after_repeated_failures_logged_in_one_line(db_url, pushsvc, caplog):

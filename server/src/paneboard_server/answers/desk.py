@@ -1,15 +1,20 @@
-"""Answering a blocked pane from the board: the server's checks, the relay, the audit.
+"""Answering a pane from the board: the server's checks, the relay, the audit.
 
 `POST /api/panes/{id}/answer` reaches `AnswerDesk.answer` only for an operator (a
-logged-in account with the role, CSRF token and Origin checked: `api_screens`). Here:
-the screen the operator was shown must be the pane's latest (`changed` otherwise), its
-collector must say it types (`disabled`), the pane must be blocked (`not-blocked`),
-the answer must be one the screen offers (`refused`), and nobody may have answered
-that screen already (`used`: two operators on one prompt, one is typed, the other is
-told; a replay likewise). Only then is `answer` sent to the collector, with an expiry
-(`answer_ttl`, 60 s); the collector checks it all again on a fresh capture before it
-types, and its outcome is what the operator gets (`offline` if it is not connected or
-does not reply in time).
+logged-in account with the role, CSRF token and Origin checked: `api_screens`). An
+attempt is one of three kinds (docs/answers.md): a declared answer or a blocked
+question's text, a follow-up (text to an idle or done agent), or one key
+(`wire.PRESSES`). Here: the screen the operator was shown must be the pane's latest
+(`changed` otherwise; for Escape and C-c, the program in front must be the one the
+operator saw, whatever the screen), its collector must say it types (`disabled`), the
+pane must be in a state its kind takes (`not-blocked`: blocked for an answer, idle or
+done for a follow-up), the screen must take it (`refused`: an answer it offers, text
+where it takes text, a follow-up where it takes one, a key only into a program a
+manifest identifies), and nobody may have answered that screen already (`used`: two
+operators on one prompt, one is typed, the other is told; a replay likewise). Only
+then is `answer` sent to the collector, with an expiry (`answer_ttl`, 60 s); the
+collector checks it all again on a fresh capture before it types, and its outcome is
+what the operator gets (`offline` if it is not connected or does not reply in time).
 
 An answer for a pane no page is watching (tapped in a push notification) finds no
 screen here: the pane is watched at once and the answer checked against the screen
@@ -90,16 +95,20 @@ class AnswerDesk:
         text: str | None,
         relayed: bool = False,
         refuse: str | None = None,
+        press: str | None = None,
+        process: str | None = None,
+        source: str | None = None,
     ) -> tuple[str, dict[str, Any]]:
         """The outcome, and the audit row written for it. A pane whose collector is
         connected to a peer replica is answered there (`replicas.py`: one process
         decides the claim); `relayed`: this is that peer's request. `refuse`: the
         request was refused before any check here (its credentials: `read-only`,
-        `cross-origin`, `csrf`); only its audit row is written, that outcome in it."""
+        `cross-origin`, `csrf`); only its audit row is written, that outcome in it.
+        `source`: the client's address, for the audit."""
         if self.remote is not None and who.operator and not relayed and refuse is None:
             target = self.core.collector_of(pane_id)
             if target is not None and target[0] not in self.core.seen_routes:
-                got = await self.remote.ask(who, pane_id, fingerprint, answer, text)
+                got = await self.remote.ask(who, pane_id, fingerprint, answer, text, press, process, source)
                 if got is not None:
                     return cast(tuple[str, dict[str, Any]], got)
         asked_at = self.core.clock()
@@ -124,18 +133,19 @@ class AnswerDesk:
             outcome = "forbidden"
         elif target is None or send is None:
             outcome = "offline"
-        elif sc is None or sc.fingerprint != fingerprint:
+        elif sc is None or not _same(sc, fingerprint, press, process):
             outcome = "changed"
         elif not sc.input:
             outcome = "disabled"
-        elif pane is None or pane.state != "blocked" or sc.state != "blocked":
+        elif pane is None or not _state_takes(pane.state, sc, answer, text, press):
             outcome = "not-blocked"
-        elif (answer is not None and label is None) or (text is not None and not sc.text):
+        elif not _takes(sc, label, answer, text, press, process):
             outcome = "refused"
         elif claim in self.claims or (self.durable_claims and await self._typed_before(claim)):
             outcome = "used"
         else:
-            outcome, said = await self._relay(claim, who, send, target[1], fingerprint, answer, text)
+            kind = {"press": press, "process": process} if press is not None else {}
+            outcome, said = await self._relay(claim, who, send, target[1], fingerprint, answer, text, **kind)
             if outcome != "typed":
                 self.claims.pop(claim, None)
             prompt = said or prompt
@@ -152,10 +162,11 @@ class AnswerDesk:
             "fingerprint": fingerprint,
             "prompt": prompt,
             "answer": answer,
-            "label": label,
+            "label": label if press is None else f"key {press}"[:128],
             "text": text,
             "outcome": outcome,
             "done_at": self.core.clock(),
+            "source": source[:64] if source else None,
         }
         burst, first = None, False
         if outcome in REFUSALS:
@@ -231,6 +242,8 @@ class AnswerDesk:
         fingerprint: str,
         answer: str | None,
         text: str | None,
+        press: str | None = None,
+        process: str | None = None,
     ) -> tuple[str, str | None]:
         """Send the answer, wait for the collector's outcome (and the prompt it read)."""
         if len(self.claims) >= CLAIMS_MAX:
@@ -241,7 +254,18 @@ class AnswerDesk:
         self.hub.replies[request] = fut
         try:
             expires = time.time() + self.ttl
-            send(pwire.answer(request, key, fingerprint, expires, answer=answer, text=text))
+            send(
+                pwire.answer(
+                    request,
+                    key,
+                    fingerprint,
+                    expires,
+                    answer=answer,
+                    text=text,
+                    press=cast(pwire.Press, press),
+                    process=process,
+                )
+            )
             try:
                 reply = await asyncio.wait_for(fut, min(REPLY_WAIT, self.ttl + 1))
             except TimeoutError:
@@ -249,6 +273,50 @@ class AnswerDesk:
             return str(reply.outcome), reply.prompt
         finally:
             self.hub.replies.pop(request, None)
+
+
+def _same(sc: pwire.Screen, fingerprint: str, press: str | None, process: str | None) -> bool:
+    """Is the pane's latest screen the one the operator acted on? For Escape and C-c:
+    the same identified program is in front (a working turn redraws its screen all the
+    time, and stopping it is what they are for); for everything else, the fingerprint."""
+    if press in pwire.INTERRUPTS:
+        return process is not None and sc.process == process
+    return sc.fingerprint == fingerprint
+
+
+def _state_takes(
+    state: str | None, sc: pwire.Screen, answer: str | None, text: str | None, press: str | None
+) -> bool:
+    """A key in any state; a declared answer while blocked; text while blocked (a
+    question's answer) or while idle or done (a follow-up). Both the pane's committed
+    state and the screen's must agree."""
+    if press is not None:
+        return True
+    if answer is not None:
+        return state == "blocked" and sc.state == "blocked"
+    return state == sc.state and state in ("blocked", "idle", "done")
+
+
+def _takes(
+    sc: pwire.Screen,
+    label: str | None,
+    answer: str | None,
+    text: str | None,
+    press: str | None,
+    process: str | None,
+) -> bool:
+    """Does this screen take the attempt: an answer it offers, text where it takes text
+    (one line to a blocked question, any lines as a follow-up), a key of the allow-list
+    into a program a manifest identifies?"""
+    if answer is not None:
+        return label is not None
+    if press is not None:
+        return press in pwire.PRESSES and sc.process is not None
+    if text is None:
+        return False
+    if sc.state == "blocked":
+        return sc.text and "\n" not in text
+    return sc.follow_up
 
 
 AUDIT_KEYS = (
@@ -263,6 +331,7 @@ AUDIT_KEYS = (
     "outcome",
     "count",
     "done_at",
+    "source",
 )
 
 

@@ -18,6 +18,13 @@ reads as that choice's number and text ("1. Drop the production database"), both
 by the collector from the choice's own line (`paneboard_protocol.choices`). The offer
 is only what the push shows: the answer itself goes through
 `POST /api/panes/{id}/answer` and every check of `desk.py`, on a fresh capture.
+
+A blocked card on the board offers the same answers by the same rule (`card`,
+`GET /api/offers`): its second tap is a confirmation, not the prompt in view, so what
+the lock screen never offers the card does not either. Where a card offers nothing,
+`card` says why in a word the page turns into a sentence (`disabled`: no
+`--allow-input` on that host; `not-recognised`: no manifest rule reads an answer off
+this prompt and it takes no text; `offline`, `pending`).
 """
 
 from __future__ import annotations
@@ -110,6 +117,54 @@ class Offers:
             if left <= 0:
                 return None
             await self.hub.wait(pid, None, left, since if since is not None else -1)
+
+
+#: why a blocked card offers no answer (`card`)
+WHY = ("disabled", "not-recognised", "offline", "pending", "not-blocked", "no-screen")
+
+
+def card(core: Any, hub: ScreenHub, pane_id: int) -> dict[str, Any]:
+    """What a blocked pane's card offers now: `{pane_id, fingerprint, answers, text,
+    prompt, why}` from the pane's latest screen, by the push's rule (`pick`); `why`
+    is None where it offers answers or text. Keeps (or starts) the pane's watch, as a
+    page looking at it would, so the screen stays fresh while the board shows it."""
+    out: dict[str, Any] = {
+        "pane_id": pane_id,
+        "fingerprint": None,
+        "answers": [],
+        "text": False,
+        "prompt": None,
+        "why": None,
+    }
+    pane = core.panes.get(pane_id)
+    host = core.hosts.get(pane.host_id) if pane is not None else None
+    if pane is None or pane.state != "blocked":
+        out["why"] = "not-blocked"
+    elif host is None or host.name not in core.input_hosts.get(host.collector_id, ()):
+        out["why"] = "disabled"
+    elif not hub.look(pane_id):
+        out["why"] = "offline"
+    elif (shown := hub.latest.get(pane_id)) is None:
+        out["why"] = "pending"
+    else:
+        sc = shown.screen
+        answers = pick(sc.answers)
+        if sc.error:
+            out["why"] = "no-screen"
+        elif not sc.input:
+            out["why"] = "disabled"
+        elif sc.state != "blocked" or not sc.fingerprint:
+            out["why"] = "pending"  # the screen is behind the pane's state: the next one says
+        elif not answers and not sc.text:
+            out["why"] = "not-recognised"
+        else:
+            out.update(
+                fingerprint=sc.fingerprint,
+                answers=[{"id": i, "label": label[:60]} for i, label in answers],
+                text=sc.text,
+                prompt=sc.prompt[:PROMPT_MAX] if sc.prompt else None,
+            )
+    return out
 
 
 def _int(pane_id: str) -> int | None:

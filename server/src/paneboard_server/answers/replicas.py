@@ -16,15 +16,15 @@ Everything travels by LISTEN/NOTIFY on the fan-out's connection (`fanout.py`):
 - input: which hosts' collectors type (their hello's `input`, shown as "takes answers"
   on /api/panes) is announced by A when a collector attaches, and again by every
   replica when one starts and asks (`origin:?`).
-- answer: B checks who (operator role, CSRF, Origin: `api_screens`) and forwards the
-  request; only A, the process holding the collector, runs `AnswerDesk.answer` — so the
-  single-use claim is decided in one process for every replica, the checks against the
-  latest screen are made where the screen is authoritative, the audit row is written
-  once (by A; a screen some process's audit row says was typed is `used` too, for a
-  collector that moved between replicas), and A re-reads the operator role from the
-  database rather than trusting the message. A NOTIFYs the outcome and the row id
-  back; B returns them. No reply in `ASK_WAIT` s (no replica holds the collector):
-  B answers `offline` and audits it.
+- answer (a declared answer, text or a key): B checks who (operator role, CSRF, Origin:
+  `api_screens`) and forwards the request; only A, the process holding the collector,
+  runs `AnswerDesk.answer` — so the single-use claim is decided in one process for every
+  replica, the checks against the latest screen are made where the screen is
+  authoritative, the audit row is written once (by A; a screen some process's audit row
+  says was typed is `used` too, for a collector that moved between replicas), and A
+  re-reads the operator role from the database rather than trusting the message. A
+  NOTIFYs the outcome and the row id back; B returns them. No reply in `ASK_WAIT` s (no
+  replica holds the collector): B answers `offline` and audits it.
 
 SQLite runs one process: none of this is started there.
 """
@@ -257,7 +257,15 @@ class Replicas:
 
     # --- answers ---------------------------------------------------------------------
     async def ask(
-        self, who: Principal, pane_id: int, fingerprint: str, answer: str | None, text_: str | None
+        self,
+        who: Principal,
+        pane_id: int,
+        fingerprint: str,
+        answer: str | None,
+        text_: str | None,
+        press: str | None = None,
+        process: str | None = None,
+        source: str | None = None,
     ) -> tuple[str, dict[str, Any]] | None:
         """B: have the replica holding the pane answer; None if none replied."""
         request = secrets.token_urlsafe(12)
@@ -271,6 +279,9 @@ class Replicas:
             "fp": fingerprint,
             "a": answer,
             "x": text_,
+            "k": press,
+            "pid": process,
+            "src": source,
             "w": {"kind": who.kind, "name": who.name[:128], "id": who.id},
         }
         try:
@@ -297,7 +308,15 @@ class Replicas:
             w = msg["w"]
             who = await self._principal(str(w["kind"]), str(w["name"]), int(w["id"]))
             outcome, row = await self.desk.answer(
-                who, int(msg["p"]), str(msg["fp"]), msg.get("a"), msg.get("x"), relayed=True
+                who,
+                int(msg["p"]),
+                str(msg["fp"]),
+                msg.get("a"),
+                msg.get("x"),
+                relayed=True,
+                press=msg.get("k"),
+                process=msg.get("pid"),
+                source=msg.get("src"),
             )
         except Exception as exc:
             log.warning("answer relayed from a peer failed: %s", exc)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ from typing import Any
 
 from paneboard_protocol import wire as pwire
 from paneboard_protocol.pane import PaneKey
+from paneboard_protocol.reply import reply_end
+from paneboard_protocol.rules import Manifest
+from paneboard_protocol.rules.loading import load_rules
 from paneboard_protocol.wire import Answered, Screen
 
 from ..panes import Core
@@ -191,12 +195,24 @@ class ScreenHub:
             self.sweep()
 
 
+@functools.cache
+def _manifest(agent: str) -> Manifest | None:
+    """The bundled manifest of an agent: where its input prompt is (`reply_end`)."""
+    return load_rules(bundled=True).for_agent(agent)
+
+
 def screen_json(
-    shown: Shown | None, pane_id: int, online: bool, scrollback: int | None = None
+    shown: Shown | None,
+    pane_id: int,
+    online: bool,
+    scrollback: int | None = None,
+    agent: str | None = None,
 ) -> dict[str, Any]:
     """`GET /api/panes/{id}/screen`'s answer (docs/answers.md): the visible rows and at
     most `scrollback` lines of history above them (all the screen has when None), since
-    the watch may capture more for another page."""
+    the watch may capture more for another page; `reply_end`, the row where the agent's
+    last reply ends (above its input box, as `agent`'s manifest places it), is where a
+    done pane's page opens."""
     if shown is None:
         return {
             "pane_id": pane_id,
@@ -205,6 +221,8 @@ def screen_json(
             "answers": [],
             "text": False,
             "input": False,
+            "follow_up": False,
+            "process": None,
             "online": online,
             "pending": online,
             "error": None if online else "the pane's collector is not connected to this server",
@@ -220,6 +238,8 @@ def screen_json(
         "answers": [{"id": a.id, "label": a.label} for a in sc.answers],
         "text": sc.text,
         "input": sc.input,
+        "follow_up": sc.follow_up,
+        "process": sc.process,
         "state": sc.state,
         "prompt": sc.prompt,
         "width": sc.width,
@@ -231,4 +251,5 @@ def screen_json(
         "online": online,
         "pending": False,
         "error": sc.error,
+        "reply_end": reply_end(lines, sc.height, _manifest(agent) if agent else None),
     }

@@ -3,10 +3,27 @@
 The top of the server: its routes read the running `Services`, so nothing below
 imports api. The entry point is the route modules themselves, each one part's
 `make_router` (`app.ROUTERS` puts them in order), plus `errors` (one error shape,
-`errors.install`, `errors.Files`) and `pages` (`pages.web_dir`, the dashboard's files).
+`errors.install`, `errors.Files`), `typed` (typed answers: `typed.answer`, `typed.ok`,
+`typed.install`; the views are `views.py`'s and the protocol's) and `pages`
+(`pages.web_dir`, the dashboard's files).
 """
 
-from . import errors, health, ingest, login, metrics, notify, pages, pair, panes, screens, seen, stats, stream
+from . import (
+    errors,
+    health,
+    ingest,
+    login,
+    metrics,
+    notify,
+    pages,
+    pair,
+    panes,
+    screens,
+    seen,
+    stats,
+    stream,
+    typed,
+)
 
 __all__ = [
     "errors",
@@ -22,4 +39,5 @@ __all__ = [
     "seen",
     "stats",
     "stream",
+    "typed",
 ]

@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
@@ -23,6 +22,8 @@ from ..auth import SESSION_COOKIE, accounts, clear_session, set_session
 from ..services import Svc
 from .access import Viewer, Writer, origin_ok
 from .errors import READ, WRITE, responses
+from .typed import answer, ok
+from .views import LoggedOut, Me
 
 log = logging.getLogger("paneboard.server")
 _HOSTNAME = socket.gethostname()
@@ -91,7 +92,11 @@ def make_router() -> APIRouter:
         set_session(resp, svc.cfg, sid, csrf)
         return resp
 
-    @r.post("/api/logout", summary="End this browser session", responses=responses(*WRITE))
+    @r.post(
+        "/api/logout",
+        summary="End this browser session",
+        responses={**ok(LoggedOut, "Logged out: the session cookie is cleared"), **responses(*WRITE)},
+    )
     async def logout(request: Request, svc: Svc, _: Writer) -> JSONResponse:
         sid = request.cookies.get(SESSION_COOKIE, "")
         await accounts.close_session(svc.core.engine, sid)
@@ -99,18 +104,14 @@ def make_router() -> APIRouter:
         clear_session(resp)
         return resp
 
-    @r.get("/api/me", summary="Who this session is", responses=responses(*READ))
-    async def me(p: Viewer) -> dict[str, Any]:
+    @r.get(
+        "/api/me",
+        summary="Who this session is",
+        responses={**ok(Me, "Who these credentials are"), **responses(*READ)},
+    )
+    async def me(p: Viewer) -> Response:
         # `host`: this server's host name, so the page can offer a plain `tmux attach`
         # (no ssh) for panes a collector on this machine reports.
-        return {
-            "name": p.name,
-            "kind": p.kind,
-            "readonly": p.readonly,
-            "csrf": p.csrf,
-            "host": _HOSTNAME,
-            "screens": p.screens,
-            "operator": p.operator,
-        }
+        return answer(Me(p.name, p.kind, p.readonly, p.csrf, _HOSTNAME, p.screens, p.operator))
 
     return r

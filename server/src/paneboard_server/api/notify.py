@@ -10,16 +10,18 @@ stored, it only says "this tab is looking").
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from ..auth import Principal
-from ..notify import NotifyService, QuietHours, Subscription, check_endpoint, parse_hhmm, store
+from ..notify import Notable, NotifyService, QuietHours, Subscription, check_endpoint, parse_hhmm, store
 from ..services import Svc
 from .access import require_viewer, require_writer
 from .errors import ID_MAX, READ, WRITE, responses
+from .typed import answer, ok
+from .views import MuteAdded, NotifyLog, NotifyTested, PushDevices, Quiet, VapidKey
 
 MAX_MINUTES = 60 * 24 * 365
 
@@ -56,7 +58,7 @@ class ShownBody(_Body):
     """A notification the page showed by itself (the browser route)."""
 
     panes: list[Annotated[str, Field(max_length=64)]] = Field(min_length=1, max_length=100)
-    state: Literal["blocked", "done", "error"] | None = None
+    state: Notable | None = None
     reason: Literal["block", "done", "error", "grouped"]
 
 
@@ -132,10 +134,10 @@ def make_router() -> APIRouter:
         e403="Read-only credentials (a viewer token), no or a wrong CSRF header, or a cross-origin request",
     )
 
-    @r.get("/api/push/vapid-public-key", responses=responses(*READ))
-    async def vapid_public_key(_: Reader, svc: Notifier) -> dict[str, str]:
+    @r.get("/api/push/vapid-public-key", responses={**ok(VapidKey, "The key"), **responses(*READ)})
+    async def vapid_public_key(_: Reader, svc: Notifier) -> Response:
         assert svc.keys is not None
-        return {"key": svc.keys.public_key}
+        return answer(VapidKey(svc.keys.public_key))
 
     @r.post(
         "/api/push/subscribe",
@@ -168,13 +170,13 @@ def make_router() -> APIRouter:
         svc.operator_devices = svc.operator_devices or who.operator
         return Response(status_code=204)
 
-    @r.get("/api/push/devices", responses=responses(*READ))
-    async def push_devices(who: Reader, svc: Notifier) -> dict[str, Any]:
+    @r.get("/api/push/devices", responses={**ok(PushDevices, "This account's devices"), **responses(*READ)})
+    async def push_devices(who: Reader, svc: Notifier) -> Response:
         """This account's push devices, each with its last delivery and last failure
         (the settings panel); a viewer token has none."""
         if who.kind != "viewer" or who.readonly:
-            return {"devices": []}
-        return {"devices": await store.devices(svc.engine, who.id)}
+            return answer({"devices": []})
+        return answer({"devices": await store.devices(svc.engine, who.id)})
 
     @r.delete("/api/push/subscribe", status_code=204, responses=mine)
     async def push_unsubscribe(body: EndpointBody, who: Writer, svc: Notifier) -> Response:
@@ -199,22 +201,22 @@ def make_router() -> APIRouter:
         await svc.record_page(_viewer_key(who), body.panes, body.state, body.reason)
         return Response(status_code=204)
 
-    @r.get("/api/notify/log", responses=responses(*READ))
+    @r.get("/api/notify/log", responses={**ok(NotifyLog, "The entries, newest first"), **responses(*READ)})
     async def notify_log(
         who: Reader,
         svc: Notifier,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
         before: Annotated[int | None, Query(ge=-ID_MAX, le=ID_MAX)] = None,
-    ) -> dict[str, Any]:
+    ) -> Response:
         """Notifications sent, newest first: where (`channel`: browser, webpush,
         apprise:NAME), about what, and why (`reason`: block, done, error, grouped,
         escalation, test). The server-wide channels' entries and the caller's own
         deliveries (its devices' pushes, its pages' notifications), never another's."""
         rows = await store.recent_log(svc.engine, limit, before, owner=_viewer_key(who))
-        return {"entries": rows}
+        return answer({"entries": rows})
 
-    @r.get("/api/notify/quiet", responses=responses(*READ))
-    async def quiet(who: Reader, svc: Notifier) -> dict[str, Any]:
+    @r.get("/api/notify/quiet", responses={**ok(Quiet, "What silences notifications"), **responses(*READ)})
+    async def quiet(who: Reader, svc: Notifier) -> Response:
         now = time.time()
         dnd, mutes = await store.quiet_state(svc.engine, now)
         hours = own = None
@@ -225,29 +227,31 @@ def make_router() -> APIRouter:
             mine = store.own_dnd_from_settings(settings)
             own = mine if mine is not None and mine.active(now) else None
         effective = dnd or own
-        return {
-            # `dnd`: whether this viewer is in do-not-disturb at all (the page's own
-            # notifications follow it); `dnd_everyone` / `dnd_mine`: which switch.
-            "dnd": {"until": effective.until} if effective else None,
-            "dnd_everyone": {"until": dnd.until} if dnd else None,
-            "dnd_mine": {"until": own.until} if own else None,
-            "operator": who.operator,
-            # everyone's mutes and the caller's own, each saying whose it is
-            "mutes": [
-                {
-                    "id": m.id,
-                    "scope": m.scope,
-                    "value": m.value,
-                    "until": m.until,
-                    "audience": "everyone" if m.everyone else "me",
-                }
-                for m in mutes
-                if m.everyone or (who.kind == "viewer" and m.viewer_id == who.id)
-            ],
-            "quiet_hours": hours,
-            "channels": [c.label for c in svc.channels],
-            "push_done": svc.settings.push_done,
-        }
+        return answer(
+            {
+                # `dnd`: whether this viewer is in do-not-disturb at all (the page's own
+                # notifications follow it); `dnd_everyone` / `dnd_mine`: which switch.
+                "dnd": {"until": effective.until} if effective else None,
+                "dnd_everyone": {"until": dnd.until} if dnd else None,
+                "dnd_mine": {"until": own.until} if own else None,
+                "operator": who.operator,
+                # everyone's mutes and the caller's own, each saying whose it is
+                "mutes": [
+                    {
+                        "id": m.id,
+                        "scope": m.scope,
+                        "value": m.value,
+                        "until": m.until,
+                        "audience": "everyone" if m.everyone else "me",
+                    }
+                    for m in mutes
+                    if m.everyone or (who.kind == "viewer" and m.viewer_id == who.id)
+                ],
+                "quiet_hours": hours,
+                "channels": [c.label for c in svc.channels],
+                "push_done": svc.settings.push_done,
+            }
+        )
 
     for_everyone = responses(
         *WRITE,
@@ -255,8 +259,8 @@ def make_router() -> APIRouter:
         "mute for everyone without the operator role",
     )
 
-    @r.post("/api/notify/mutes", responses=for_everyone)
-    async def add_mute(body: MuteBody, who: Writer, svc: Notifier) -> dict[str, int]:
+    @r.post("/api/notify/mutes", responses={**ok(MuteAdded, "The mute's id"), **for_everyone})
+    async def add_mute(body: MuteBody, who: Writer, svc: Notifier) -> Response:
         """Mute a pane, host or agent: for this account (`audience: "me"`), or for every
         route and every viewer (`"everyone"`), which only an operator may: one plain user
         must not silence everyone's alerts."""
@@ -265,7 +269,7 @@ def make_router() -> APIRouter:
             raise HTTPException(403, "a mute for everyone needs the operator role")
         until = time.time() + body.minutes * 60 if body.minutes else None
         owner = None if body.audience == "everyone" else viewer_id
-        return {"id": await store.add_mute(svc.engine, body.scope, body.value, until, owner)}
+        return answer(MuteAdded(await store.add_mute(svc.engine, body.scope, body.value, until, owner)))
 
     @r.delete("/api/notify/mutes/{rule_id}", status_code=204, responses={**for_everyone, **responses(404)})
     async def lift_mute(
@@ -318,9 +322,9 @@ def make_router() -> APIRouter:
         await store.set_quiet_hours(svc.engine, viewer_id, hours)
         return Response(status_code=204)
 
-    @r.post("/api/notify/test", responses=mine)
-    async def test(who: Writer, svc: Notifier) -> dict[str, Any]:
+    @r.post("/api/notify/test", responses={**ok(NotifyTested, "What the test reached"), **mine})
+    async def test(who: Writer, svc: Notifier) -> Response:
         """Every channel and this account's devices; `devices`: which got it."""
-        return await svc.test(_account(who))
+        return answer(await svc.test(_account(who)))
 
     return r

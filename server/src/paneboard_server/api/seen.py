@@ -8,9 +8,8 @@ another process sharing the database: then the message goes by NOTIFY (`Fanout`)
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Response
 from paneboard_protocol import wire as pwire
 from paneboard_protocol.pane import PaneKey
 
@@ -18,6 +17,8 @@ from ..panes import Seen
 from ..services import Services, Svc
 from .access import Writer
 from .errors import WRITE, responses
+from .typed import answer, ok
+from .views import SeenAnswer
 
 STORE_WAIT = 10.0  # seconds the request waits for the writer to commit the change
 
@@ -28,9 +29,9 @@ def make_router() -> APIRouter:
     @r.post(
         "/api/panes/{pane_id}/seen",
         summary="The user has looked: done becomes idle",
-        responses=responses(*WRITE, 404, 503),
+        responses={**ok(SeenAnswer, "The pane, and whether it changed"), **responses(*WRITE, 404, 503)},
     )
-    async def seen(svc: Svc, pane_id: int, _: Writer) -> dict[str, Any]:
+    async def seen(svc: Svc, pane_id: int, _: Writer) -> Response:
         core = svc.core
         p = core.panes.get(pane_id)
         if p is None or p.gone_at is not None:
@@ -48,7 +49,7 @@ def make_router() -> APIRouter:
         except Exception as exc:
             raise HTTPException(503, "could not store the change") from exc
         await forward_seen(svc, pane_id)
-        return {"pane": core.api(core.panes[pane_id]), "changed": bool(op.result.get("changed"))}
+        return answer(SeenAnswer(core.view(core.panes[pane_id]), bool(op.result.get("changed"))))
 
     return r
 

@@ -17,17 +17,20 @@ import io
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
+import msgspec
 from fastapi import APIRouter, Depends, Query, Response
 from paneboard_protocol.pane import KIND_MAX, NAME_MAX
 from sqlalchemy import select
 
 from ..auth import Principal
-from ..ledger import AnswerCache, aggregate, compute, options, overlapping
+from ..ledger import AnswerCache, Waiting, aggregate, compute, options, overlapping
 from ..ledger import Query as StatsQuery
 from ..services import Services, Svc
 from ..store import schema as s
 from .access import require_viewer
 from .errors import READ, responses
+from .typed import answer, ok, schema
+from .views import Block, Blocks, Stats
 
 Reader = Annotated[Principal, Depends(require_viewer)]
 DEFAULT_SPAN = 7 * 86400
@@ -39,7 +42,7 @@ def _query(
     svc: Services,
     start: float | None,
     end: float | None,
-    state: str,
+    state: Waiting,
     host: str | None,
     agent: str | None,
     kind: str | None,
@@ -60,7 +63,7 @@ def _query(
 
 Start = Annotated[float | None, Query(alias="from", ge=0, le=1e11)]
 End = Annotated[float | None, Query(alias="to", ge=0, le=1e11)]
-State = Annotated[Literal["blocked", "done"], Query()]
+State = Annotated[Waiting, Query()]
 Host = Annotated[str | None, Query(max_length=NAME_MAX)]
 Agent = Annotated[str | None, Query(max_length=NAME_MAX)]
 Kind = Annotated[str | None, Query(max_length=KIND_MAX)]
@@ -70,7 +73,7 @@ def make_router() -> APIRouter:
     r = APIRouter(tags=["stats"], responses=responses(*READ))
     answers = AnswerCache()
 
-    @r.get("/api/stats")
+    @r.get("/api/stats", responses=ok(Stats, "Every figure of the stats page"))
     async def stats(
         svc: Svc,
         _: Reader,
@@ -82,7 +85,7 @@ def make_router() -> APIRouter:
         kind: Kind = None,
         tz: Annotated[int, Query(ge=-16 * 60, le=16 * 60)] = 0,
         by: Annotated[Literal["agent", "host"], Query()] = "agent",
-    ) -> dict[str, Any]:
+    ) -> Response:
         q = _query(svc, start, end, state, host, agent, kind, tz, by)
         core = svc.core
 
@@ -98,7 +101,7 @@ def make_router() -> APIRouter:
             out["options"] = await options(core.engine, q)
             return out
 
-        return await answers.get(q, make)
+        return answer(await answers.get(q, make))
 
     @r.get(
         "/api/blocks",
@@ -107,7 +110,7 @@ def make_router() -> APIRouter:
             200: {
                 "description": "The intervals: JSON, or CSV with `format=csv`",
                 "content": {
-                    "application/json": {"schema": {"type": "object"}},
+                    "application/json": {"schema": schema(Blocks)},
                     "text/csv": {"schema": {"type": "string"}},
                 },
             }
@@ -124,13 +127,13 @@ def make_router() -> APIRouter:
         kind: Kind = None,
         limit: Annotated[int, Query(ge=1, le=BLOCKS_MAX)] = 1000,
         format: Annotated[Literal["json", "csv"], Query()] = "json",
-    ) -> dict[str, Any] | Response:
+    ) -> Response:
         q = _query(svc, start, end, state, host, agent, kind)
         core = svc.core
         now = core.clock()
         both = overlapping(q, select(s.waits)).subquery()
         stmt = select(both).order_by(both.c.start_t.desc(), both.c.id.desc()).limit(limit)
-        rows = []
+        rows: list[Block] = []
         if q.end > q.start:
             async with core.engine.connect() as conn:
                 rows = [_block(r, now) for r in (await conn.execute(stmt)).all()]
@@ -140,20 +143,19 @@ def make_router() -> APIRouter:
                 media_type="text/csv; charset=utf-8",
                 headers={"Content-Disposition": 'attachment; filename="paneboard-blocks.csv"'},
             )
-        return {"from": q.start, "to": q.end, "now": now, "blocks": rows}
+        return answer(Blocks(start=q.start, end=q.end, now=now, blocks=rows))
 
     return r
 
 
-FIELDS = ("id", "pane_id", "host", "tmux", "pane", "session", "agent", "state", "kind", "msg", "start_t",
-          "end_t", "waited", "ended", "end_state", "answered_by")  # fmt: skip
+FIELDS = tuple(f.name for f in msgspec.structs.fields(Block))
+_STORED = FIELDS[: FIELDS.index("waited")] + FIELDS[FIELDS.index("waited") + 1 :]
 
 
-def _block(r: Any, now: float) -> dict[str, Any]:
-    m = dict(r._mapping)
+def _block(r: Any, now: float) -> Block:
+    m = r._mapping
     end = m["end_t"] if m["end_t"] is not None else now
-    m["waited"] = max(0.0, end - m["start_t"])
-    return {k: m.get(k) for k in FIELDS}
+    return Block(**{k: m[k] for k in _STORED}, waited=max(0.0, end - m["start_t"]))
 
 
 def _cell(v: Any) -> Any:
@@ -168,10 +170,10 @@ def _iso(t: float | None) -> str:
     return "" if t is None else datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
 
 
-def to_csv(rows: list[dict[str, Any]]) -> str:
+def to_csv(rows: list[Block]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow([*FIELDS, "start", "end"])
     for b in rows:
-        w.writerow([*(_cell(b[k]) for k in FIELDS), _iso(b["start_t"]), _iso(b["end_t"])])
+        w.writerow([*(_cell(v) for v in msgspec.structs.astuple(b)), _iso(b.start_t), _iso(b.end_t)])
     return buf.getvalue()

@@ -13,12 +13,14 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
+from paneboard_protocol.views import StreamChange, StreamEnd, StreamSnapshot
 
 from ..services import Services, Svc
 from ..serving import SLOT
 from ..stream import END, QuietEventSource, sse_frame
 from .access import Viewer
 from .errors import READ, responses
+from .typed import schema
 
 #: The most of a stream's first frames handed to the server at once (bytes).
 FIRST_PIECE = 64 * 1024
@@ -26,7 +28,9 @@ FIRST_PIECE = 64 * 1024
 #: One event of the stream, as a client's parser reads it (`event`, `data` and `id`
 #: lines; pings are comments, not events). OpenAPI 3.1 has no keyword for the items of
 #: a stream (3.2's `itemSchema`): there, a `text/event-stream` schema describes each
-#: event, and a plain string would say each event is text, which no parser gives.
+#: event, and a plain string would say each event is text, which no parser gives. The
+#: JSON in `data` is one of the stream's views (`contentSchema`, JSON Schema's keyword
+#: for what a string holds): a snapshot, a change, or why the stream ends.
 EVENT = {
     "type": "object",
     "properties": {
@@ -34,6 +38,7 @@ EVENT = {
         "data": {
             "type": "string",
             "contentMediaType": "application/json",
+            "contentSchema": {"anyOf": [schema(StreamSnapshot), schema(StreamChange), schema(StreamEnd)]},
             "description": "the event's JSON object (docs/wire.md)",
         },
         "id": {"type": "string", "pattern": "^[0-9]+$", "description": "the revision, for `Last-Event-ID`"},
@@ -102,11 +107,11 @@ def make_router() -> APIRouter:
                     del frame
                 while True:
                     if sub.dropped and sub.queue.empty():
-                        yield sse_frame("reset", {"reason": "client too slow: reconnect and resume"})
+                        yield sse_frame("reset", StreamEnd("client too slow: reconnect and resume"))
                         return
                     item = await sub.queue.get()
                     if item is END:
-                        yield sse_frame("revoked", {"reason": "credentials revoked: log in again"})
+                        yield sse_frame("revoked", StreamEnd("credentials revoked: log in again"))
                         return
                     yield item[1]
             finally:
@@ -132,12 +137,12 @@ def _first_frames(svc: Services, resume: int | None) -> list[bytes]:
         changed = [p for p in core.panes.values() if p.rev > resume]
         return [sse_frame(
             "change",
-            {
-                "rev": start,
-                "resumed": True,
-                "panes": [core.api(p) for p in sorted(changed, key=lambda p: p.rev) if p.gone_at is None],
-                "gone": [p.id for p in changed if p.gone_at is not None],
-            },
+            StreamChange(
+                rev=start,
+                resumed=True,
+                panes=[core.view(p) for p in sorted(changed, key=lambda p: p.rev) if p.gone_at is None],
+                gone=[p.id for p in changed if p.gone_at is not None],
+            ),
             start,
         )]  # fmt: skip
     return list(svc.snapshots.frames())

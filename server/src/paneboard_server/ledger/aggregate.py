@@ -17,7 +17,8 @@ PostgreSQL alike:
 - time-to-answer: nearest-rank percentiles by window functions (`row_number` against
   the group's `count`), with the integer ranks `(n + 1) / 2` and `(9n + 9) / 10`;
 - prompts: grouped by kind and normalised text. SQLite runs `intervals.normalise`
-  itself (a function registered on each connection, `register_sqlite`); PostgreSQL
+  itself (a function this module registers on each connection it aggregates on, once:
+  `_normalise_on`); PostgreSQL
   runs the same regular expressions (`normalise_pg`).
 
 Ties are broken by name, where `compute` kept the order rows came in; a pane's session
@@ -26,6 +27,8 @@ and agent are those of its latest wait in the range.
 
 from __future__ import annotations
 
+import sqlite3
+import weakref
 from collections import defaultdict
 from functools import lru_cache
 from typing import Any
@@ -54,6 +57,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.functions import FunctionElement
 
 from ..store import schema as s
+from ..store import sqlite3_of
 from .intervals import NORMAL_MAX, normalise
 from .stats import MAX_SERIES, TOP, Query, body, days, overlapping
 
@@ -86,9 +90,21 @@ def _floor_sqlite(element: Any, compiler: Any, **kw: Any) -> str:
 _normalise = lru_cache(maxsize=8192)(normalise)
 
 
-def register_sqlite(dbapi_conn: Any) -> None:
-    """Make `intervals.normalise` callable from SQL on a new SQLite connection."""
-    dbapi_conn.create_function(SQLITE_NORMALISE, 1, _normalise, deterministic=True)
+#: The SQLite connections `intervals.normalise` is registered on (a pooled connection
+#: serves many aggregates; one gone from the pool is forgotten with it).
+_registered: weakref.WeakSet[sqlite3.Connection] = weakref.WeakSet()
+
+
+async def _normalise_on(conn: AsyncConnection) -> None:
+    """Make `intervals.normalise` callable from SQL on `conn`'s SQLite connection. The
+    ledger registers its own function (the store below it knows nothing of it), on the
+    connection it is about to use, so no connection can miss it."""
+    raw = await sqlite3_of(conn)
+    if raw is None:
+        raise RuntimeError("the stats need an engine made by store.create_engine")
+    if raw not in _registered:
+        raw.create_function(SQLITE_NORMALISE, 1, _normalise, deterministic=True)
+        _registered.add(raw)
 
 
 # intervals.normalise's expressions in PostgreSQL's regular-expression dialect.
@@ -128,6 +144,8 @@ def _num(x: float) -> ColumnElement[float]:
 
 async def aggregate(conn: AsyncConnection, q: Query, now: float, pg: bool) -> dict[str, Any]:
     """Every figure `compute` gives (but `options`), from the database's sums."""
+    if not pg:
+        await _normalise_on(conn)
     day_list = days(q)
     ndays = len(day_list)
     day0 = (q.start + q.tz * 60) // DAY * DAY - q.tz * 60  # stats._midnight

@@ -18,12 +18,14 @@ of it, which the store uses for the common case of rows arriving in order.
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 import msgspec
+from paneboard_protocol.pane import State
 
-#: The states that wait on a person.
-WAITING: tuple[str, ...] = ("blocked", "done")
+#: The states that wait on a person: an interval's state, and what `/api/stats` asks about.
+Waiting = Literal["blocked", "done"]
+WAITING: tuple[Waiting, ...] = get_args(Waiting)
 #: Every way an interval ends (`Interval.ended`).
 ENDINGS: tuple[str, ...] = ("answered", "cancelled", "exited", "gone", "stale", "seen", "resumed")
 
@@ -38,7 +40,7 @@ class Event(NamedTuple):
 
     t: float
     agent: str | None
-    state: str | None
+    state: State | None
     kind: str | None = None
     msg: str | None = None
     reason: str = "report"
@@ -65,14 +67,14 @@ class Interval(msgspec.Struct, frozen=True):
     every report that opens or closes a wait, and the dataclass's constructor (an
     `object.__setattr__` per field) costs several times as much."""
 
-    state: str
+    state: Waiting
     start_t: float
     agent: str | None
     kind: str | None
     msg: str | None
     end_t: float | None = None
     ended: str | None = None
-    end_state: str | None = None
+    end_state: State | None = None
 
     def closed(self, ev: Event) -> Interval:
         # built field by field, one constructor call; in the ingest benchmark one report

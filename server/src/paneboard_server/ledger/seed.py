@@ -13,11 +13,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from paneboard_protocol.pane import State
 from sqlalchemy import delete, insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..store import schema as s
 from .intervals import Event, derive
+
+#: what an answered agent goes on to: mostly work, now and then nothing
+_AFTER_ANSWER: tuple[State, ...] = ("working",) * 8 + ("idle",)
 
 SAMPLE_SESSION = "sample day"
 HOSTS = ("sample-build1", "sample-gpu2", "sample-laptop")
@@ -62,7 +66,7 @@ def sample_history(now: float, days: int = 7, seed: int = 14) -> dict[tuple[str,
                     t += rng.choice([quick] * 5 + [slow, away])
                     if t >= now:
                         break  # still waiting: `seed_sample` ends it at `now`
-                    events.append(Event(t, agent, rng.choice(["working"] * 8 + ["idle"])))
+                    events.append(Event(t, agent, rng.choice(_AFTER_ANSWER)))
                 else:
                     events.append(Event(t, agent, "done", None, "finished"))
                     t += rng.uniform(30, 2400)

@@ -33,7 +33,7 @@ from sqlalchemy import CompoundSelect, Select, case, func, or_, select, union, u
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..store import schema as s
-from .intervals import normalise
+from .intervals import Waiting, normalise
 
 W = s.waits
 TOP = 10  # panes and prompts listed
@@ -47,7 +47,7 @@ class Query:
 
     start: float
     end: float
-    state: str = "blocked"
+    state: Waiting = "blocked"
     host: str | None = None
     agent: str | None = None
     kind: str | None = None

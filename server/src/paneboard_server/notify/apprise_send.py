@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from paneboard_protocol.pane import State
+
 from .links import with_click
 
 # apprise is imported where it is used: it loads its plugins on import, and the server
@@ -26,12 +28,12 @@ def _send_sync(url: str, title: str, body: str, notify_type: str) -> bool:
     return bool(a.notify(title=title, body=body, notify_type=notify_type))
 
 
-def notify_type_for(state: str | None) -> str:
+def notify_type_for(state: State | None) -> str:
     """Apprise's NotifyType values (plain strings), so no import is needed to pick one."""
     return {"blocked": "warning", "error": "failure", "done": "success"}.get(state or "", "info")
 
 
-async def send(url: str, title: str, body: str, state: str | None = None, link: str | None = None) -> bool:
+async def send(url: str, title: str, body: str, state: State | None = None, link: str | None = None) -> bool:
     """True when Apprise reports the message delivered; False (one log line) if it raised.
     `link` (the pane's page) ends the body and is ntfy's click action."""
     if link:
@@ -43,19 +45,3 @@ async def send(url: str, title: str, body: str, state: str | None = None, link: 
         scheme = url.split("://", 1)[0][:32]  # the rest of an Apprise URL carries secrets
         log.warning("apprise %s:// failed: %s: %s", scheme, type(exc).__name__, str(exc)[:200])
         return False
-
-
-def valid_url(url: str) -> bool:
-    """Does Apprise know this URL's scheme? (Checked when the config loads.)"""
-    import logging
-
-    import apprise
-
-    # Apprise logs its own warning for an unknown URL; the caller's error says it in one line.
-    lg = logging.getLogger("apprise")
-    was = lg.disabled
-    lg.disabled = True
-    try:
-        return bool(apprise.Apprise().add(url))
-    finally:
-        lg.disabled = was

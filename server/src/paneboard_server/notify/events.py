@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 import msgspec
+from paneboard_protocol.pane import State
 
-# An error needs a person as much as a question does: it notifies like blocked and done.
-NOTIFY_STATES = frozenset({"blocked", "done", "error"})
+#: The states a change into notifies (and the page's own notifications say): an error
+#: needs a person as much as a question does, so it notifies like blocked and done.
+Notable = Literal["blocked", "done", "error"]
+NOTIFY_STATES: frozenset[Notable] = frozenset(get_args(Notable))
 
 
-def is_notable(state: str | None, prev_state: str | None) -> bool:
+def is_notable(state: State | None, prev_state: State | None) -> bool:
     """Only a change *into* blocked, error or done is worth interrupting someone for."""
     return state in NOTIFY_STATES and state != prev_state
 
@@ -27,9 +30,9 @@ class StateChange(msgspec.Struct, frozen=True):
     session: str
     window: str
     agent: str | None
-    state: str | None
-    prev_state: str | None
-    kind: str | None = None
+    state: State | None
+    prev_state: State | None
+    kind: str | None = None  # a collector's word, bounded by the wire but not one of `KINDS`
     msg: str | None = None
     t: float = 0.0
 

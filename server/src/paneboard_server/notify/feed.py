@@ -20,29 +20,29 @@ if TYPE_CHECKING:
 def _on_changes(svc: NotifyService, told: ToldResults, changes: list[Change]) -> None:
     """Core's change listener: each committed pane change, with its previous state."""
     for c in changes:
-        if c.gone:
-            told.forget(str(c.pane["id"]))
+        p = c.pane
+        if p is None:
+            told.forget(str(c.pane_id))
             continue  # a pane leaving: nothing new to tell
         if c.reason == "refresh":
             continue  # a re-send of what we had
-        p = c.pane
         prev = c.prev_state
-        if told.again(str(p["id"]), p.get("state"), p.get("records")):
-            prev = p.get("state")  # a result shown before, showing again: never news
-        if not svc.wants(p.get("state"), prev):
+        if told.again(str(p.id), p.state, p.records):
+            prev = p.state  # a result shown before, showing again: never news
+        if not svc.wants(p.state, prev):
             continue
         svc.pane_changed(
             StateChange(
-                pane_id=str(p["id"]),
-                host=str(p.get("host") or ""),
-                session=str(p.get("session") or ""),
-                window=str(p.get("window") or ""),
-                agent=p.get("agent"),
-                state=p.get("state"),
+                pane_id=str(p.id),
+                host=p.host or "",
+                session=p.session or "",
+                window=p.window or "",
+                agent=p.agent,
+                state=p.state,
                 prev_state=prev,
-                kind=p.get("kind"),
-                msg=p.get("msg"),
-                t=float(p.get("since") or 0.0),
+                kind=p.kind,
+                msg=p.msg,
+                t=float(p.since or 0.0),
             )
         )
 

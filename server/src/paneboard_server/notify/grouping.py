@@ -14,9 +14,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from paneboard_protocol.pane import State
+
 from .events import StateChange
 
 LINES_MAX = 8  # panes named in a grouped message; the rest are counted
+#: how a grouped message's title words each state it counts, in its order
+_SAID: tuple[tuple[State, str], ...] = (("blocked", "waiting"), ("error", "failed"), ("done", "done"))
 
 
 def reason_of(change: StateChange) -> str:
@@ -31,11 +35,7 @@ def group_title(changes: list[StateChange]) -> str:
         return f"{n} agents waiting"
     if states.get("done") == n:
         return f"{n} agents done"
-    parts = [
-        f"{states[s]} {w}"
-        for s, w in (("blocked", "waiting"), ("error", "failed"), ("done", "done"))
-        if states.get(s)
-    ]
+    parts = [f"{states[s]} {w}" for s, w in _SAID if states.get(s)]
     return f"{n} agents need you: " + ", ".join(parts)
 
 

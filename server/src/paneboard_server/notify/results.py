@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-RESULT_STATES = frozenset({"done", "error"})
+from paneboard_protocol.pane import State
+from paneboard_protocol.records import RESULT_STATES
 
 #: panes remembered at most (panes that leave are forgotten; this bounds the rest)
 MAX_PANES = 100_000
 
 
-def result_at(state: str | None, records: Iterable[Mapping[str, Any]] | None) -> float | None:
+def result_at(state: State | None, records: Iterable[Mapping[str, Any]] | None) -> float | None:
     """When the result the pane shows was reported: the newest of its records in that
     state; None when it shows no result or no record says it."""
     if state not in RESULT_STATES or not records:
@@ -41,7 +42,7 @@ class ToldResults:
         self._limit = limit
         self._at: dict[str, float] = {}
 
-    def again(self, pane_id: str, state: str | None, records: Iterable[Mapping[str, Any]] | None) -> bool:
+    def again(self, pane_id: str, state: State | None, records: Iterable[Mapping[str, Any]] | None) -> bool:
         """True when the pane shows a result already shown before (never notify again);
         otherwise remembers the one it shows now."""
         at = result_at(state, records)

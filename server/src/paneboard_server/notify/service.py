@@ -25,18 +25,20 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from paneboard_protocol.pane import State
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from ..notify_config import NotifySettings
 from . import apprise_send, escalation, links, store, targets, webpush
-from .events import StateChange, is_notable
+from .events import Notable, StateChange, is_notable
 from .grouping import Told, Window, group_text, latest_per_pane, reason_of
 from .limits import Limiter, TokenBucket
 from .quiet import shared_quiet, viewer_quiet
-from .routing import Channel, ConfigError, parse_channels
+from .routing import Channel
+from .settings import settings_and_routes
 from .vapid import VapidKeys
 from .watch import WatchTracker
 
@@ -51,62 +53,11 @@ QUEUE_MAX = 1000
 PUSH_CONCURRENCY = 8
 
 
-@dataclass(frozen=True, slots=True)
-class NotifySettings:
-    """The `[notify]` table of the server config (besides `channels`)."""
-
-    subject: str = "mailto:paneboard@localhost"  # VAPID `sub`: who push services contact
-    push_ttl: int = 3600
-    rate_per_minute: float = 20.0
-    burst: float = 10.0
-    dedupe_seconds: float = 300.0
-    watch_ttl: float = 45.0
-    # Plain http and loopback/private/link-local push endpoints (tests, a LAN push service).
-    push_allow_local: bool = False
-    # Consecutive failed sends after which a subscription is deleted.
-    push_max_failures: int = 5
-    # Push subscriptions (devices) one account may have.
-    push_max_per_user: int = 10
-    # Seconds after a change (told at once) in which others are folded into it (a burst
-    # buzzes once).
-    group_window: float = 2.0
-    # Seconds between looks for blocks to escalate (channels' escalate_after).
-    escalation_check: float = 15.0
-    # Web Push for "done" (the page has its own switch, each Apprise channel `done`).
-    push_done: bool = True
-
-    @classmethod
-    def from_config(cls, notify: Mapping[str, Any]) -> tuple[NotifySettings, list[Channel]]:
-        allowed = {"channels", *cls.__dataclass_fields__}
-        unknown = set(notify) - allowed
-        if unknown:
-            raise ConfigError(f"notify: unknown key {sorted(unknown)[0]!r}")
-        kw: dict[str, Any] = {}
-        for name, f in cls.__dataclass_fields__.items():
-            if name in notify:
-                v = notify[name]
-                if f.type == "bool":
-                    if not isinstance(v, bool):
-                        raise ConfigError(f"notify.{name}: must be true or false")
-                    kw[name] = v
-                    continue
-                want = str if f.type == "str" else (int if f.type == "int" else float)
-                if isinstance(v, bool) or not isinstance(v, (str,) if want is str else (int, float)):
-                    raise ConfigError(f"notify.{name}: must be a {want.__name__}")
-                if want is not str and not isinstance(v, str) and v <= 0:
-                    raise ConfigError(f"notify.{name}: must be greater than 0")
-                kw[name] = want(v)
-        subject = kw.get("subject", cls.__dataclass_fields__["subject"].default)
-        if not subject.startswith(("mailto:", "https://")):
-            raise ConfigError("notify.subject: must be a mailto: or https:// URL")
-        return cls(**kw), parse_channels(notify)
-
-
 class NotifyService:
     def __init__(
         self,
         engine: AsyncEngine,
-        notify_config: Mapping[str, Any] | None = None,
+        notify_config: NotifySettings | Mapping[str, Any] | None = None,
         *,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Any] = asyncio.sleep,
@@ -125,7 +76,7 @@ class NotifyService:
         # fetched for its push (refreshed with every push round, and on subscribing).
         self.operator_devices = False
         self._escalator: asyncio.Task[None] | None = None
-        self.settings, self.channels = NotifySettings.from_config(notify_config or {})
+        self.settings, self.channels = settings_and_routes(notify_config)
         self.clock = clock
         self.limiter = Limiter(
             per_minute=self.settings.rate_per_minute,
@@ -168,7 +119,7 @@ class NotifyService:
 
     # -- input -------------------------------------------------------------------------
 
-    def wants(self, state: str | None, prev_state: str | None) -> bool:
+    def wants(self, state: State | None, prev_state: State | None) -> bool:
         """Whether a change from `prev_state` to `state` is any of the notifier's business:
         asked before the change is built, since most are not (the writer calls this for
         every committed change, thousands a second under load)."""
@@ -441,7 +392,7 @@ class NotifyService:
             self._page_buckets.clear()
         return self._page_buckets.setdefault(viewer, TokenBucket(0.5, 30)).take(self.clock())
 
-    async def record_page(self, viewer: str, panes: list[str], state: str | None, reason: str) -> None:
+    async def record_page(self, viewer: str, panes: list[str], state: Notable | None, reason: str) -> None:
         """A notification the page showed itself (the browser route), for the log."""
         one = panes[0] if len(panes) == 1 else None
         detail = f"{viewer}; " + (f"pane {one}" if one else f"{len(panes)} panes: " + ",".join(panes))

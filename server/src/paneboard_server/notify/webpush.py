@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
 from cryptography.hazmat.primitives.asymmetric import ec
+from paneboard_protocol.pane import State
 
 from .events import StateChange
 from .vapid import VapidKeys
@@ -48,7 +49,7 @@ def topic_for(pane_id: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()[:32]
 
 
-def urgency_for(state: str | None) -> str:
+def urgency_for(state: State | None) -> str:
     return "high" if state in ("blocked", "error") else "normal"
 
 

@@ -22,8 +22,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from paneboard_protocol import wire as pwire
-from paneboard_protocol.pane import PaneKey
+from paneboard_protocol.pane import LastKnown, PaneKey
+from paneboard_protocol.views import PaneDetail, PaneView
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -34,10 +36,11 @@ from ..stream import Hub
 from . import reclassify, writer
 from .commands import DISCONNECTED, HostsDown, HostsUp, Ingest, Op, Purge, Reevaluate, Refresh, Refused, Seen
 from .flush import NOTIFY_CHANNEL
+from .isolate import is_data_error
 from .model import Host, Pane
 from .staleness import Deadlines
 from .tx import host_from_row, pane_from_row
-from .writer import BATCH_MAX, Change, Unstorable, is_data_error
+from .writer import BATCH_MAX, Change, Unstorable
 
 __all__ = [
     "BATCH_MAX",
@@ -234,14 +237,23 @@ class Core:
         self.panes[p.id] = p
         self._track_gone(p)
 
-    def api(self, p: Pane) -> dict[str, Any]:
+    def view(self, p: Pane) -> PaneView:
+        """The pane as clients see it, with its host's name and state and its collector's."""
         h = self.hosts.get(p.host_id)
-        out = p.api(h, self.collector_names.get(h.collector_id) if h is not None else None)
-        out["input"] = h is not None and h.name in self.input_hosts.get(h.collector_id, ())
-        return out
+        if h is None:
+            return p.view(None)
+        cid = h.collector_id
+        return p.view(h, self.collector_names.get(cid), h.name in self.input_hosts.get(cid, ()))
 
-    def live_panes(self) -> list[dict[str, Any]]:
-        return [self.api(p) for p in sorted(self.panes.values(), key=lambda p: p.id) if p.gone_at is None]
+    def detail(self, p: Pane) -> PaneDetail:
+        """The pane's view and what decided its state now (`GET /api/panes/{id}`), from
+        the evidence its collector sent (`reclassify.why`)."""
+        v = self.view(p)
+        return PaneDetail(**msgspec.structs.asdict(v), why=reclassify.why(p.evidence, self.clock()))
+
+    def live_views(self) -> list[PaneView]:
+        """Every live pane's view, by id (`GET /api/panes`, the stream's snapshot)."""
+        return [self.view(p) for p in sorted(self.panes.values(), key=lambda p: p.id) if p.gone_at is None]
 
     def collector_of(self, pane_id: int) -> tuple[int, PaneKey] | None:
         p = self.panes.get(pane_id)
@@ -251,7 +263,7 @@ class Core:
         return h.collector_id, PaneKey(host=h.name, tmux=p.tmux, pane=p.pane)
 
 
-async def _last_known(conn: Any, pane_id: int) -> dict[str, Any] | None:
+async def _last_known(conn: Any, pane_id: int) -> LastKnown | None:
     """The last classified state in a pane's history and when it ended (on start-up)."""
     h = s.history.c
     row = (
@@ -270,6 +282,7 @@ async def _last_known(conn: Any, pane_id: int) -> dict[str, Any] | None:
             select(h.t, h.reason).where(h.pane_id == pane_id, h.id > m["id"]).order_by(h.id).limit(1)
         )
     ).first()
-    after = end._mapping if end is not None else {"t": m["t"], "reason": None}
-    keys = ("agent", "state", "kind", "msg")
-    return {**{k: m[k] for k in keys}, "since": m["t"], "at": after["t"], "reason": after["reason"]}
+    at, reason = (end._mapping["t"], end._mapping["reason"]) if end is not None else (m["t"], None)
+    return LastKnown(
+        agent=m["agent"], state=m["state"], kind=m["kind"], msg=m["msg"], since=m["t"], at=at, reason=reason
+    )

@@ -1,4 +1,4 @@
-"""In-memory mirror of the panes and hosts tables, and the pane's API shape.
+"""In-memory mirror of the panes and hosts tables, and the pane's view (its API shape).
 
 The writer task is the only code that changes these objects (after its transaction
 has committed), so readers (`GET /api/panes`, SSE snapshots) see committed state only
@@ -13,7 +13,8 @@ from typing import Any
 
 import msgspec
 from paneboard_protocol import pane as pane_def
-from paneboard_protocol.pane import StoredPane
+from paneboard_protocol.pane import State, StoredPane
+from paneboard_protocol.views import PaneView
 
 
 @dataclass(slots=True)
@@ -33,20 +34,6 @@ class Host:
 
     def copy(self) -> Host:
         return replace(self)
-
-    def api(self, collector: str | None) -> dict[str, Any]:
-        """The host as `GET /api/hosts` shows it."""
-        return {
-            "name": self.name,
-            "collector": collector,
-            "reachable": self.reachable,
-            "error": self.error,
-            "last_seen": self.last_seen,
-            "unreachable_since": self.unreachable_since,
-            "rtt": self.rtt,
-            "reconnects": self.reconnects,
-            "contact": self.contact,
-        }
 
 
 class Pane(StoredPane, kw_only=True):
@@ -70,7 +57,7 @@ class Pane(StoredPane, kw_only=True):
         one C call (`copy.copy` would first look up the Struct's `__copy__`)."""
         return msgspec.structs.replace(self)
 
-    def triple(self) -> tuple[str | None, str | None, str | None]:
+    def triple(self) -> tuple[str | None, State | None, str | None]:
         return (self.agent, self.state, self.kind)
 
     def row(self) -> dict[str, Any]:
@@ -81,18 +68,23 @@ class Pane(StoredPane, kw_only=True):
         """`row`'s values alone, in `ROW_FIELDS` order: one C call, no mapping."""
         return _row_values(self)
 
-    def api(self, host: Host | None, collector: str | None = None) -> dict[str, Any]:
-        """The pane as `GET /api/panes` and the live stream show it.
+    def view(self, host: Host | None, collector: str | None = None, input: bool = False) -> PaneView:
+        """The pane as `GET /api/panes` and the live stream show it (`PaneView`).
 
         `reachable` false means the collector (or its SSH link) is away: the state is
         the last known one, `stale` is true and `last_seen` gives its age. `collector` is
-        the name of the collector token the pane came from.
+        the name of the collector token the pane came from; `input`, whether that
+        collector types answers on the pane's host.
         """
-        return _api(self, host, collector)
+        if host is None:
+            added: tuple[Any, ...] = (None, collector, False, True, None, input)
+        else:
+            r = host.reachable
+            added = (host.name, collector, r, not r, None if r else host.unreachable_since, input)
+        return PaneView(*(_shown(self) + added))
 
 
 _ROW = pane_def.ROW_FIELDS
-_API = pane_def.API_FIELDS
 
 
 _row_values = attrgetter(*_ROW)
@@ -110,22 +102,9 @@ def _row(p: Pane) -> dict[str, Any]:
     return dict(zip(_ROW, _row_values(p), strict=True))
 
 
-#: A pane's fields the API leaves out (its host's id, its evidence, when it went).
-_NOT_API = tuple(f.name for f in msgspec.structs.fields(Pane) if f.name not in {"id", "tmux", "pane", *_API})
-_asdict = msgspec.structs.asdict
-
-
-def _api(p: Pane, host: Host | None, collector: str | None) -> dict[str, Any]:
-    """Every field of the pane in one C call (`msgspec.structs.asdict`), less those the API
-    leaves out, and its host's: about half the cost of a dict of the API's names filled
-    from an attrgetter, for every changed pane of every batch."""
-    out = _asdict(p)
-    for name in _NOT_API:
-        del out[name]
-    reachable = host.reachable if host is not None else False
-    out["host"] = host.name if host is not None else None
-    out["collector"] = collector
-    out["reachable"] = reachable
-    out["stale"] = not reachable
-    out["unreachable_since"] = host.unreachable_since if host is not None and not reachable else None
-    return out
+#: What a view takes from the pane, in the view's order (built with positional arguments,
+#: one C call for the lot: this runs for every changed pane of every batch).
+_SHOWN = (*pane_def.API_FIELDS, "id", "tmux", "pane")
+_shown = attrgetter(*_SHOWN)
+if tuple(f.name for f in msgspec.structs.fields(PaneView))[: len(_SHOWN)] != _SHOWN:
+    raise TypeError("PaneView's fields are not the pane definition's shown fields, in order")

@@ -19,6 +19,7 @@ from paneboard_protocol.classifier import (
     evidence_mark_seen,
 )
 from paneboard_protocol.pane import CLASSIFICATION_FIELDS, RECLASSIFY_FIELDS
+from paneboard_protocol.why import Why, explain
 
 log = logging.getLogger("paneboard.server")
 FIELDS = RECLASSIFY_FIELDS
@@ -66,5 +67,17 @@ def mark_seen(evidence: dict[str, Any] | None, now: float) -> dict[str, Any] | N
         return None
     try:
         return evidence_mark_seen(evidence, now)
+    except EvidenceError:
+        return None
+
+
+def why(evidence: dict[str, Any] | None, now: float) -> Why | None:
+    """What decided the pane's state at `now`, in words and parts (`paneboard_protocol.why`):
+    names, pids, rule ids and screen rows, never the rows' text. None without evidence
+    the classifier reads (an older collector's pane keeps its state, unexplained)."""
+    if not evidence:
+        return None
+    try:
+        return explain(evidence, now)
     except EvidenceError:
         return None

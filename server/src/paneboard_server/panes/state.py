@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from paneboard_protocol.views import PaneView
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from ..config import Config
@@ -66,4 +67,4 @@ class WriterState(PaneState, Protocol):
 
     def put_pane(self, p: Pane) -> None: ...
 
-    def api(self, p: Pane) -> dict[str, Any]: ...
+    def view(self, p: Pane) -> PaneView: ...

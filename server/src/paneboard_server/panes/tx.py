@@ -13,7 +13,7 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, cast
 
-from paneboard_protocol.pane import HISTORY_FIELDS, ROW_FIELDS
+from paneboard_protocol.pane import HISTORY_FIELDS, ROW_FIELDS, LastKnown, State
 from sqlalchemy import func, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -57,7 +57,7 @@ class Tx:
         self.host_dirty: set[int] = set()
         self.changed: set[int] = set()
         self.records_dirty: set[int] = set()
-        self.reasons: dict[int, tuple[str | None, str]] = {}
+        self.reasons: dict[int, tuple[State | None, str]] = {}
         self.history: list[HistoryRow] = []  # in `HISTORY_ORDER`
         self.collectors: dict[int, dict[str, Any]] = {}
         self.after: list[Callable[[], None]] = []
@@ -224,7 +224,7 @@ class Tx:
         return n
 
     # --- changes -------------------------------------------------------------------
-    def touch(self, p: Pane, reason: str, prev_state: str | None) -> None:
+    def touch(self, p: Pane, reason: str, prev_state: State | None) -> None:
         self.changed.add(p.id)
         self.reasons.setdefault(p.id, (prev_state, reason))
 
@@ -245,20 +245,20 @@ class Tx:
             p.last_known = None  # it says what it is now: nothing to remember
         if p.triple() != prev or was_gone:
             p.since = since or self.now
-            if p.state is None and not p.observable and prev[1] is not None and not was_gone:
+            agent, state, kind = prev
+            if p.state is None and not p.observable and state is not None and not was_gone:
                 # It lost its state where it cannot be seen (behind ssh): keep what it was,
                 # and why (`stale`: its report outlived its `ts`; the board keeps such a
                 # `blocked` among the waits, as possibly still waiting).
-                agent, state, kind = prev
-                p.last_known = {
-                    "agent": agent,
-                    "state": state,
-                    "kind": kind,
-                    "msg": old_msg,
-                    "since": old_since,
-                    "at": self.now,
-                    "reason": reason,
-                }
+                p.last_known = LastKnown(
+                    agent=agent,
+                    state=state,
+                    kind=kind,
+                    msg=old_msg,
+                    since=old_since,
+                    at=self.now,
+                    reason=reason,
+                )
             self.history.append((p.id, self.now, *_history_values(p), None if was_gone else prev[1], reason))
             self.retexts.pop(p.id, None)  # the row carries its own text
         else:

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, NamedTuple
 
+from paneboard_protocol.pane import State
 from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..ledger import WAITING, Event, Interval, derive, order, step
+from ..ledger import WAITING, Event, Interval, Waiting, derive, order, step
 from ..store import Bulk, Pipeline, Query
 from ..store import schema as s
 from . import wait_cap
@@ -48,14 +49,14 @@ class _Wait(NamedTuple):
 
     id: int
     pane_id: int
-    state: str
+    state: Waiting
     start_t: float
     agent: str | None
     kind: str | None
     msg: str | None
     end_t: float | None
     ended: str | None
-    end_state: str | None
+    end_state: State | None
 
     def interval(self) -> Interval:
         return Interval(

@@ -16,9 +16,10 @@ import logging
 import os
 import time
 from operator import attrgetter
-from typing import Any
 
 import msgspec
+from paneboard_protocol.pane import State
+from paneboard_protocol.views import PaneView
 
 from . import reclassify
 from .commands import Ingest, Op
@@ -40,12 +41,13 @@ class Unstorable(Exception):
 
 class Change(msgspec.Struct):
     """One committed change of a pane, for listeners (notifications): one a changed pane
-    of every batch, so a Struct (about half a dataclass's cost to make)."""
+    of every batch, so a Struct (about half a dataclass's cost to make). `pane` is the
+    view clients got (None: the pane went)."""
 
-    pane: dict[str, Any]
-    prev_state: str | None
+    pane_id: int
+    pane: PaneView | None
+    prev_state: State | None
     reason: str
-    gone: bool = False
 
 
 # Under load, batches start at least this far apart (group commit). A SQLite commit writes
@@ -192,7 +194,7 @@ def _commit(core: WriterState, tx: Tx) -> None:
     for h in tx.hosts.values():
         core.put_host(h)
     changes: list[Change] = []
-    live: list[dict[str, Any]] = []
+    live: list[PaneView] = []
     gone: list[int] = []
     top = core.rev
     now = core.clock()
@@ -204,11 +206,11 @@ def _commit(core: WriterState, tx: Tx) -> None:
         if p.gone_at is not None:
             gone.append(pid)
             core.deadlines.forget(pid)
-            changes.append(Change({"id": pid}, prev, reason, gone=True))
+            changes.append(Change(pid, None, prev, reason))
         else:
-            data = core.api(p)
+            data = core.view(p)
             live.append(data)
-            changes.append(Change(data, prev, reason))
+            changes.append(Change(pid, data, prev, reason))
             core.deadlines.schedule(pid, reclassify.deadline(p.evidence, now))
     core.rev = top
     core.hub.publish(top, live, gone)

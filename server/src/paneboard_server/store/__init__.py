@@ -19,6 +19,7 @@ from .database import (
     warn_exposure,
 )
 from .migrate import check_schema, current_revision, head_revision, upgrade
+from .sqlite_handle import sqlite3_of
 
 __all__ = [
     "Bulk",
@@ -35,6 +36,7 @@ __all__ = [
     "require_existing",
     "resolve_url",
     "schema",
+    "sqlite3_of",
     "upgrade",
     "warn_exposure",
 ]

@@ -36,6 +36,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Delete, Insert, Select, Update
 from sqlalchemy.types import Float, TypeEngine
 
+from .sqlite_handle import sqlite3_of
+
 T = TypeVar("T")
 
 
@@ -184,7 +186,7 @@ def _threaded(dialect: Dialect) -> bool:
 async def _sqlite_holding_write_lock(conn: AsyncConnection) -> sqlite3.Connection | None:
     """The sqlite3 connection under aiosqlite's, once this transaction holds SQLite's
     write lock (taken here, on the driver's thread, if no statement has taken it yet);
-    None where aiosqlite does not expose it.
+    None for an engine that does not keep it (`sqlite_handle.py`).
 
     A statement that must wait for the lock waits up to the busy timeout (30 s), and on
     the event loop's thread that wait would stop the very loop another connection's
@@ -192,9 +194,8 @@ async def _sqlite_holding_write_lock(conn: AsyncConnection) -> sqlite3.Connectio
     once it is held do statements run on the loop's. In legacy transaction control (the
     sqlite3 module's default, which SQLAlchemy keeps) a transaction is open only after a
     write, so an open one already holds the lock."""
-    driver = (await conn.get_raw_connection()).driver_connection
-    raw = getattr(driver, "_connection", None)  # aiosqlite keeps no public handle
-    if not isinstance(raw, sqlite3.Connection):
+    raw = await sqlite3_of(conn)
+    if raw is None:
         return None
     if not raw.in_transaction:
         await conn.exec_driver_sql("BEGIN IMMEDIATE")

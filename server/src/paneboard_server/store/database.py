@@ -26,6 +26,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .. import fastjson
+from .sqlite_handle import keep_sqlite3_handles
 
 
 class DatabaseError(Exception):
@@ -206,19 +207,17 @@ def adapt_none_directly() -> None:
 def create_engine(url: str) -> AsyncEngine:
     """An async engine with the SQLite pragmas applied on every new connection."""
     if is_sqlite(url):
-        # The ledger sits above the store (it reads its tables), so its SQL function is
-        # looked up here, when an engine is made, not when this module is imported.
-        from ..ledger import register_sqlite
-
         adapt_none_directly()
         # The writer runs its batch's statements on the event loop's thread once its
-        # transaction holds the write lock (`bulk.Pipeline`); aiosqlite opens the
-        # connection on a thread of its own, so the same-thread check must be off.
+        # transaction holds the write lock (`bulk.Pipeline`), on the sqlite3 connection
+        # this engine keeps (`sqlite_handle.py`); aiosqlite opens the connection on a
+        # thread of its own, so the same-thread check must be off.
         engine = create_async_engine(
             url,
             connect_args={"timeout": 30, "check_same_thread": False},
             json_serializer=fastjson.dumps_text,
         )
+        keep_sqlite3_handles(engine)
 
         @event.listens_for(engine.sync_engine, "connect")
         def _pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -228,7 +227,6 @@ def create_engine(url: str) -> AsyncEngine:
             cur.execute("PRAGMA busy_timeout=30000")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
-            register_sqlite(dbapi_conn)  # the stats' prompt text, normalised in SQL
 
         return engine
     return create_async_engine(

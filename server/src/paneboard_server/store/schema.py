@@ -341,6 +341,9 @@ answers = Table(
     # A burst of one refusal by one credential on one pane is one row: how many it
     # stands for, `done_at` the last of them (answers/desk.py; answer_0003).
     Column("count", Integer, nullable=False, server_default="1"),
+    # from where: the client address the server saw (through trusted proxies), so a
+    # follow-up, which can run code as the pane's user, is traced (answer_0007)
+    Column("source", String(64)),
     Index("ix_answers_pane", "pane_id", "id"),
     Index("ix_answers_t", "t"),
 )

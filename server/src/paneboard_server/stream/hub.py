@@ -11,14 +11,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
+
+from paneboard_protocol.views import PaneView, StreamChange
 
 from .. import fastjson
 
+_rev = attrgetter("rev")
+
 
 def sse_frame(event: str, data: Any, id_: int | None = None) -> bytes:
-    """One SSE event; encoded once per frame and shared by every client."""
-    body = fastjson.dumps(data)
+    """One SSE event (`data`: its view, `paneboard_protocol.views`); encoded once per
+    frame and shared by every client."""
+    body = fastjson.encode(data)
     head = f"id: {id_}\n" if id_ is not None else ""
     return b"".join((f"{head}event: {event}\ndata: ".encode(), body, b"\n\n"))
 
@@ -67,7 +73,7 @@ class Hub:
         self.subscribers: set[Subscriber] = set()
         self.published = 0
         self.dropped = 0
-        self._panes: dict[int, dict[str, Any]] = {}
+        self._panes: dict[int, PaneView] = {}
         self._gone: set[int] = set()
         self._rev = 0
         self._last = float("-inf")
@@ -81,12 +87,12 @@ class Hub:
     def unsubscribe(self, sub: Subscriber) -> None:
         self.subscribers.discard(sub)
 
-    def publish(self, rev: int, panes: list[dict[str, Any]], gone: list[int]) -> None:
+    def publish(self, rev: int, panes: list[PaneView], gone: list[int]) -> None:
         if not self.subscribers or (not panes and not gone):
             return
         for p in panes:
-            self._panes[p["id"]] = p
-            self._gone.discard(p["id"])
+            self._panes[p.id] = p
+            self._gone.discard(p.id)
         for g in gone:
             self._panes.pop(g, None)
             self._gone.add(g)
@@ -104,8 +110,10 @@ class Hub:
             return
         with contextlib.suppress(RuntimeError):
             self._last = asyncio.get_running_loop().time()
-        panes = sorted(self._panes.values(), key=lambda p: p.get("rev", 0))
-        frame = sse_frame("change", {"rev": self._rev, "panes": panes, "gone": sorted(self._gone)}, self._rev)
+        panes = sorted(self._panes.values(), key=_rev)
+        frame = sse_frame(
+            "change", StreamChange(rev=self._rev, panes=panes, gone=sorted(self._gone)), self._rev
+        )
         item = (self._rev, frame)
         self._panes, self._gone = {}, set()
         self.published += 1

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from paneboard_protocol.views import StreamChange, StreamSnapshot
+
 from .hub import sse_frame
 
 
@@ -33,17 +35,17 @@ class SnapshotCache:
         core = self.core
         now, rev = self.clock(), core.rev
         if self.rev != rev and (self.rev < 0 or now - self.built_at >= self.refresh):
-            self.frame = sse_frame("snapshot", {"rev": rev, "panes": core.live_panes()}, rev)
+            self.frame = sse_frame("snapshot", StreamSnapshot(rev, core.live_views()), rev)
             self.rev, self.built_at, self._diff = rev, now, None
         if self.rev == rev:
             return [self.frame]
         if self._diff is None or self._diff[:2] != (self.rev, rev):
             since = self.rev
             changed = sorted((p for p in core.panes.values() if p.rev > since), key=lambda p: p.rev)
-            body = {
-                "rev": rev,
-                "panes": [core.api(p) for p in changed if p.gone_at is None],
-                "gone": [p.id for p in changed if p.gone_at is not None],
-            }
+            body = StreamChange(
+                rev=rev,
+                panes=[core.view(p) for p in changed if p.gone_at is None],
+                gone=[p.id for p in changed if p.gone_at is not None],
+            )
             self._diff = (since, rev, sse_frame("change", body, rev))
         return [self.frame, self._diff[2]]
