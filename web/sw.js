@@ -26,6 +26,7 @@ const WHY = {
   offline: "its collector is not connected",
   disabled: "this host does not take answers",
   refused: "that answer is no longer offered",
+  "not-in-front": "the program that asked is no longer in front",
   expired: "it came too late",
   forbidden: "this account may not answer",
   csrf: "the session could not be checked",

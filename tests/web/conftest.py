@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from support.proctier import spawns
 from support.receiver import JsonReceiver
 from support.stack import CHROMIUM_ARGS, PASSWORD, USER, Paneboard
 from support.tools import CHROMIUM, require_tool
@@ -18,6 +19,7 @@ def _need_browser() -> None:
 
 
 @pytest.fixture(scope="module")
+@spawns
 def browser():
     """Per module: Playwright's sync API holds an event loop in this thread while it
     runs, which the asyncio-based tests in the other modules need free."""
@@ -38,6 +40,7 @@ def receiver():
 
 
 @pytest.fixture(scope="module")
+@spawns
 def board(tmp_path_factory, receiver):
     _need_browser()
     pb = Paneboard(

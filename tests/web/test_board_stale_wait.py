@@ -55,6 +55,9 @@ def test_a_stale_blocked_report_stays_among_the_waits_as_possibly_waiting(page, 
     assert row["state"] is None and row["last_known"]["reason"] == "stale", row
     assert page.locator(f".group.waiting .card[data-id='{pid}']").count() == 1
     assert "maybe-waiting" in (c.get_attribute("class") or "")
+    # no answer from the board, and the card says why in a sentence
+    assert "hides the agent from its collector" in c.locator(".card-why").inner_text()
+    assert c.locator(".card-answer").count() == 0
     wait = c.locator(".wait")
     assert wait.is_visible()
     said = wait.inner_text()

@@ -45,7 +45,7 @@ export function errorSentence(status, detail) {
   return `${why || "The board refused this."} Check it and try again.`;
 }
 
-async function request(method, url, body) {
+async function request(method, url, body, signal, keepalive = false) {
   const headers = { Accept: "application/json" };
   if (method !== "GET") headers[CSRF_HEADER] = csrfToken();
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -56,6 +56,8 @@ async function request(method, url, body) {
       headers,
       credentials: "same-origin",
       body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+      keepalive,
     });
   } catch {
     throw new ApiError(0, "The board cannot be reached: check your connection; it will try again.");
@@ -74,7 +76,9 @@ async function request(method, url, body) {
   return type.includes("json") ? res.json() : res.text();
 }
 
-export const get = (url) => request("GET", url);
-export const post = (url, body = {}) => request("POST", url, body);
+/** `signal`: an AbortSignal that ends the request (a long poll nobody waits on any more). */
+export const get = (url, { signal } = {}) => request("GET", url, undefined, signal);
+/** `keepalive`: the request outlives the page (said as the tab goes away). */
+export const post = (url, body = {}, { keepalive = false } = {}) => request("POST", url, body, undefined, keepalive);
 export const del = (url, body) => request("DELETE", url, body);
 export const put = (url, body) => request("PUT", url, body);

@@ -122,6 +122,7 @@ function route() {
   $("empty").hidden = !!view || model.panes.size !== 0;
   if (view) {
     lastView = view;
+    board.leave();
     paneView.open(view, { screen });
   } else {
     paneView.close();

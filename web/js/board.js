@@ -3,6 +3,8 @@
 // Cards are kept by pane id and updated in place so focus, scroll position and the
 // IntersectionObserver (which tells notifications what is on screen) survive a redraw.
 
+import { CardAnswers } from "./cardanswers.js";
+import { CardNext } from "./cardnext.js";
 import { clean, setText } from "./sanitize.js";
 import {
   attachCommand, clock, clockTime, comparePanes, formatDuration, formatWait, hostProblem, possiblyWaiting, stateInfo,
@@ -29,6 +31,10 @@ export class Board {
     this.hostHealth = new Map(); // hostKey -> a host of `/api/hosts`
     this.groups = new Map(); // group key -> {el, cards}
     this.onScreen = new Set(); // pane ids whose card is at least half visible
+    // A blocked card's answers (two taps) or why it has none: cardanswers.js.
+    this.answers = new CardAnswers({ visible: () => !this.root.hidden, changed: () => this.render() });
+    // An idle or done card's "Tell it what next": a preview and a follow-up (cardnext.js).
+    this.next = new CardNext({ visible: () => !this.root.hidden, changed: () => this.render() });
     this.observer = new IntersectionObserver((entries) => {
       for (const e of entries) {
         const id = e.target.dataset.id;
@@ -41,6 +47,8 @@ export class Board {
     // focused on load, so none wears a focus ring as if it were selected.
     document.addEventListener("keydown", (ev) => { if (!this.root.hidden) this.onKey(ev); });
     root.addEventListener("click", (ev) => {
+      if (ev.target.closest(".card-answers")) return; // its buttons act; a near miss opens nothing
+      // (an open preview and "Tell it what next" keep their clicks: cardnext.js)
       const copy = ev.target.closest(".copy-attach");
       if (copy) { ev.stopPropagation(); copyText(copy.dataset.cmd, copy); return; }
       const show = ev.target.closest(".show-screen");
@@ -81,6 +89,7 @@ export class Board {
   render() {
     this.refreshFilterOptions();
     const panes = [...this.model.panes.values()].filter((p) => this.passes(p)).sort(comparePanes);
+    this.answers.want(panes, this.viewer());
     // Every blocked pane, whichever host, in one section on top, longest wait first:
     // "which agent waits, and for how long" must not depend on where it runs. The rest
     // is grouped by host, then tmux session; a group's rank is its most urgent pane's.
@@ -131,12 +140,18 @@ export class Board {
           this.cards.set(p.id, card);
           this.observer.observe(card);
         }
-        fillCard(card, p, { quiet: this.getQuiet(), localHost: this.localHost(), viewer: this.viewer(), withHost: key === WAITING && manyHosts });
+        fillCard(card, p, {
+          quiet: this.getQuiet(), localHost: this.localHost(), viewer: this.viewer(),
+          withHost: key === WAITING && manyHosts, takes: this.answers.takes(p),
+        });
+        this.answers.fill(card, p, this.viewer());
+        this.next.fill(card, p, this.viewer());
         const at = prevCard ? prevCard.nextSibling : g.cards.firstChild;
         if (card !== at) g.cards.insertBefore(card, at);
         prevCard = card;
       }
     }
+    this.next.keep(seenCards);
     for (const [id, card] of this.cards) {
       if (!seenCards.has(id)) {
         this.observer.unobserve(card);
@@ -233,6 +248,11 @@ export class Board {
       default: return;
     }
     if (next) { ev.preventDefault(); next.focus(); }
+  }
+
+  /** The board gives way to a pane's page: a card's preview stops watching its pane. */
+  leave() {
+    this.next.close();
   }
 
   /** Back from a pane's page: focus its card again (only when keys brought us there). */
@@ -344,7 +364,7 @@ export async function copyText(text, button) {
 // Where a state came from, in plain words (protocol: the program's own report, said by none).
 const SOURCE_WORDS = { native: "from the terminal's progress signal", screen: "read from the screen" };
 
-export function fillCard(card, p, { quiet = null, localHost = "", viewer = null, withHost = false } = {}) {
+export function fillCard(card, p, { quiet = null, localHost = "", viewer = null, withHost = false, takes = false } = {}) {
   const info = stateInfo(p.state);
   const maybe = possiblyWaiting(p);
   card.className = `card st-${p.state || "none"}`;
@@ -441,12 +461,12 @@ export function fillCard(card, p, { quiet = null, localHost = "", viewer = null,
   if (p.source && p.source !== "protocol") {
     add(SOURCE_WORDS[p.source] || `from ${clean(p.source, 20)}`, "marker-source", `source: ${clean(p.source, 20)}`);
   }
-  // Offer only what works for this viewer and this pane: answers need the operator role
-  // and an agent the collector can see; a screen, a blocked pane the collector can see
+  // Offer only what works for this viewer and this pane: "takes answers" only where
+  // this very prompt offers answers or text to this viewer (`takes`, cardanswers.js;
+  // the card says why not otherwise); a screen, a blocked pane the collector can see
   // and a viewer allowed to see screens (an unknown viewer is offered neither).
-  const observedAgent = !!(p.agent && p.observable);
-  if (p.input && observedAgent && viewer?.operator) {
-    add("⌨ takes answers", "marker-input", "its collector types answers from the board (--allow-input)");
+  if (takes) {
+    add("⌨ takes answers", "marker-input", "this prompt can be answered from the board (its collector runs with --allow-input)");
   }
   const show = card.querySelector(".show-screen");
   if (show) {

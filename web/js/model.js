@@ -16,11 +16,12 @@ export function stateInfo(state) {
 }
 
 /** The fields of a pane the page reads by name, to give them the shape it uses. Every
- * other field the server sends (`GET /api/panes` and the stream: `Pane.api`, derived
- * from protocol/src/paneboard_protocol/pane.py) is copied as it is, under its camelCase
- * name, so a field added to the pane definition reaches the page with no change here.
- * A test holds both to the server's output: nothing read that it does not send, nothing
- * it sends dropped. */
+ * other field the server sends (`GET /api/panes` and the stream: `PaneView`, in
+ * protocol/src/paneboard_protocol/views.py, held to pane.py's definition) is copied as it
+ * is, under its camelCase name, so a field added to the pane definition reaches the page
+ * with no change here. Tests hold both to the server's: every name read is a field of
+ * `PaneView` (tests/server/test_pane_definition.py), nothing read that it does not send,
+ * nothing it sends dropped (tests/web/test_board_people.py). */
 export const PANE_FIELDS = [
   "id", "host", "collector", "tmux", "pane", "session", "window", "agent", "state", "kind", "msg", "title",
   "progress", "source", "observable", "process", "since", "last_seen", "reachable", "stale",

@@ -68,13 +68,22 @@ export class Notifier {
     document.addEventListener("visibilitychange", beat);
     window.addEventListener("focus", beat);
     window.addEventListener("blur", beat);
-    window.addEventListener("pagehide", () => this.say({ type: "bye", tab: TAB }));
+    window.addEventListener("pagehide", () => this.bye());
+    window.addEventListener("pageshow", (ev) => { if (ev.persisted) beat(); }); // back from the cache
     setInterval(beat, HEARTBEAT_MS);
     // Audio must be unlocked by a user gesture; the first click or key does it.
     const unlock = () => { this.ensureAudio(); };
     window.addEventListener("pointerdown", unlock, { once: true });
     window.addEventListener("keydown", unlock, { once: true });
     beat();
+  }
+
+  /** The tab goes away: its peers and the server stop counting it as watching at once,
+   * so a push is not held back for the server's watch TTL by a tab that is closed. */
+  bye() {
+    this.say({ type: "bye", tab: TAB });
+    this.lastWatching = false;
+    post("/api/watch", { tab: TAB, watching: false, pane: null }, { keepalive: true }).catch(() => {});
   }
 
   elect() {

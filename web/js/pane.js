@@ -1,6 +1,7 @@
-// A pane's page: its state now, the 7501 records behind it, its timeline (when it
-// worked, when it waited on you and for how long), a "seen" action (done -> idle,
-// P7501-8) and mute/snooze buttons.
+// A pane's page: its state now, its live screen with the answers its prompt takes
+// (first, under the thumb), the attach command, a "seen" action (done -> idle,
+// P7501-8) and mute/snooze buttons, the 7501 records behind it and its timeline (when
+// it worked, when it waited on you and for how long).
 
 import { get, post } from "./api.js";
 import { copyText } from "./board.js";
@@ -50,6 +51,15 @@ function when(at) {
   return today ? d.toLocaleTimeString() : d.toLocaleString(undefined, { day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
 }
 
+/** What decided the pane's state, as one sentence: the server's words (`why.text`,
+ * GET /api/panes/ID), then when the report came on this device's clock. Untrusted
+ * names inside it reach the page through textContent only. */
+export function whyText(why) {
+  if (!why || typeof why.text !== "string" || !why.text) return "";
+  const at = why.source === "report" && typeof why.at === "number" ? `, at ${when(why.at)}` : "";
+  return `Why: ${clean(why.text, 400)}${at}`;
+}
+
 export class PaneView {
   constructor(model, root, { onBack, onQuietChanged, status, localHost = () => "", viewer = () => null }) {
     this.model = model;
@@ -61,11 +71,15 @@ export class PaneView {
     this.status = status;
     this.id = null;
     this.events = [];
+    this.why = null; // GET /api/panes/ID's `why`, asked again on each change of the pane
     this.rows = TIMELINE_ROWS;
     // The live screen and its answers: one element kept across redraws (screen.js).
     this.screenRoot = document.createElement("section");
     this.screenRoot.className = "screen-panel";
-    this.screen = new ScreenPanel(this.screenRoot, { status });
+    this.screen = new ScreenPanel(this.screenRoot, {
+      status,
+      question: () => this.model.panes.get(this.id)?.msg ?? null,
+    });
     model.addEventListener("change", (ev) => {
       const id = ev.detail.pane?.id ?? ev.detail.prev?.id;
       if (this.id && id === this.id) this.load();
@@ -84,13 +98,25 @@ export class PaneView {
   }
 
   async open(id, { screen = false } = {}) {
-    if (id !== this.id) this.rows = TIMELINE_ROWS;
+    if (id !== this.id) {
+      this.rows = TIMELINE_ROWS;
+      this.why = null;
+    }
     this.id = id;
     this.root.hidden = false;
     this.render();
-    this.screen.start(id);
-    if (screen) this.screenRoot.scrollIntoView({ block: "start" });
+    // A blocked pane opens on its prompt and buttons, a done one at the end of the
+    // agent's last reply (screen.js lands there once the screen arrives). The screen
+    // starts once the page around it is drawn (its why line, its history), so nothing
+    // drawn after the landing moves the prompt out of view.
+    const state = this.model.panes.get(id)?.state;
+    const mode = state === "blocked" || state === "done" ? state : null;
     await this.load();
+    if (id !== this.id) return;
+    // Opened at its screen's address (a notification's) on a done pane: what comes next
+    // is the follow-up, so its box takes the focus (docs/answers.md, the taps to it).
+    this.screen.start(id, { mode, focus: screen && mode === "done" });
+    if (screen && !mode) this.screenRoot.scrollIntoView({ block: "start" });
   }
 
   close() {
@@ -100,8 +126,25 @@ export class PaneView {
     this.root.replaceChildren();
   }
 
+  async loadWhy() {
+    const id = this.id;
+    let why = null;
+    if (!this.model.panes.get(id)) { // gone (or not known yet): nothing to ask
+      this.why = null;
+      return;
+    }
+    try {
+      why = (await get(`/api/panes/${encodeURIComponent(id)}`)).why || null;
+    } catch { /* the sentence is extra: the page shows the state without it */ }
+    if (id !== this.id) return;
+    this.why = why;
+    // The rows a screen rule matched on, highlighted on the screen (to those who see it).
+    this.screen.setHighlight(why?.source === "screen" && Array.isArray(why.lines) ? why.lines : null);
+  }
+
   async load() {
     const id = this.id;
+    const why = this.loadWhy();
     try {
       const d = await get(`/api/panes/${encodeURIComponent(id)}/events`);
       if (id !== this.id) return;
@@ -110,6 +153,8 @@ export class PaneView {
       this.events = [];
       this.error = String(e.message || e);
     }
+    await why;
+    if (id !== this.id) return;
     this.render();
   }
 
@@ -145,6 +190,8 @@ export class PaneView {
       root.append(wait);
     }
     if (p.msg) root.append(el("p", p.state === "blocked" ? "msg question" : "msg", p.msg));
+    // Only while it speaks of the state shown: the stream may be ahead of the last ask.
+    if (this.why && (this.why.state ?? null) === (p.state ?? null)) root.append(el("p", "why", whyText(this.why)));
     const lk = !p.state && !p.observable ? p.lastKnown : null;
     if (lk) {
       const what = `${lk.agent ? `${clean(lk.agent, 80)} ` : ""}${stateInfo(lk.state).word}${lk.kind ? ` (${lk.kind})` : ""}`;
@@ -156,6 +203,8 @@ export class PaneView {
       tl.append(el("span", "label", "title"), document.createTextNode(" "), el("span", "title-text", p.title));
       root.append(tl);
     }
+    // The screen (and its answers) first, under the thumb; attach and mutes below it.
+    root.append(this.screenRoot);
     const cmd = attachCommand(p, this.localHost());
     const attach = el("p", "attach");
     const code = el("code", "attach-cmd", cmd);
@@ -209,8 +258,8 @@ export class PaneView {
       actions.append(sel);
     }
     root.append(actions);
-    root.append(this.screenRoot);
 
+    this.screen.restore(); // the panel went out of the document and back
     if (p.records.length) {
       // What the programs in the pane reported (OSC 7501 records, one per id): plain words first.
       const h = el("h3", "", "Reported by the programs in this pane");

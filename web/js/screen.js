@@ -6,11 +6,14 @@
 // colour properties set one by one (never a style string, never markup). Nothing else
 // of a terminal's escapes is interpreted (the collector already dropped them).
 //
-// Live: a long poll (`GET /api/panes/ID/screen?after=FINGERPRINT&wait=20`) that the
-// server answers as soon as the collector sends a newer screen.
+// Live: the long poll of screenwatch.js, which a card's preview shares (cardnext.js),
+// as it shares the request that sends.
 
-import { get, post } from "./api.js";
+import { get } from "./api.js";
 import { clean } from "./sanitize.js";
+import { OUTCOME_WORDS, ScreenWatch, TYPED, sendToPane } from "./screenwatch.js";
+
+export { OUTCOME_WORDS, TYPED };
 
 const PALETTE = [
   "#000000", "#cd3131", "#0dbc79", "#e5e510", "#2472c8", "#bc3fbc", "#11a8cd", "#e5e5e5",
@@ -92,16 +95,27 @@ function span(text, st) {
   return s;
 }
 
-/** The screen's lines as a <pre> of coloured text (no markup from the pane, ever). */
-export function renderLines(lines) {
+/** The lines without the blank rows below the last drawn one: a terminal's empty
+ * bottom half would push a phone's answer buttons a screen further down. */
+export function trimBlank(lines) {
+  let end = lines.length;
+  while (end > 0 && !runs(String(lines[end - 1])).runs.some(([t]) => t.trim())) end--;
+  return lines.slice(0, end);
+}
+
+/** The screen's lines as a <pre> of coloured text (no markup from the pane, ever);
+ * `from`: the first line drawn (a card's preview), the colours of those above carried. */
+export function renderLines(lines, from = 0) {
   const pre = document.createElement("pre");
   pre.className = "screen";
   let state = {};
-  for (const line of lines) {
-    const row = document.createElement("div");
-    row.className = "screen-row";
+  for (const [i, line] of lines.entries()) {
     const r = runs(String(line), state);
     state = r.end;
+    if (i < from) continue;
+    const row = document.createElement("div");
+    row.className = "screen-row";
+    row.dataset.row = String(i);
     for (const [t, st] of r.runs) row.append(span(t, st));
     if (!r.runs.length) row.append(document.createTextNode(" "));
     pre.append(row);
@@ -116,22 +130,18 @@ function el(tag, cls, text) {
   return e;
 }
 
-const OUTCOME_WORDS = {
-  typed: "typed ✓",
-  changed: "not typed: the screen changed since you saw it",
-  "not-blocked": "not typed: the pane is no longer waiting",
-  disabled: "not typed: this host's collector does not type answers (--allow-input)",
-  expired: "not typed: the answer expired before it could be typed",
-  offline: "not typed: the pane's collector is not connected",
-  used: "not typed: this prompt was answered already",
-  refused: "not typed: the prompt does not take that answer",
-  forbidden: "not typed: answering needs the operator role",
-};
+/** The keys an operator may press (the wire's allow-list), with what a button says. */
+const QUICK_KEYS = [
+  ["Escape", "Esc"], ["C-c", "Ctrl-C"], ["Enter", "Enter"], ["Tab", "Tab"],
+  ["Up", "↑"], ["Down", "↓"], ["Left", "←"], ["Right", "→"], ["y", "y"], ["n", "n"],
+  ...["1", "2", "3", "4", "5", "6", "7", "8", "9"].map((d) => [d, d]),
+];
+/** Keys that stop a turn: confirmed, and pressed only while the same program is in front. */
+const INTERRUPTS = new Set(["Escape", "C-c"]);
 
-const NO_SCREENS = "Screens are not shown to this viewer link. Ask the board's owner for a link that shows screens, or sign in.";
-
-/** Outcomes that mean the answer went in: shown in the success colour, not the warning one. */
-const TYPED = new Set(["typed"]);
+/** Lines of history a done pane's page asks for from the start: its last reply may
+ * have begun above the visible rows. */
+const REPLY_SCROLLBACK = 200;
 
 /** An answer that changes the agent's policy for later prompts, not just this one:
  * it asks for a confirmation before it is sent. */
@@ -139,61 +149,113 @@ export function changesPolicy(label) {
   return /don['’]t ask again|\balways\b/i.test(String(label || ""));
 }
 
+/** Mark the screen's rows `range` = [first, last] (1-based from the top of the visible
+ * screen, as a pane's `why.lines` counts them); `top`: the rows of scroll-back above it.
+ * Blank rows trimmed off the bottom are simply not there to mark. */
+export function markRows(pre, top, range) {
+  if (!range) return;
+  const rows = pre.children;
+  for (let r = Number(range[0]); r <= Number(range[1]) && r - range[0] < rows.length; r++) {
+    const row = rows[top + r - 1];
+    if (row) {
+      row.classList.add("matched");
+      row.title = "a screen rule matched this row";
+    }
+  }
+}
+
 export class ScreenPanel {
-  constructor(root, { status = () => {} } = {}) {
+  constructor(root, { status = () => {}, question = () => null } = {}) {
     this.root = root;
     this.status = status;
+    this.question = question; // the pane's own msg, shown above the panel
     this.id = null;
-    this.shot = null;
-    this.gen = 0;
+    this.error = null;
+    this.watch = new ScreenWatch({
+      onShot: () => { this.error = null; this.render(); },
+      onError: (sentence) => { this.error = sentence; this.render(); },
+    });
     this.audit = [];
     this.note = "";
     this.scrollback = 0; // lines of history asked for ("Show scroll-back")
+    this.highlight = null; // [first, last] rows the pane's screen rule matched on (pane.js)
+    // Where the screen opens: `bottom` (a blocked pane: its prompt, above its buttons)
+    // or `reply` (a done pane: the end of the agent's last reply), held across redraws
+    // until the reader scrolls the screen themselves; `land`: the window is still to
+    // be brought to it, once, when the first screen arrives.
+    this.pin = "bottom";
+    this.land = false;
+    this.pinnedTop = null;
+    this.focusNext = false; // give the follow-up box the focus once it is drawn
   }
 
-  start(id) {
+  /** The screen shown (the watch's newest). */
+  get shot() {
+    return this.watch.shot;
+  }
+
+  setHighlight(range) {
+    const same = JSON.stringify(range) === JSON.stringify(this.highlight);
+    this.highlight = range;
+    if (!same && this.shot) this.render();
+  }
+
+  /** Watch pane `id`; `mode` "blocked" or "done" (its state as the page opens) says
+   * where the page lands; `land` false: keep the window where it is; `focus`: the
+   * follow-up box takes the focus once drawn (a done pane opened from its
+   * notification: what comes next is typing). */
+  start(id, { mode = null, land = true, focus = false } = {}) {
     if (this.id === id) return;
     this.stop();
     this.id = id;
-    this.shot = null;
+    this.error = null;
     this.audit = [];
-    const gen = ++this.gen;
+    this.pin = mode === "done" ? "reply" : "bottom";
+    this.land = land && (mode === "blocked" || mode === "done");
+    this.scrollback = mode === "done" ? REPLY_SCROLLBACK : 0;
+    this.pinnedTop = null;
+    this.focusNext = focus;
+    this.watch.start(id, this.scrollback);
     this.render();
-    this.loop(gen);
     this.loadAudit();
   }
 
-  stop() {
-    this.gen++;
-    this.id = null;
-    this.root.replaceChildren();
+  /** The pre's scroll, put back where it was meant to be: the page's redraws take the
+   * panel out of the document and back, which resets it. */
+  restore() {
+    const pre = this.root.querySelector("pre.screen");
+    if (!pre) return;
+    if (this.pin === "reply") {
+      const end = this.shot?.reply_end;
+      const row = typeof end === "number" ? pre.querySelector(`[data-row="${end}"]`) : null;
+      // the reply's last row at the bottom of the screen box, the input box below it
+      pre.scrollTop = row ? Math.max(0, row.offsetTop + row.offsetHeight - pre.clientHeight + 8) : pre.scrollHeight;
+    } else if (this.pin === "bottom") {
+      pre.scrollTop = pre.scrollHeight;
+    } else if (this.pinnedTop !== null) {
+      pre.scrollTop = this.pinnedTop;
+    }
+    this.pinnedTop = pre.scrollTop;
+    if (this.land && this.shot && !this.shot.pending && this.shot.lines?.length) {
+      this.land = false;
+      this.landWindow(pre);
+    }
   }
 
-  async loop(gen) {
-    let failures = 0;
-    while (gen === this.gen) {
-      const since = this.shot?.rev;
-      const sb = this.scrollback ? `&scrollback=${this.scrollback}` : "";
-      const q = (typeof since === "number" ? `?wait=20&since=${since}` : "?wait=5") + sb;
-      try {
-        const shot = await get(`/api/panes/${encodeURIComponent(this.id)}/screen${q}`);
-        if (gen !== this.gen) return;
-        failures = 0;
-        const changed = !this.shot || shot.rev !== this.shot.rev || shot.fingerprint !== this.shot.fingerprint;
-        this.shot = shot;
-        if (changed) this.render();
-        if (!shot.online || shot.error) await new Promise((r) => setTimeout(r, 3000));
-      } catch (e) {
-        if (gen !== this.gen) return;
-        // Not allowed to see screens: say why in a person's words and stop asking.
-        const denied = e.status === 403;
-        this.error = denied ? NO_SCREENS : String(e.message || e);
-        this.render();
-        if (denied) return;
-        failures++;
-        await new Promise((r) => setTimeout(r, Math.min(30000, 1000 * 2 ** failures)));
-      }
-    }
+  /** Bring the window to what matters on a phone: a blocked pane's prompt and its
+   * buttons, a done pane's screen; the page's header stays in view where it fits. */
+  landWindow(pre) {
+    const box = this.root.querySelector(".answers");
+    const last = this.pin === "bottom" && box && box.childElementCount ? box : pre;
+    const bottom = last.getBoundingClientRect().bottom;
+    const over = bottom + 8 - window.innerHeight;
+    if (over > 0) window.scrollBy(0, Math.min(over, this.root.getBoundingClientRect().top));
+  }
+
+  stop() {
+    this.watch.stop();
+    this.id = null;
+    this.root.replaceChildren();
   }
 
   async loadAudit() {
@@ -212,16 +274,10 @@ export class ScreenPanel {
     if (changesPolicy(label) && !window.confirm(`Answer “${clean(label, 200)}”?\n\nThis changes what the agent asks from now on, not just this once.`)) return;
     for (const b of this.root.querySelectorAll(".answers button")) b.disabled = true;
     if (button) button.classList.add("sending");
-    try {
-      const r = await post(`/api/panes/${encodeURIComponent(this.id)}/answer`, { fingerprint: shot.fingerprint, ...body });
-      this.note = OUTCOME_WORDS[r.outcome] || r.outcome;
-      this.noteOk = TYPED.has(r.outcome);
-      this.status(this.note, { ok: this.noteOk });
-    } catch (e) {
-      this.noteOk = false;
-      this.note = String(e.message || e);
-      this.status(this.note);
-    }
+    const r = await sendToPane(this.id, shot.fingerprint, body);
+    this.note = r.words;
+    this.noteOk = r.ok;
+    this.status(this.note, r.outcome === null ? undefined : { ok: r.ok });
     this.render();
     this.loadAudit();
   }
@@ -255,8 +311,56 @@ export class ScreenPanel {
     }
   }
 
+  /** A follow-up for an idle or done agent (several lines: one submission, pasted),
+   * and the quick keys for the program in front: Esc and Ctrl-C confirmed first and
+   * sent with the process the screen showed; the rest under the screen's fingerprint. */
+  renderSend(box, shot) {
+    if (shot.follow_up) {
+      const form = el("form", "follow-up");
+      const input = el("textarea");
+      input.maxLength = 1024;
+      input.rows = 2;
+      input.placeholder = "Tell the agent what next (typed only if its prompt is still the one shown)";
+      input.setAttribute("aria-label", "follow-up");
+      input.value = this.draft || "";
+      input.addEventListener("input", () => { this.draft = input.value; });
+      const go = el("button", "answer primary", "Send");
+      go.type = "submit";
+      form.append(input, go);
+      form.addEventListener("submit", async (ev) => {
+        ev.preventDefault();
+        if (!input.value.trim()) return;
+        const text = input.value;
+        await this.answer({ text }, go);
+        if (this.noteOk) this.draft = "";
+      });
+      box.append(form);
+    }
+    if (!shot.process) return;
+    const keys = el("div", "quick-keys");
+    keys.setAttribute("aria-label", "keys");
+    for (const [press, label] of QUICK_KEYS) {
+      const b = el("button", "key", label);
+      b.type = "button";
+      b.dataset.press = press;
+      b.addEventListener("click", () => {
+        if (INTERRUPTS.has(press)) {
+          if (!window.confirm(`Press ${label} in this pane? It stops what the agent is doing.`)) return;
+          this.answer({ press, process: shot.process }, b);
+        } else {
+          this.answer({ press }, b);
+        }
+      });
+      keys.append(b);
+    }
+    box.append(keys);
+  }
+
   render() {
     const root = this.root;
+    // A new screen redraws the panel: the follow-up being written keeps its focus.
+    const old = root.querySelector(".follow-up textarea");
+    const caret = old && document.activeElement === old ? [old.selectionStart, old.selectionEnd] : null;
     root.replaceChildren();
     root.append(el("h3", "", "Screen"));
     const shot = this.shot;
@@ -272,16 +376,23 @@ export class ScreenPanel {
       const more = el("button", "scrollback", this.scrollback ? "Hide scroll-back" : "Show scroll-back");
       more.type = "button";
       more.addEventListener("click", () => {
-        this.scrollback = this.scrollback ? 0 : 200;
-        const gen = ++this.gen;
-        this.shot = { ...this.shot, rev: undefined };
-        this.loop(gen);
+        this.scrollback = this.scrollback ? 0 : REPLY_SCROLLBACK;
+        this.watch.setScrollback(this.scrollback);
       });
-      const pre = renderLines(shot.lines);
+      const pre = renderLines(trimBlank(shot.lines));
+      // rows above the visible screen (scroll-back) are not counted in `why.lines`
+      markRows(pre, Math.max(0, shot.lines.length - (Number(shot.height) || shot.lines.length)), this.highlight);
+      // The reader scrolled the screen: it stays where they put it, redraws or not.
+      pre.addEventListener("scroll", () => {
+        if (this.pinnedTop !== null && Math.abs(pre.scrollTop - this.pinnedTop) > 2) {
+          this.pin = null;
+          this.pinnedTop = pre.scrollTop;
+        }
+      }, { passive: true });
       root.append(more, pre);
-      if (this.scrollback) pre.scrollTop = pre.scrollHeight;
     }
-    if (shot.prompt) root.append(el("p", "msg question screen-prompt", shot.prompt));
+    // The question once: the page's header shows the pane's own words already.
+    if (shot.prompt && shot.prompt !== this.question?.()) root.append(el("p", "msg question screen-prompt", shot.prompt));
     const box = el("div", "answers");
     if (shot.answers?.length || shot.text) {
       // Buttons and the text box only where they can work: otherwise one sentence why.
@@ -291,6 +402,14 @@ export class ScreenPanel {
     }
     if (this.note) box.append(el("p", `answer-outcome ${this.noteOk ? "ok" : "failed"}`, this.note));
     root.append(box);
+    // The follow-up text box and the quick keys, under the screen like the answers,
+    // only where the collector would type them (docs/answers.md).
+    const send = el("div", "send-box");
+    if (shot.input && shot.operator) this.renderSend(send, shot);
+    else if (shot.follow_up && !shot.input) send.append(el("p", "muted", "This host's collector does not type (it runs without --allow-input): tell the agent what next at the terminal."));
+    else if (shot.follow_up) send.append(el("p", "muted", "Sending a follow-up needs a login with the operator role: sign in as an operator, or type at the terminal."));
+    send.hidden = !send.childElementCount;
+    root.append(send);
     if (this.audit.length) {
       root.append(el("h3", "", "Answers from the board"));
       const t = el("table", "audit");
@@ -310,5 +429,14 @@ export class ScreenPanel {
       }
       root.append(t);
     }
+    const ta = root.querySelector(".follow-up textarea");
+    if (caret && ta) {
+      ta.focus();
+      ta.setSelectionRange(caret[0], caret[1]);
+    } else if (this.focusNext && ta) {
+      this.focusNext = false;
+      ta.focus({ preventScroll: true }); // the landing on the reply stays where it is
+    }
+    this.restore();
   }
 }
