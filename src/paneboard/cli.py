@@ -29,9 +29,13 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "decode": ("paneboard_protocol.decode_cli", "main", "print the status sequences in raw pane output"),
     "replay": ("paneboard_protocol.replay_cli", "main", "drive the classifier from a recorded trace"),
     "rules": ("paneboard_protocol.rules_cli", "main", "check, list or explain the screen rules"),
-    "run": ("paneboard_agent.relay", "main", "run a program behind a pty relay that answers the 7501 probe"),
-    "emit": ("paneboard_agent.emit", "main", "write a status report to the controlling terminal"),
-    "ask": ("paneboard_agent.ask", "main", "ask at the terminal, blocked on the board until answered"),
+    "run": (
+        "paneboard_agent.tools.relay",
+        "main",
+        "run a program behind a pty relay that answers the 7501 probe",
+    ),
+    "emit": ("paneboard_agent.tools.emit", "main", "write a status report to the controlling terminal"),
+    "ask": ("paneboard_agent.tools.ask", "main", "ask at the terminal, blocked on the board until answered"),
 }
 
 

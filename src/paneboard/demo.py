@@ -221,9 +221,9 @@ class Demo:
         page of this throw-away database shows something beside the live agents."""
         import asyncio
 
-        from paneboard_server.ledger.seed import seed_sample
-        from paneboard_server.store.database import create_engine
-        from paneboard_server.store.database import resolve_url as _url
+        from paneboard_server.ledger import seed_sample
+        from paneboard_server.store import create_engine
+        from paneboard_server.store import resolve_url as _url
 
         async def go() -> int:
             engine = create_engine(_url(self.env["PANEBOARD_DB"]))

@@ -32,11 +32,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from paneboard_protocol.cli_args import OneLineParser
+from paneboard_protocol.pane import BOARD_ORDER
 
 NOTHING_WAITS, SOMETHING_WAITS, NO_ANSWER = 0, 1, 2
 
-# The board's order: what waits on you first, then what finished, then what runs.
-_ORDER = {"blocked": 0, "error": 1, "done": 2, "working": 3, "idle": 4}
+_ORDER: dict[str, int] = {state: i for i, state in enumerate(BOARD_ORDER)}
 _SHORT = (("blocked", "⚠"), ("error", "✗"), ("done", "✓"), ("working", "⟳"))
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _FETCH_LIMIT = 32 * 1024 * 1024  # bytes of /api/panes read at most
@@ -188,6 +188,9 @@ class _Discard:
         pass
 
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
+        pass
+
+    async def host_health(self, host: str, health: object) -> None:
         pass
 
 

@@ -1,7 +1,7 @@
 """docs/architecture.md names modules and files that exist (so a rename or split shows).
 
-Paths are read in the page's shorthand (`agent/tracker.py` is
-agent/src/paneboard_agent/tracker.py; `protocol/`, `server/` likewise; `web/` and
+Paths are read in the page's shorthand (`agent/watch/tracker.py` is
+agent/src/paneboard_agent/watch/tracker.py; `protocol/`, `server/` likewise; `web/` and
 `migrations/` as they are); a bare `name.py` must be a module of one of the packages;
 a dotted `paneboard_x.module.Name` must import.
 """
@@ -34,7 +34,7 @@ def resolve(path: str) -> Path:
 
 def test_paths_it_names_exist() -> None:
     paths = {m.rstrip(".,") for m in PATH.findall(PAGE)}
-    assert {"agent/tracker.py", "server/panes/writer.py", "web/js/model.js"} <= paths
+    assert {"agent/watch/tracker.py", "server/panes/writer.py", "web/js/model.js"} <= paths
     missing = sorted(p for p in paths if not resolve(p).exists())
     assert missing == []
 

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -31,6 +33,7 @@ def cog_check(*files: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.proc
 def test_the_generated_docs_are_current() -> None:
     files = generated()
     assert {f.name for f in files} >= {"README.md", "cli.md", "collector.md"}
@@ -44,6 +47,7 @@ def test_the_generated_docs_are_current() -> None:
     )
 
 
+@pytest.mark.proc
 def test_the_check_notices_a_stale_line(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     stale = readme.replace("[--no-browser]", "[--no-browsers]", 1)

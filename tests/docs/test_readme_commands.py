@@ -12,9 +12,9 @@ from __future__ import annotations
 import functools
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from support.clirun import run_cli_text
 
 from paneboard.cli import COMMANDS
 
@@ -28,13 +28,7 @@ IN_TEXT = re.compile(r"(?<![\w/.-])paneboard ([a-z][a-z-]*)((?: --?[a-z][a-z-]*(
 @functools.cache
 def help_text(*words: str) -> str | None:
     """`paneboard WORDS... --help`, or None when it is not a command."""
-    res = subprocess.run(
-        [sys.executable, "-m", "paneboard.cli", *words, "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
+    res = run_cli_text(*words, "--help", cwd=ROOT)
     if res.returncode != 0 or not res.stdout.startswith("usage: paneboard " + " ".join(words)):
         return None
     return res.stdout

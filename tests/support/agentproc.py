@@ -10,7 +10,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from support.tmux import TmuxServer
 
 
 class AgentProcess:
@@ -26,6 +29,9 @@ class AgentProcess:
             self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, start_new_session=True
         )
         self.lines: list[dict[str, Any]] = []
+        # `--explain`'s lines for discarded reports: kept apart, so `lines` stays the
+        # panes' lines (a real agent may write what the spec discards at any time)
+        self.discarded: list[dict[str, Any]] = []
         self.raw: list[str] = []
         self.stderr = ""
         self._lock = threading.Lock()
@@ -40,9 +46,10 @@ class AgentProcess:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             text = line.decode("utf-8", "replace")
+            obj = json.loads(text)
             with self._lock:
                 self.raw.append(text)
-                self.lines.append(json.loads(text))
+                (self.discarded if "discarded" in obj else self.lines).append(obj)
 
     def _read_err(self) -> None:
         assert self.proc.stderr is not None
@@ -101,3 +108,18 @@ class AgentProcess:
         for t in self._threads:
             t.join(timeout=5)
         return self.proc.returncode
+
+
+def polled(agent: AgentProcess, tmux_server: TmuxServer, times: int, session: str = "main") -> None:
+    """Returns once `times` full polls have run since the call, and all but the last
+    have been written out.
+
+    A new window makes the collector list every pane and run `ps` for all of them
+    (a full poll); its first line is written when that poll ends. Each window is opened
+    only after the one before it has its line, so everything a poll decided about the
+    other panes has been written by the time the next one's line is seen: the polls a
+    fixed sleep only hoped had happened, witnessed (the windows join `session`).
+    """
+    for n in range(times):
+        pane = tmux_server.new_window(session, f"witness{n}")
+        agent.wait_line(lambda o, pane=pane: o["pane"] == pane, what=f"poll witness {n}")
