@@ -165,9 +165,15 @@ class StdoutWatch(threading.Thread):
         assert stack.sshd is not None and stack.tmux is not None
         env = {k: v for k, v in os.environ.items() if k != "TMUX"}
         # no_hold (diagnostic only): the collector hands a report to the classifier at
-        # once instead of first re-reading the pane's process (HOLD_REPORTS), to
-        # show what that look costs
-        prelude = "import paneboard_agent.tracker as c; c.HOLD_REPORTS = False; " if no_hold else ""
+        # once instead of first re-reading the pane's process (`Options.hold_reports`),
+        # to show what that look costs; the CLI has no option for it, so the prelude
+        # gives the collector's `Options` that value
+        prelude = (
+            "import functools, paneboard_agent.collector as c; "
+            "c.Options = functools.partial(c.Options, hold_reports=False); "
+            if no_hold
+            else ""
+        )
         self.proc = subprocess.Popen(
             [
                 sys.executable,

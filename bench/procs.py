@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import machine_line, short, unwind_on_signals
-from paneboard_agent.panes import parse_ps, ps_argv
-from paneboard_agent.procfs import procs_answer, procs_argv
+from paneboard_agent.tmux.panes import parse_ps, ps_argv
+from paneboard_agent.tmux.procfs import procs_answer, procs_argv
 
 
 def _children_cpu() -> float:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.proctier import spawns
 from support.tools import require_tool
 
 from .stack import Stack
@@ -16,6 +17,7 @@ os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 
 
 @pytest.fixture(scope="module")
+@spawns
 def browser():
     require_tool("chromium")
     from playwright.sync_api import sync_playwright
@@ -39,6 +41,7 @@ def db_template(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
+@spawns
 def stack_factory(tmp_path, db_template) -> Iterator:
     require_tool("tmux", "sshd")
     made: list[Stack] = []

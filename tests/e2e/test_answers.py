@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.proctier import spawns
 from support.stack import PASSWORD, USER, Paneboard
 from support.tools import require_tool
 from support.wait import wait_for
@@ -26,6 +27,7 @@ def asker(mode: str = "permission") -> str:
 
 
 @pytest.fixture
+@spawns
 def stack(tmp_path: Path, db_template: Path, request: pytest.FixtureRequest) -> Any:
     require_tool("tmux")
     pb = Paneboard(tmp_path, template=db_template)
@@ -110,7 +112,10 @@ def test_screen_and_answer_with_every_refusal(stack: Paneboard) -> None:
     assert bad_origin[0] == 403
     assert post(olga, {"fingerprint": fp, "answer": "nope"})[1]["outcome"] == "refused"
     assert post(olga, {"fingerprint": fp, "text": "yes"})[1]["outcome"] == "refused"
-    assert post(olga, {"fingerprint": fp, "text": "a\nb"})[0] == 422
+    # a newline goes only into a follow-up: to a blocked prompt it is refused (and audited);
+    # any other control character is no text at all
+    assert post(olga, {"fingerprint": fp, "text": "a\nb"})[1]["outcome"] == "refused"
+    assert post(olga, {"fingerprint": fp, "text": "a\x1bb"})[0] == 422
     assert "Do you want to proceed?" in _screen_text(pb, pane) and "ANSWERED" not in _screen_text(pb, pane)
 
     # two operators on one prompt: one is typed, the other is told
@@ -151,7 +156,7 @@ def test_screen_and_answer_with_every_refusal(stack: Paneboard) -> None:
     got = [(a["who"], a["outcome"]) for a in reversed(audit)]
     # every refused attempt is a row saying who and why, those refused for their
     # credentials (a viewer token, a wrong CSRF token, a cross-origin POST) included
-    assert got[:8] == [
+    assert got[:9] == [
         ("olga", "changed"),
         ("ann", "forbidden"),
         ("wall2", "read-only"),
@@ -160,13 +165,14 @@ def test_screen_and_answer_with_every_refusal(stack: Paneboard) -> None:
         ("olga", "cross-origin"),
         ("olga", "refused"),
         ("olga", "refused"),
+        ("olga", "refused"),  # the two lines to a one-line question
     ], got
     assert sum(1 for a in audit if a["outcome"] == "typed") == 1
     typed = next(a for a in audit if a["outcome"] == "typed")
     assert typed["fingerprint"] == fp and typed["answer"] == "yes" and typed["label"] == "Yes"
     assert "Do you want to proceed?" in (typed["prompt"] or "")
     assert {a["who"] for a in audit} >= {"olga", "otto", "ann"}
-    assert len(audit) == 12
+    assert len(audit) == 13
     # the ledger's block names who answered it from paneboard
     blocks = olga.get("/api/blocks?limit=100")["blocks"]
     mine = [b for b in blocks if str(b["pane_id"]) == pid]
@@ -240,6 +246,7 @@ def test_scrollback_on_demand_and_an_idle_pane_offers_nothing(stack: Paneboard) 
 
 
 @pytest.fixture
+@spawns
 def ssh_stack(tmp_path: Path, db_template: Path) -> Any:
     require_tool("tmux", "sshd")
     pb = Paneboard(tmp_path, template=db_template, ssh=True)

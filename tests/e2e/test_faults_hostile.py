@@ -24,6 +24,7 @@ import pytest
 import websockets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paneboard_protocol.pane import STATES as PANE_STATES
 from support.tools import require_tool
 from support.wait import wait_for
 
@@ -37,7 +38,7 @@ FUZZ = settings(
     suppress_health_check=list(HealthCheck),
     derandomize=False,
 )
-STATES = {"working", "blocked", "idle", "done", "error", None}
+STATES = {*PANE_STATES, None}  # what a pane may show: a state or none
 
 
 @pytest.fixture(scope="module")

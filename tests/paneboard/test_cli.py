@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from support.clirun import run_cli_text as run_cli
 
 from paneboard.cli import COMMANDS, main
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "paneboard.cli", *args], capture_output=True, text=True, timeout=60
-    )
 
 
 def test_help_lists_every_command() -> None:

@@ -139,14 +139,15 @@ class ModelApi:
 class Stage:
     """One isolated tmux server, one model API, one collector, one pane for the agent."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, where: tuple[str, ...] = ("--local",)) -> None:
+        """`where`: how the collector reaches the tmux server, `--local` or a loopback
+        sshd's `--ssh` arguments (the server's socket is in tmux's default directory, so
+        a session over SSH finds it)."""
         self.tmp = tmp
         self.tmux = IsolatedTmux().start()
         self.api = ModelApi(self.tmux, tmp / "api")
         # --explain: every line also names the process taken for the program, and why
-        self.collector = AgentProcess(
-            "--local", "--tmux-socket", self.tmux.name, "--explain", env=self.tmux.env
-        )
+        self.collector = AgentProcess(*where, "--tmux-socket", self.tmux.name, "--explain", env=self.tmux.env)
         self.pane = ""
         self.screens: dict[str, str] = {}
         self.gaps: list[str] = []
@@ -300,6 +301,9 @@ class _Sink:
     async def host_status(self, host: str, reachable: bool, t: float, error: str | None) -> None:
         pass
 
+    async def host_health(self, host: str, health: object) -> None:
+        return None  # the link's health is not what this test reads
+
 
 class Page:
     """The real collector run in-process on the stage's tmux server, with `--allow-input`,
@@ -309,7 +313,7 @@ class Page:
 
     def __init__(self, stage: Stage) -> None:
         from paneboard_agent.collector import Collector, Options, TmuxTarget
-        from paneboard_agent.transport.local import LocalTransport
+        from paneboard_agent.transport import LocalTransport
         from paneboard_protocol.rules import load_rules
 
         self.stage = stage
@@ -319,8 +323,12 @@ class Page:
         self.sink = _Sink()
         self.side: list[dict[str, Any]] = []
         target = TmuxTarget(LocalTransport("here"), socket=stage.tmux.name, allow_input=True)
-        self.collector = Collector([target], self.sink, Options(rules=load_rules(None)))
-        self.collector.set_side(lambda m: self.side.append(msgspec.to_builtins(m)))  # as sent
+        self.collector = Collector(
+            [target],
+            self.sink,
+            Options(rules=load_rules(None)),
+            side=lambda m: self.side.append(msgspec.to_builtins(m)),  # as sent
+        )
         self.running = asyncio.run_coroutine_threadsafe(self.collector.run(), self.loop)
 
     @property
@@ -345,6 +353,16 @@ class Page:
         msg = decode(
             wire.encode(wire.answer(request, self.key, fingerprint, time.time() + 60, answer=answer))
         )
+        asyncio.run_coroutine_threadsafe(self.collector.command(msg), self.loop).result(30)
+        return str(next(m["outcome"] for m in self.side if m["type"] == "answered" and m["id"] == request))
+
+    def send(self, request: str, fingerprint: str, **kind: Any) -> str:
+        """Send a follow-up (`text=`) or a key (`press=`, `process=`) on the screen whose
+        fingerprint the page holds, as the server relays it; the outcome."""
+        from paneboard_protocol import wire
+        from paneboard_protocol.server_messages import decode
+
+        msg = decode(wire.encode(wire.answer(request, self.key, fingerprint, time.time() + 60, **kind)))
         asyncio.run_coroutine_threadsafe(self.collector.command(msg), self.loop).result(30)
         return str(next(m["outcome"] for m in self.side if m["type"] == "answered" and m["id"] == request))
 

@@ -38,6 +38,17 @@ class AgentCli:
     def path(self) -> Path:
         return self.dir / self.binary
 
+    def env(self) -> dict[str, str]:
+        """What the program needs in its environment wherever it runs (install check, tests).
+
+        Copilot CLI's native binary unpacks its bundled package (some 200 MB) into a cache
+        on first run, by default under $HOME: kept beside the install, it is unpacked once,
+        not once per test's own HOME.
+        """
+        if self.name == "copilot":
+            return {"COPILOT_PKG_CACHE_HOME": str(self.dir / "pkg-cache")}
+        return {}
+
 
 AGENTS: dict[str, AgentCli] = {
     a.name: a
@@ -48,6 +59,8 @@ AGENTS: dict[str, AgentCli] = {
         AgentCli("gemini", "0.61.0", "npm", "@google/gemini-cli", "node_modules/.bin/gemini"),
         AgentCli("opencode", "1.18.33", "npm", "opencode-ai", "node_modules/.bin/opencode"),
         AgentCli("pi", "0.73.1", "npm", "@mariozechner/pi-coding-agent", "node_modules/.bin/pi"),
+        AgentCli("copilot", "1.0.102", "npm", "@github/copilot", "node_modules/.bin/copilot"),
+        AgentCli("qwen", "0.24.4", "npm", "@qwen-code/qwen-code", "node_modules/.bin/qwen"),
     )
 }
 
@@ -131,7 +144,7 @@ def check(agent: AgentCli) -> str:
             text=True,
             timeout=60,
             check=False,
-            env={**os.environ, "NO_UPDATE_NOTIFIER": "1"},
+            env={**os.environ, "NO_UPDATE_NOTIFIER": "1", **agent.env()},
         )
     except (OSError, subprocess.TimeoutExpired) as e:
         raise InstallError(f"{agent.name} --version: {e}") from None

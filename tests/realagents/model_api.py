@@ -25,7 +25,10 @@ the first, each tool result with the next one, and the result of the last with t
 text that ends the turn. Anthropic counts the tool results in the conversation; the
 other APIs count the commands asked so far (`State.ask`), so an agent that sends no
 tool result back (Aider runs the block itself) is asked the next command by its next
-task message. Without the file every task asks `touch pb-ran`, as before.
+task message. Without the file every task asks `touch pb-ran`, as before. On the chat
+completions API an entry may instead be an object `{"tool": NAME, "args": {...}}`: a
+call of that offered tool with those arguments (a file write, a question to the user),
+for agents whose other tools draw prompts of their own (Copilot CLI).
 
 Why a gate instead of a delay: on a loaded two-core machine no delay is long enough
 to be sure and short enough to be cheap; the test's own condition is.
@@ -59,12 +62,13 @@ class State:
         with self.lock, (self.root / "requests.jsonl").open("a") as f:
             f.write(json.dumps({"path": path, "body": body}) + "\n")
 
-    def ask(self, kind: str) -> str | None:
+    def ask(self, kind: str) -> str | dict[str, Any] | None:
         """The command to ask for this turn request (`kind` from `classify`), or None:
         the turn ends. A task always asks one (the next; the last again once all were
         asked); a tool result asks the next while any is left."""
         path = self.root / "commands.json"
-        commands = [str(c) for c in json.loads(path.read_text())] if path.exists() else [COMMAND]
+        listed = json.loads(path.read_text()) if path.exists() else [COMMAND]
+        commands = [c if isinstance(c, dict) else str(c) for c in listed]
         with self.lock:
             if kind == "result" and self.asked >= len(commands):
                 return None
@@ -107,6 +111,10 @@ def classify(body: dict[str, Any]) -> str:
     while msgs and isinstance(msgs[-1], dict) and msgs[-1].get("role") in ("system", "developer"):
         msgs = msgs[:-1]
     if not msgs:
+        return "side"
+    if len(body.get("tools") or []) == 1 and pick_tool(body, ("respond_in_schema",)) is not None:
+        # Qwen Code's auto-mode judge: a structured-output call over the transcript (the
+        # task word included) about the pending tool call, not a turn of the conversation.
         return "side"
     result_markers = ('"tool_result"', '"function_call_output"', '"functionResponse"', '"role": "tool"')
     if any(m in _text_of(msgs[-1]) for m in result_markers):
@@ -385,10 +393,15 @@ class Handler(BaseHTTPRequestHandler):
     def _chat(self, body: dict[str, Any]) -> None:
         kind = classify(body)
         command = self.state.ask(kind) if kind != "side" else None
-        tool = pick_tool(body, ("bash", "shell", "run_shell_command")) if command is not None else None
+        if isinstance(command, dict):  # a named tool's call, not a shell command
+            tool = pick_tool(body, (str(command.get("tool")),))
+            args = command.get("args") or {}
+        else:
+            tool = pick_tool(body, ("bash", "shell", "run_shell_command")) if command is not None else None
+            args = {"command": command, "description": _why(command or "")}
         if kind != "side":
             self.state.hold()
-        if kind == "task" and command is not None and tool is None:
+        if kind == "task" and isinstance(command, str) and tool is None:
             # No tools offered (Aider): the "tool call" is a shell block it offers to run.
             text = f"Run this:\n\n```bash\n{command}\n```\n"
         else:
@@ -419,7 +432,7 @@ class Handler(BaseHTTPRequestHandler):
                 "type": "function",
                 "function": {
                     "name": tool["name"],
-                    "arguments": json.dumps({"command": command, "description": _why(command)}),
+                    "arguments": json.dumps(args),
                 },
             }
             self._event(

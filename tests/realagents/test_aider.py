@@ -68,7 +68,11 @@ def test_aider_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
         each=20,
         literal=True,
     )
-    stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
+    # One Enter, waited for long: Aider reads keys typed ahead (the prompt shows them), and
+    # it imports its model client on the first message, which on a loaded machine outlasts a
+    # short wait, so a second Enter stayed in the terminal and later answered the
+    # "Run shell command?" question with its default, Yes.
+    stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent", tries=1, each=90)
     stage.wait_class({"agent": "aider", "state": "working", "kind": None, "source": "screen"}, 60, "working")
     stage.save("aider", "working")
 
@@ -78,11 +82,13 @@ def test_aider_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
         60,
         "blocked on 'Run shell command?'",
     )
-    stage.wait_screen(lambda s: "Run shell command?" in s, 10, "the question")
+    screen = stage.wait_screen(lambda s: "Run shell command?" in s, 10, "the question")
+    assert "output to the chat?" not in screen, "the question was answered before the test answered it"
     stage.save("aider", "blocked")
     assert not (work / "pb-ran").exists()
 
-    stage.press_until(["y", "Enter"], lambda: (work / "pb-ran").exists(), "the approval", tries=3)
+    # Once, for the same reason: a repeated "y Enter" would answer Aider's next question.
+    stage.press_until(["y", "Enter"], lambda: (work / "pb-ran").exists(), "the approval", tries=1, each=60)
     stage.wait_screen(lambda s: s.rstrip().endswith("diff>"), 60, "the prompt back")
     stage.wait_class({"agent": "aider", "state": "idle", "kind": None, "source": "screen"}, 60, "idle again")
     stage.save("aider", "done")
@@ -128,7 +134,11 @@ def test_aider_turn_with_the_notifications_recipe(stage: Stage, agent_cli, tmp_p
         each=20,
         literal=True,
     )
-    stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent")
+    # One Enter, waited for long: Aider reads keys typed ahead (the prompt shows them), and
+    # it imports its model client on the first message, which on a loaded machine outlasts a
+    # short wait, so a second Enter stayed in the terminal and later answered the
+    # "Run shell command?" question with its default, Yes.
+    stage.press_until(["Enter"], lambda: stage.api.held(1), "the prompt sent", tries=1, each=90)
     stage.wait_class({"agent": "aider", "state": "working", "kind": None}, 60, "working")
     assert CONTRACT not in stage.raw.read_bytes(), "the notification ran before Aider waited for the user"
 
@@ -140,7 +150,8 @@ def test_aider_turn_with_the_notifications_recipe(stage: Stage, agent_cli, tmp_p
         60,
         "blocked/question with the recipe's report in",
     )
-    stage.press_until(["y", "Enter"], lambda: (work / "pb-ran").exists(), "the approval", tries=3)
+    # Once, for the same reason: a repeated "y Enter" would answer Aider's next question.
+    stage.press_until(["y", "Enter"], lambda: (work / "pb-ran").exists(), "the approval", tries=1, each=60)
     stage.wait_screen(lambda s: s.rstrip().endswith("diff>"), 60, "the prompt back")
     stage.wait_class({"agent": "aider", "state": "idle", "kind": None}, 60, "idle again")
     seen = stage.states()

@@ -19,6 +19,7 @@ def test_missing_npm_fails_with_the_reason(tmp_path: Path, monkeypatch: pytest.M
     assert not (cli.dir / ".ok").exists()
 
 
+@pytest.mark.proc
 def test_a_program_reporting_another_version_is_not_installed(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PANEBOARD_AGENTS_CACHE", str(tmp_path))
     cli = AgentCli("fake", "9.9.9", "npm", "fake", "bin/fake")

@@ -6,12 +6,14 @@ checks, install telemetry, the fd/ripgrep downloads). Pi has no permission promp
 design: the stand-in's `touch pb-ran` tool call runs at once, so the walk is idle,
 working (the task held at the stand-in), working (the answer after the tool result
 held), idle; with docs/recipes/pi-paneboard.ts as an extension, the same turn is
-reported by Pi itself and ends `done` with its answer."""
+reported by Pi itself and ends `done` with its answer, and Pi's `/quit` clears it.
+Each walk runs with the collector local and over SSH (a real sshd on loopback)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 from pathlib import Path
 
@@ -54,6 +56,13 @@ def pi_env(tmp: Path, url: str) -> dict[str, str]:
     }
 
 
+#: Each walk with the collector on this machine and through a loopback sshd (README's `--ssh`).
+WHERE = pytest.mark.parametrize(
+    "stage", ["local", pytest.param("ssh", marks=pytest.mark.sshd)], indirect=True
+)
+
+
+@WHERE
 def test_pi_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
     pi = agent_cli("pi")
     work = tmp_path / "work"
@@ -103,10 +112,13 @@ def test_pi_turn(stage: Stage, agent_cli, tmp_path: Path) -> None:
     assert not stage.gaps, "\n".join(stage.gaps)
 
 
+@WHERE
 def test_pi_turn_with_the_extension_recipe(stage: Stage, agent_cli, tmp_path: Path) -> None:
-    """docs/recipes/pi-paneboard.ts, verbatim, as a global extension of the real Pi: its
-    reports carry the pane from the start (`protocol`), and the turn ends `done` with
-    Pi's answer as the message, after `working` and never before the end."""
+    """docs/recipes/pi-paneboard.ts, verbatim, as a global extension of the real Pi started
+    from an interactive shell: its reports carry the pane from the start (`protocol`), the
+    turn ends `done` with Pi's answer as the message, after `working` and never before the
+    end; and at `/quit` its `clear` removes that answer (RI-5 would otherwise keep the
+    `done` as an unseen result on the shell's pane)."""
     pi = agent_cli("pi")
     work = tmp_path / "work"
     work.mkdir()
@@ -115,7 +127,10 @@ def test_pi_turn_with_the_extension_recipe(stage: Stage, agent_cli, tmp_path: Pa
     extensions.mkdir()
     shutil.copy(RECIPE, extensions / "paneboard.ts")
     env["PATH"] = f"{Path(PANEBOARD).parent}:{os.environ['PATH']}"  # `paneboard` as the recipe names it
-    stage.open(str(pi), env, work)
+    stage.open("bash --noprofile --norc -i", env, work)
+    stage.wait_screen(lambda s: s.rstrip().endswith(("$", "#")), 30, "the shell's prompt")
+    stage.keys(shlex.quote(str(pi)), literal=True)
+    stage.keys("Enter")
 
     stage.wait_screen(lambda s: f"pi v{VERSION}" in s and "pb-model" in s, 120, "Pi's editor")
     stage.check({"agent": "pi", "state": "idle", "source": "protocol"}, 30, "idle (session_start)")
@@ -142,9 +157,17 @@ def test_pi_turn_with_the_extension_recipe(stage: Stage, agent_cli, tmp_path: Pa
     seen = stage.states()
     if seen != ["idle", "working", "done"]:
         stage.gaps.append(f"states seen: {stage.walk()}")
+
+    stage.press_until(
+        ["/quit"], lambda: "/quit" in stage.screen(), "/quit typed", tries=3, each=5, literal=True
+    )
+    back = lambda: stage.screen().rstrip().endswith(("$", "#"))  # noqa: E731
+    stage.press_until(["Enter"], back, "Pi gone, the shell's prompt back")
+    stage.check({"agent": None, "state": None, "msg": None}, 30, "nothing of Pi left (session_shutdown)")
     assert not stage.gaps, "\n".join(stage.gaps)
 
 
+@WHERE
 def test_pi_turn_with_an_extension_asking(stage: Stage, agent_cli, tmp_path: Path) -> None:
     """Pi's own example extension permission-gate.ts (shipped in the package) asks before
     `rm -rf`: its selector takes the editor's place under the still-running loader, and
