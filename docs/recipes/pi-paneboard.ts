@@ -13,7 +13,8 @@ import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
 let queue: Promise<void> = Promise.resolve();
 
 function emit(args: string[], hookJson?: object): void {
-	const argv = ["emit", ...args, "--app", "pi", "--protocol", "both", "--agent", "pi"];
+	const argv = ["emit", ...args, "--protocol", "both", "--agent", "pi"];
+	if (args[0] !== "clear") argv.push("--app", "pi"); // clear takes only an id: emit refuses --app
 	if (hookJson !== undefined) argv.push("--hook-json", "-");
 	queue = queue.then(
 		() =>
