@@ -13,8 +13,11 @@ import contextlib
 import gc
 import socket
 
+from starlette.applications import Starlette
+
 from .config import Config
-from .serving import TrustedProxies, connection_limits, logsafe
+from .services import services_of
+from .serving import StoppingServer, TrustedProxies, connection_limits, logsafe
 from .store import check_schema, create_engine, warn_exposure
 
 
@@ -109,8 +112,15 @@ def run_server(cfg: Config, url: str, host: str, port: int) -> int:
         proxy_headers=False,  # conn_limits.py applies server.trusted_proxies (proxies.py)
         server_header=False,
     )
-    server = uvicorn.Server(config)
+    server = StoppingServer(config, on_exit=lambda: _end_long_polls(app))
     tune_gc()
     with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
     return 0 if server.started else 1
+
+
+def _end_long_polls(app: Starlette) -> None:
+    """A stop asked for: the screens' long polls answer now (before the app has started,
+    there are none)."""
+    with contextlib.suppress(RuntimeError):
+        services_of(app).screens.stop()

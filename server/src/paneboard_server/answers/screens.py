@@ -73,6 +73,7 @@ class ScreenHub:
         self.stats = {"screens": 0, "watches": 0}
         self.remote: Any = None  # replicas.Replicas on PostgreSQL: panes held by a peer
         self.on_store: list[Callable[[int, Shown], None]] = []
+        self.stopping = False
 
     # --- pages ----------------------------------------------------------------------
     def look(self, pane_id: int, scrollback: int = 0) -> bool:
@@ -128,12 +129,19 @@ class ScreenHub:
             ):
                 return shown
             left = deadline - self.clock()
-            if left <= 0:
+            if left <= 0 or self.stopping:
                 return shown
             ev = self.changed.setdefault(pane_id, asyncio.Event())
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(left):  # not wait_for: it can drop a cancel (staleness.py)
                     await ev.wait()
+
+    def stop(self) -> None:
+        """The server is stopping: every long poll answers now with what it has, and no
+        new one waits (a stop waits for each request in flight; a poll holds 25 s)."""
+        self.stopping = True
+        for ev in self.changed.values():
+            ev.set()
 
     # --- collectors -----------------------------------------------------------------
     def on_side(self, cid: int, msg: Screen | Answered) -> None:
