@@ -11,6 +11,7 @@ group so nothing outlives the test.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -19,9 +20,11 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from support.clirun import run_cli_text
 from support.sshd import Sshd, free_port
 from support.tmux import TmuxServer, printf_cmd
 from support.wait import wait_for
@@ -90,9 +93,13 @@ class Paneboard:
     # -- commands ----------------------------------------------------------------------
 
     def cli(self, *args: str, stdin: str | None = None) -> str:
-        res = subprocess.run(
-            [*PANEBOARD, *args], input=stdin, capture_output=True, text=True, env=self.env, timeout=60
-        )
+        """`paneboard *args` on this stack's database, called in this process
+        (support.clirun): the users and tokens the tests make this way are the stack's
+        set-up; the commands themselves are tested in tests/server/test_server_cli*.py."""
+        call = functools.partial(run_cli_text, *args, stdin=stdin or "", env=self.env)
+        # In a thread of its own: Playwright's sync API keeps an event loop in this one.
+        with ThreadPoolExecutor(1) as pool:
+            res = pool.submit(call).result(60)
         if res.returncode != 0:
             raise RuntimeError(f"paneboard {' '.join(args)}: {res.stderr.strip()}")
         return res.stdout.strip()
@@ -141,8 +148,6 @@ class Paneboard:
                 await engine.dispose()
 
         # In a thread of its own: Playwright's sync API keeps an event loop in this one.
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(1) as pool:
             if self.template is not None:
                 shutil.copy(self.template, self.db)
