@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 import websockets
 from collector import baseline_tree
-from machine import cpu_seconds, machine_line, short, unwind_on_signals
+from machine import cpu_seconds, machine_line, short, unwind_on_signals, wait_healthy
 
 T = 1_900_000_000.0  # every report's time: the same panes in every run
 
@@ -130,18 +130,7 @@ def one_server(env: dict[str, str], panes: int, requests: int, port: int) -> dic
                 stderr=subprocess.STDOUT,
             )
             try:
-                deadline = time.monotonic() + 60
-                while True:
-                    try:
-                        if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                            break
-                    except httpx.HTTPError:
-                        pass
-                    if time.monotonic() > deadline or srv.poll() is not None:
-                        raise RuntimeError(
-                            "the server did not start: " + (Path(tmp) / "server.log").read_text()
-                        )
-                    time.sleep(0.1)
+                wait_healthy(url, srv, Path(tmp) / "server.log")
                 asyncio.run(fill(url, collector, panes))
                 all_ = measure(url, viewer, srv.pid, "/api/panes", requests)
                 one = measure(url, viewer, srv.pid, "/api/panes/1", requests)

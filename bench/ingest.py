@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import cpu_seconds, machine_line, profile, short, unwind_on_signals
+from machine import cpu_seconds, machine_line, profile, short, unwind_on_signals, wait_healthy
 
 PG_ADMIN = os.environ.get("PANEBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -374,21 +374,6 @@ def start_server(url: str, batch: int, tmp: Path, i: int, python: str) -> tuple[
     return proc, port
 
 
-def wait_healthy(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    import httpx
-
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline or proc.poll() is not None:
-            raise RuntimeError(log.read_text()[-2000:])
-        time.sleep(0.1)
-
-
 def run_one(
     kind: str, args: argparse.Namespace, batch: int, servers: int = 1, rate: float = 0, python: str = ""
 ) -> dict[str, Any]:
@@ -407,7 +392,7 @@ def run_one(
             procs.append(proc)
             ports.append(port)
         for i, (proc, port) in enumerate(zip(procs, ports, strict=True)):
-            wait_healthy(proc, port, tmp / f"server{i}.log")
+            wait_healthy(f"http://127.0.0.1:{port}", proc, tmp / f"server{i}.log", timeout=30)
         t_start = time.time() + 1.0
         start_at = t_start + args.warmup
         until = start_at + args.duration

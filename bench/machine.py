@@ -157,3 +157,20 @@ def profile(pid: int, seconds: float, row: str | None = None) -> None:
         Path(dest).write_text("\n".join(lines) + "\n")
 
     threading.Thread(target=summarise, daemon=False).start()
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
+    """Return once `paneboard serve` at `url` answers /healthz; RuntimeError with its
+    log's tail if it exits first or does not answer within `timeout` seconds."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise RuntimeError("the server did not start: " + log.read_text()[-2000:])
+        time.sleep(0.1)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 import websockets
-from machine import unwind_on_signals
+from machine import unwind_on_signals, wait_healthy
 
 
 def cli(py: str, db: str, *args: str) -> str:
@@ -169,17 +169,11 @@ def main() -> int:
             stderr=subprocess.STDOUT,
         )
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline or srv.poll() is not None:
-                    print("server did not start", file=sys.stderr)
-                    return 1
-                time.sleep(0.1)
+            try:
+                wait_healthy(url, srv, Path(tmp) / "server.log")
+            except RuntimeError as exc:
+                print(exc, file=sys.stderr)
+                return 1
             t = time.perf_counter()
             baseline, loaded, rss = asyncio.run(
                 run(url, viewer, collector, args.panes, args.streams, srv.pid)
