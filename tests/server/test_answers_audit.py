@@ -48,6 +48,9 @@ def test_attempts_are_audited_and_pruned_by_age(db_url: str) -> None:
             assert (await desk.answer(viewer, pid, "a" * 64, "yes", None))[0] == "forbidden"
             # no collector connected to this process: nothing can be typed
             assert (await desk.answer(operator, pid, "a" * 64, None, "main"))[0] == "offline"
+            replicas = services_of(app).replicas
+            if replicas is not None:  # PostgreSQL: no process holds the collector, none was asked
+                assert (replicas.stats["unheld"], replicas.stats["asks"]) == (1, 0)
             rows = await audit(core, pid)
             assert [(r["who"], r["outcome"], r["answer"], r["text"]) for r in rows] == [
                 ("olga", "offline", None, "main"),

@@ -145,3 +145,56 @@ def test_notifications_before_the_writer_takes_a_refresh_join_it(db_url: str) ->
             assert fan._open is not first and fan._open.pane_ids == [5]
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)
+def test_the_process_holding_a_collector_says_so_in_the_database(db_url: str, server_factory: Any) -> None:
+    """While a collector is connected to A, A's listening session holds its lock (so B
+    asks A to answer, and answers `offline` at once when nobody holds it). A listening
+    session that breaks takes its locks with it; A takes them again when it reconnects,
+    and gives them up when the collector goes."""
+    from paneboard_server.panes.fanout import HOLD_CLASS
+    from paneboard_server.store.database import create_engine, resolve_url
+    from sqlalchemy import text
+
+    tokens = asyncio.run(make_tokens(db_url))
+    a = server_factory(db_url)
+
+    async def go() -> None:
+        engine = create_engine(resolve_url(db_url))
+        holders = text(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = :c"
+        )
+
+        async def holding() -> list[int]:
+            async with engine.connect() as conn:
+                return [r[0] for r in (await conn.execute(holders, {"c": HOLD_CLASS}))]
+
+        up = UplinkSink(a.url, tokens["collector"])
+        try:
+            assert await holding() == []
+            await up.start(commands=SeenRecorder())
+            await up.pane_changed(pane_update("h", "%1", "blocked"))
+            [first] = await wait_until(holding, what="A holding the collector")
+            async with engine.begin() as conn:  # A's listening session breaks
+                await conn.execute(text("SELECT pg_terminate_backend(:p)"), {"p": first})
+            again = await wait_until(
+                lambda: _other_than(holding, first), timeout=20, what="the hold taken again"
+            )
+            assert len(again) == 1
+            await up.close()
+            await wait_until(lambda: _none(holding), what="the hold given up")
+        finally:
+            await up.close()
+            await engine.dispose()
+
+    asyncio.run(go())
+
+
+async def _other_than(holding: Any, pid: int) -> list[int]:
+    got: list[int] = await holding()
+    return got if got and pid not in got else []
+
+
+async def _none(holding: Any) -> bool:
+    return await holding() == []

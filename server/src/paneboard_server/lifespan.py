@@ -66,6 +66,8 @@ async def running(cfg: Config, url: str, clock: Callable[[], float]) -> AsyncIte
         replicas = Replicas(core, screens, answers)
         fanout.extra = replicas.listeners()
         registry.on_attach.append(replicas.on_attach)
+        registry.on_attach.append(fanout.holds_changed)
+        registry.on_detach.append(fanout.holds_changed)
         tasks.append(asyncio.create_task(replicas.run(fanout.ready), name="paneboard-replicas"))
         tasks.append(asyncio.create_task(fanout.run(), name="paneboard-fanout"))
         await fanout.ready.wait()

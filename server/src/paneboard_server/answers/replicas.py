@@ -23,8 +23,10 @@ Everything travels by LISTEN/NOTIFY on the fan-out's connection (`fanout.py`):
   authoritative, the audit row is written once (by A; a screen some process's audit row
   says was typed is `used` too, for a collector that moved between replicas), and A
   re-reads the operator role from the database rather than trusting the message. A
-  NOTIFYs the outcome and the row id back; B returns them. No reply in `ASK_WAIT` s (no
-  replica holds the collector): B answers `offline` and audits it.
+  NOTIFYs the outcome and the row id back; B returns them. B asks only while some
+  process holds the collector (`held_anywhere`: a lock of A's listening session, gone
+  with it), so an answer to a collector connected nowhere is `offline` at once, audited;
+  no reply in `ASK_WAIT` s (A died meanwhile) is `offline` too.
 
 SQLite runs one process: none of this is started there.
 """
@@ -45,6 +47,7 @@ from sqlalchemy import select, text
 
 from ..auth import Principal
 from ..ingest import WireError, parse
+from ..panes import held_anywhere
 from ..store import schema as s
 from .desk import REPLY_WAIT, AnswerDesk
 from .screens import WATCH_FOR, ScreenHub, Shown
@@ -87,7 +90,7 @@ class Replicas:
         self.tasks: set[asyncio.Task[Any]] = set()
         self.pending: dict[int, Shown] = {}  # screens to publish (newest per pane)
         self.wake = asyncio.Event()
-        self.stats = {"watches_sent": 0, "screens_sent": 0, "screens_got": 0, "asks": 0}
+        self.stats = {"watches_sent": 0, "screens_sent": 0, "screens_got": 0, "asks": 0, "unheld": 0}
         hub.remote = self
         hub.on_store.append(self._stored)
         desk.remote = self
@@ -267,7 +270,12 @@ class Replicas:
         process: str | None = None,
         source: str | None = None,
     ) -> tuple[str, dict[str, Any]] | None:
-        """B: have the replica holding the pane answer; None if none replied."""
+        """B: have the replica holding the pane answer; None if none holds it or none
+        replied."""
+        target = self.core.collector_of(pane_id)
+        if target is None or not await held_anywhere(self.core.engine, target[0]):
+            self.stats["unheld"] += 1
+            return None
         request = secrets.token_urlsafe(12)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.asks[request] = fut

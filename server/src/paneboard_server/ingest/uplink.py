@@ -176,6 +176,7 @@ class IngestRegistry:
         # and who hears that a collector (re)connected (to re-send its watches).
         self.on_side: Callable[[int, Screen | Answered], None] | None = None
         self.on_attach: list[Callable[[int], None]] = []
+        self.on_detach: list[Callable[[int], None]] = []  # its last connection here went
         self.refusals = refusals or RefusedTokens()
 
     def attach(self, conn: Connection) -> None:
@@ -196,6 +197,8 @@ class IngestRegistry:
             return
         del self.connections[cid]
         self.core.seen_routes.pop(cid, None)
+        for f in self.on_detach:
+            f(cid)
         grace = self.core.cfg.server.grace_period
         loop = asyncio.get_running_loop()
 

@@ -6,6 +6,12 @@ process re-reads those rows and publishes them to its own live-stream clients. W
 the listening connection is lost, notifications may have been missed, so after
 reconnecting the process compares every pane's rev with the table and re-reads what
 differs. "Seen" requests for a collector connected elsewhere travel the same way.
+
+Which process holds a collector is in the database too: while a collector is connected
+here, the listening connection holds a shared advisory lock on (`HOLD_CLASS`, its id).
+PostgreSQL drops a session's locks with the session, so a process that died, or whose
+listening connection broke (it hears no request then), holds nothing, and no message can
+be missed: `holder_connected` reads `pg_locks`. After a reconnect the locks are taken again.
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from paneboard_protocol import wire as pwire
 from paneboard_protocol.pane import PaneKey
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .core import NOTIFY_CHANNEL, SEEN_CHANNEL, Core, Refresh
 
@@ -28,10 +36,23 @@ log = logging.getLogger("paneboard.fanout")
 #: ids one merged refresh may collect (its re-read is one `IN (...)`; PostgreSQL takes
 #: at most 32767 bind parameters)
 MAX_MERGED = 5000
+#: the advisory lock class of "a process holds this collector" (the two-int4-key form, so
+#: it cannot meet a single bigint key another program on the database may use)
+HOLD_CLASS = 0x70626864
 
 
 def _dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def held_anywhere(engine: AsyncEngine, collector_id: int) -> bool:
+    """Whether any process's listening connection holds this collector now."""
+    q = text(
+        "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+        " AND classid = :c AND objid = :o AND objsubid = 2)"
+    )
+    async with engine.connect() as conn:
+        return bool((await conn.execute(q, {"c": HOLD_CLASS, "o": collector_id})).scalar())
 
 
 class Fanout:
@@ -48,6 +69,10 @@ class Fanout:
         self._open_ids: set[int] = set()
         self.merged = 0  # notifications that joined a queued refresh
         self.extra: list[tuple[str, Any]] = []  # (channel, callback): replicas.py's
+        # asyncpg runs one operation at a time on a connection; these take turns
+        self.io = asyncio.Lock()
+        self.held: set[int] = set()  # collector ids whose hold lock this session has
+        self.holds_wake = asyncio.Event()
 
     def _on_change(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
         origin, _, ids = payload.partition(":")
@@ -82,8 +107,30 @@ class Fanout:
             send(pwire.seen(PaneKey(key.host, key.tmux, key.pane), self.core.clock()))
 
     async def notify_seen(self, pane_id: int) -> None:
-        if self.conn is not None:
-            await self.conn.execute("SELECT pg_notify($1, $2)", SEEN_CHANNEL, str(pane_id))
+        conn = self.conn
+        if conn is not None:
+            async with self.io:
+                await conn.execute("SELECT pg_notify($1, $2)", SEEN_CHANNEL, str(pane_id))
+
+    def holds_changed(self, _cid: int | None = None) -> None:
+        """A collector attached here or went: bring the hold locks up to date."""
+        self.holds_wake.set()
+
+    async def _keep_holds(self, conn: asyncpg.Connection) -> None:
+        """Hold a lock for every collector connected here, and only for those, on `conn`
+        (a fresh session: it holds none when this starts)."""
+        self.held = set()
+        while True:
+            await self.holds_wake.wait()
+            self.holds_wake.clear()
+            want = set(self.core.seen_routes)
+            async with self.io:
+                for cid in sorted(want - self.held):
+                    await conn.execute("SELECT pg_advisory_lock_shared($1, $2)", HOLD_CLASS, cid)
+                    self.held.add(cid)
+                for cid in sorted(self.held - want):
+                    await conn.execute("SELECT pg_advisory_unlock_shared($1, $2)", HOLD_CLASS, cid)
+                    self.held.discard(cid)
 
     async def run(self) -> None:
         import asyncpg  # here, not at the top: a server on SQLite never needs it
@@ -101,14 +148,24 @@ class Fanout:
                 if not first:
                     self.core.submit(Refresh(None))  # whatever was missed while away
                 first = False
+                self.holds_wake.set()
+                holds = asyncio.create_task(self._keep_holds(conn), name="paneboard-holds")
                 self.ready.set()
                 delay = 0.5
-                while not conn.is_closed():
-                    await asyncio.sleep(1)
-                    try:
-                        await asyncio.wait_for(conn.execute("SELECT 1"), 5)
-                    except Exception:
-                        break
+                try:
+                    while not conn.is_closed() and not holds.done():
+                        await asyncio.sleep(1)
+                        try:
+                            async with self.io:
+                                await asyncio.wait_for(conn.execute("SELECT 1"), 5)
+                        except Exception:
+                            break
+                finally:
+                    holds.cancel()
+                    await asyncio.gather(holds, return_exceptions=True)
+                if holds.done() and not holds.cancelled() and holds.exception() is not None:
+                    log.warning("fan-out hold locks failed: %s", holds.exception())
+                    await conn.close()
             except asyncio.CancelledError:
                 if self.conn is not None:
                     await self.conn.close()
