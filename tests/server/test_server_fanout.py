@@ -152,10 +152,15 @@ def test_the_process_holding_a_collector_says_so_in_the_database(db_url: str, se
     """While a collector is connected to A, A's listening session holds its lock (so B
     asks A to answer, and answers `offline` at once when nobody holds it). A listening
     session that breaks takes its locks with it; A takes them again when it reconnects,
-    and gives them up when the collector goes."""
+    and gives them up when the collector goes. A lock of the same key in another
+    database of the cluster is another deployment's, not this one's."""
+    import asyncpg
+    from paneboard_server.panes import held_anywhere
     from paneboard_server.panes.fanout import HOLD_CLASS
     from paneboard_server.store.database import create_engine, resolve_url
     from sqlalchemy import text
+    from sqlalchemy.engine import make_url
+    from support.postgres import PG_ADMIN
 
     tokens = asyncio.run(make_tokens(db_url))
     a = server_factory(db_url)
@@ -163,38 +168,43 @@ def test_the_process_holding_a_collector_says_so_in_the_database(db_url: str, se
     async def go() -> None:
         engine = create_engine(resolve_url(db_url))
         holders = text(
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = :c"
+            "SELECT pid, objid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = :c"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         )
 
-        async def holding() -> list[int]:
+        async def holding() -> list[tuple[int, int]]:
             async with engine.connect() as conn:
-                return [r[0] for r in (await conn.execute(holders, {"c": HOLD_CLASS}))]
+                return [(r[0], r[1]) for r in (await conn.execute(holders, {"c": HOLD_CLASS}))]
 
+        async def held_by_other_than(pid: int) -> list[tuple[int, int]]:
+            got = await holding()
+            return got if got and pid not in [p for p, _ in got] else []
+
+        async def none_held() -> bool:
+            return await holding() == []
+
+        admin = make_url(PG_ADMIN).set(drivername="postgresql").render_as_string(hide_password=False)
+        elsewhere = await asyncpg.connect(admin)
         up = UplinkSink(a.url, tokens["collector"])
         try:
             assert await holding() == []
             await up.start(commands=SeenRecorder())
             await up.pane_changed(pane_update("h", "%1", "blocked"))
-            [first] = await wait_until(holding, what="A holding the collector")
+            [(first, cid)] = await wait_until(holding, what="A holding the collector")
+            assert await held_anywhere(engine, cid)
+            await elsewhere.execute("SELECT pg_advisory_lock_shared($1, $2)", HOLD_CLASS, cid)
             async with engine.begin() as conn:  # A's listening session breaks
                 await conn.execute(text("SELECT pg_terminate_backend(:p)"), {"p": first})
             again = await wait_until(
-                lambda: _other_than(holding, first), timeout=20, what="the hold taken again"
+                lambda: held_by_other_than(first), timeout=20, what="the hold taken again"
             )
-            assert len(again) == 1
+            assert [c for _, c in again] == [cid]
             await up.close()
-            await wait_until(lambda: _none(holding), what="the hold given up")
+            await wait_until(none_held, what="the hold given up")
+            assert not await held_anywhere(engine, cid)  # though the other database holds it
         finally:
             await up.close()
+            await elsewhere.close()
             await engine.dispose()
 
     asyncio.run(go())
-
-
-async def _other_than(holding: Any, pid: int) -> list[int]:
-    got: list[int] = await holding()
-    return got if got and pid not in got else []
-
-
-async def _none(holding: Any) -> bool:
-    return await holding() == []

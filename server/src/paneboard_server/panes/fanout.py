@@ -46,10 +46,12 @@ def _dsn(url: str) -> str:
 
 
 async def held_anywhere(engine: AsyncEngine, collector_id: int) -> bool:
-    """Whether any process's listening connection holds this collector now."""
+    """Whether any process's listening connection holds this collector now (in this
+    database: `pg_locks` lists the whole cluster's)."""
     q = text(
         "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
-        " AND classid = :c AND objid = :o AND objsubid = 2)"
+        " AND classid = :c AND objid = :o AND objsubid = 2"
+        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))"
     )
     async with engine.connect() as conn:
         return bool((await conn.execute(q, {"c": HOLD_CLASS, "o": collector_id})).scalar())
