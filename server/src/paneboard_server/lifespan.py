@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from .answers import AnswerDesk, Offers, ScreenHub
-from .auth import LoginThrottle, Revocation
+from .auth import LoginThrottle, Revocation, warm_password_check
 from .config import Config
 from .ingest import IngestRegistry, RefusedTokens
 from .notify import NotifyService, feed
@@ -46,6 +46,7 @@ async def running(cfg: Config, url: str, clock: Callable[[], float]) -> AsyncIte
     await notify.start()
     feed(notify, core)
     tasks: list[asyncio.Task[Any]] = [
+        asyncio.create_task(asyncio.to_thread(warm_password_check), name="paneboard-warm-login"),
         asyncio.create_task(retention_loop(core), name="paneboard-retention"),
         asyncio.create_task(revocation.run(), name="paneboard-revocation"),
     ]

@@ -4,7 +4,7 @@
 login routes call them) and the names used on their own: `Principal` (who is asking),
 `AccountError`, the password bounds, `lookup_token`, `session_principal`,
 `check_viewer`, `note_use_while_connected`; a browser session's cookies
-(`SESSION_COOKIE`, `set_session`, `clear_session`); `same` (a constant-time compare);
+(`SESSION_COOKIE`, `set_session`, `clear_session`); `same` (a constant-time compare); `warm_password_check`;
 `Revocation` and its `Holder`s; `LoginThrottle` and its `Backoff`. Who may read or change one request is
 api's (`api/access.py`), built on these.
 """
@@ -21,7 +21,7 @@ from .accounts import (
     session_principal,
 )
 from .cookies import SESSION_COOKIE, clear_session, set_session
-from .credentials import same
+from .credentials import same, warm_password_check
 from .revocation import Holder, Revocation
 from .throttle import Backoff, LoginThrottle
 
@@ -44,4 +44,5 @@ __all__ = [
     "same",
     "session_principal",
     "set_session",
+    "warm_password_check",
 ]

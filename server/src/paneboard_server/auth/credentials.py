@@ -11,6 +11,7 @@ import base64
 import hashlib
 import hmac
 import secrets
+from functools import cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -19,9 +20,20 @@ _hasher = PasswordHasher()
 
 COLLECTOR_PREFIX = "pbc_"
 VIEWER_PREFIX = "pbv_"
-# A hash that takes as long to verify as a real one: used when the user does not exist
-# so a login attempt does not reveal which names are accounts.
-_DUMMY_HASH = _hasher.hash("not a password, a timing equaliser")
+
+
+@cache
+def _dummy_hash() -> str:
+    """A hash that takes as long to verify as a real one: used when the user does not
+    exist, so a login attempt does not reveal which names are accounts. Made on first
+    use, not at import: every `paneboard` command imports this module, few sign anyone in."""
+    return _hasher.hash("not a password, a timing equaliser")
+
+
+def warm_password_check() -> None:
+    """Make the equaliser now (a server, in a thread at start), so that not even the
+    first sign-in with an unknown name takes longer than one with a known name."""
+    _dummy_hash()
 
 
 def new_token(kind: str) -> str:
@@ -56,7 +68,7 @@ def hash_password(password: str) -> str:
 
 def verify_password(stored: str | None, password: str) -> bool:
     try:
-        return _hasher.verify(stored or _DUMMY_HASH, password) and stored is not None
+        return _hasher.verify(stored or _dummy_hash(), password) and stored is not None
     except (VerificationError, InvalidHashError):
         return False
 
