@@ -10,7 +10,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any
 
 import httpx
 from support.clirun import CliResult, run_cli_text
+from support.forked import Forked, spawn
 from support.reports import pane_report
 
 
@@ -52,7 +52,7 @@ class ServerProc:
     db: str
     port: int
     config: Path | None = None
-    proc: subprocess.Popen | None = None
+    proc: Forked | None = None
     log: Path | None = None
     extra: list[str] = field(default_factory=list)
 
@@ -61,23 +61,12 @@ class ServerProc:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 90) -> None:
-        args = [
-            sys.executable,
-            "-m",
-            "paneboard.cli",
-            "serve",
-            "--port",
-            str(self.port),
-            "--db",
-            self.db,
-            *self.extra,
-        ]
+        """`paneboard serve`, forked ready-loaded (support.forked), until it is healthy."""
+        args = ["serve", "--port", str(self.port), "--db", self.db, *self.extra]
         if self.config is not None:
             args += ["--config", str(self.config)]
         assert self.log is not None
-        out = open(self.log, "ab")  # noqa: SIM115 - the process owns it
-        self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        out.close()
+        self.proc = spawn(args, log=self.log)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -11,14 +11,13 @@ import asyncio
 import json
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pbserver import make_tokens
-from support.stack import PANEBOARD
+from support.forked import spawn
 from support.tmux import TmuxServer
 from support.tools import require_tool
 from support.wait import wait_for
@@ -54,10 +53,9 @@ def test_follow_up_from_the_board(db_url: str, server_factory: Any, tmp_path: Pa
     tmux = TmuxServer().start("work")
     record = tmp_path / "record.jsonl"
     env = {k: v for k, v in os.environ.items() if k != "TMUX"}
-    log = (tmp_path / "collector.log").open("wb")
-    args = [*PANEBOARD, "agent", "--server", srv.url, "--token", tokens["collector"]]
+    args = ["agent", "--server", srv.url, "--token", tokens["collector"]]
     args += ["--tmux-socket", tmux.name, "--local", "--allow-input"]
-    collector = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    collector = spawn(args, log=tmp_path / "collector.log", env=env)
     wall = WebClient(srv.url, bearer=tokens["viewer"])
     try:
         wait_for(lambda: wall.get("/api/panes"), timeout=30, what="the collector's panes")
@@ -148,5 +146,4 @@ def test_follow_up_from_the_board(db_url: str, server_factory: Any, tmp_path: Pa
         if collector.poll() is None:
             os.killpg(collector.pid, 15)
             collector.wait(20)
-        log.close()
         tmux.kill()

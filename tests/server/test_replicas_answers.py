@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 from pbserver import make_tokens
-from support.stack import PANEBOARD
+from support.forked import spawn
 from support.tmux import TmuxServer
 from support.tools import require_tool
 from support.wait import wait_for
@@ -60,10 +59,9 @@ def test_screen_and_answers_through_the_replica_without_the_collector(
     b = server_factory(db_url)
     tmux = TmuxServer().start("work")
     env = {k: v for k, v in os.environ.items() if k != "TMUX"}
-    log = (tmp_path / "collector.log").open("wb")
-    args = [*PANEBOARD, "agent", "--server", a.url, "--token", tokens["collector"]]
+    args = ["agent", "--server", a.url, "--token", tokens["collector"]]
     args += ["--tmux-socket", tmux.name, "--local", "--allow-input"]
-    collector = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    collector = spawn(args, log=tmp_path / "collector.log", env=env)
     wall = WebClient(b.url, bearer=tokens["viewer"])
     try:
         wait_for(lambda: wall.get("/api/panes"), timeout=30, what="the collector's panes on B")
@@ -178,5 +176,4 @@ def test_screen_and_answers_through_the_replica_without_the_collector(
         if collector.poll() is None:
             os.killpg(collector.pid, 15)
             collector.wait(20)
-        log.close()
         tmux.kill()

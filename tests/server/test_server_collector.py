@@ -8,7 +8,6 @@ import asyncio
 import base64
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from pbserver import SSE, make_tokens, wait_until
+from support.forked import spawn
 from support.tmux import TmuxServer
 
 pytestmark = pytest.mark.tmux
@@ -36,25 +36,10 @@ def test_report_in_a_tmux_pane_reaches_api_and_stream(
     tokens = asyncio.run(make_tokens(db_url))
     srv = server_factory(db_url)
     tmux = TmuxServer().start()
-    log = open(tmp_path / "agent.log", "wb")  # noqa: SIM115 - the subprocess owns it
-    agent = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "paneboard.cli",
-            "agent",
-            "--server",
-            srv.url,
-            "--token",
-            tokens["collector"],
-            "--local",
-            "--tmux-socket",
-            tmux.name,
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    agent = spawn(
+        ["agent", "--server", srv.url, "--token", tokens["collector"], "--local", "--tmux-socket", tmux.name],
+        log=tmp_path / "agent.log",
         env={**tmux.env, "PATH": os.environ["PATH"]},
-        start_new_session=True,
     )
     auth = {"Authorization": f"Bearer {tokens['viewer']}"}
 
@@ -96,7 +81,6 @@ def test_report_in_a_tmux_pane_reaches_api_and_stream(
         except subprocess.TimeoutExpired:
             agent.kill()
             agent.wait(5)
-        log.close()
         tmux.kill()
 
 

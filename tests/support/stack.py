@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from support.clirun import run_cli_text
+from support.forked import spawn
 from support.sshd import Sshd, free_port
 from support.tmux import TmuxServer, printf_cmd
 from support.wait import wait_for
@@ -83,10 +84,10 @@ class Paneboard:
         self.server_section = server if server is not None else {"grace_period": 2}
         self.template = template
         self.ssh = ssh
-        self.procs: list[subprocess.Popen[bytes]] = []
+        self.procs: list[Any] = []  # subprocess.Popen, or support.forked.Forked
         self.tmux: TmuxServer | None = None
         self.sshd: Sshd | None = None
-        self.collector: subprocess.Popen[bytes] | None = None
+        self.collector: Any = None
         self.collector_runs = 0
         self.logs: dict[str, Path] = {}
 
@@ -104,9 +105,15 @@ class Paneboard:
             raise RuntimeError(f"paneboard {' '.join(args)}: {res.stderr.strip()}")
         return res.stdout.strip()
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+    def _spawn(self, name: str, args: list[str]) -> Any:
+        """`args` started with its output in `name`'s log; a `paneboard` command is forked
+        ready-loaded (support.forked), anything else (a wrapper) is a new process."""
         log = self.tmp / f"{name}.log"
         self.logs[name] = log
+        if args[: len(PANEBOARD)] == PANEBOARD:
+            p: Any = spawn(args[len(PANEBOARD) :], log=log, env=self.env, truncate=True)
+            self.procs.append(p)
+            return p
         p = subprocess.Popen(
             args,
             env=self.env,
