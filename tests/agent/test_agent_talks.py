@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.agentproc import AgentProcess
+from support.forked import spawn
 from support.tmux import TmuxServer
 from support.wait import wait_for
 
@@ -30,13 +31,13 @@ class Agent:
     def __init__(self, tmp: Path, *args: str, env: dict[str, str] | None = None) -> None:
         self.err = tmp / f"agent-{time.monotonic_ns()}.err"
         environ = {k: v for k, v in os.environ.items() if k not in ("TMUX", "PANEBOARD_TOKEN")}
-        self.proc = subprocess.Popen(
-            [*AGENT, *args],
-            stdout=subprocess.DEVNULL,
-            stderr=self.err.open("wb"),
-            env={**environ, **(env or {})},
-            start_new_session=True,
-        )
+        out = os.open(os.devnull, os.O_WRONLY)
+        err = os.open(self.err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:  # forked ready-loaded (support.forked)
+            self.proc = spawn(["agent", *args], env={**environ, **(env or {})}, stdout=out, stderr=err)
+        finally:
+            os.close(out)
+            os.close(err)
 
     def lines(self) -> list[str]:
         return self.err.read_text(errors="replace").splitlines()

@@ -1,4 +1,4 @@
-"""`paneboard agent --stdout ...` as a real subprocess, with its JSON lines collected."""
+"""`paneboard agent --stdout ...` as a process of its own, with its JSON lines collected."""
 
 from __future__ import annotations
 
@@ -6,28 +6,34 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
+
+from support.forked import spawn
 
 if TYPE_CHECKING:
     from support.tmux import TmuxServer
 
 
 class AgentProcess:
-    """Starts the real CLI; a thread collects stdout lines (parsed) and stderr text."""
+    """Starts the real CLI (forked ready-loaded, support.forked); a thread collects stdout
+    lines (parsed) and stderr text."""
 
     def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
-        self.argv = [sys.executable, "-m", "paneboard.cli", "agent", "--stdout", *args]
+        self.argv = ["agent", "--stdout", *args]
         full_env = dict(os.environ)
         full_env.pop("TMUX", None)
         if env:
             full_env.update(env)
-        self.proc = subprocess.Popen(
-            self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, start_new_session=True
-        )
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            self.proc = spawn(self.argv, env=full_env, stdout=out_w, stderr=err_w)
+        finally:
+            os.close(out_w)
+            os.close(err_w)
         self.lines: list[dict[str, Any]] = []
         # `--explain`'s lines for discarded reports: kept apart, so `lines` stays the
         # panes' lines (a real agent may write what the spec discards at any time)
@@ -36,26 +42,26 @@ class AgentProcess:
         self.stderr = ""
         self._lock = threading.Lock()
         self._threads = [
-            threading.Thread(target=self._read_out, daemon=True),
-            threading.Thread(target=self._read_err, daemon=True),
+            threading.Thread(target=self._read_out, args=(os.fdopen(out_r, "rb"),), daemon=True),
+            threading.Thread(target=self._read_err, args=(os.fdopen(err_r, "rb"),), daemon=True),
         ]
         for t in self._threads:
             t.start()
 
-    def _read_out(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            text = line.decode("utf-8", "replace")
-            obj = json.loads(text)
-            with self._lock:
-                self.raw.append(text)
-                (self.discarded if "discarded" in obj else self.lines).append(obj)
+    def _read_out(self, out: IO[bytes]) -> None:
+        with out:
+            for line in out:
+                text = line.decode("utf-8", "replace")
+                obj = json.loads(text)
+                with self._lock:
+                    self.raw.append(text)
+                    (self.discarded if "discarded" in obj else self.lines).append(obj)
 
-    def _read_err(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            with self._lock:
-                self.stderr += line.decode("utf-8", "replace")
+    def _read_err(self, err: IO[bytes]) -> None:
+        with err:
+            for line in err:
+                with self._lock:
+                    self.stderr += line.decode("utf-8", "replace")
 
     def snapshot(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -7,11 +7,12 @@ asyncssh again each time, which is most of a server's start, in CPU as well as t
 
 So these come from a zygote: one small process per test process (`python forked.py`),
 single-threaded (pytest's own process has threads, and forking a process with threads
-is not safe), which imports those modules once and then, for each request on its stdin,
-forks a child that runs `paneboard.cli.main(argv)` (what the `paneboard` script runs) in
-a new session, with the caller's environment, working directory and log as stdout and
-stderr. The zygote reports each child's pid, and its exit status when it ends (a pidfd
-per child, so no signal handler); it kills what it started when its caller goes.
+is not safe), which imports those modules once and then, for each request on its
+socket, forks a child that runs `paneboard.cli.main(argv)` (what the `paneboard` script
+runs) in a new session, with the caller's environment, working directory, umask and
+log (or pipes, passed as file descriptors) as stdout and stderr. The zygote reports each
+child's pid, and its exit status when it ends (a pidfd per child, so no signal
+handler); it kills what it started when its caller goes.
 
 `python -m paneboard.cli`, the console script and an interpreter's start-up are tested
 where they are the subject (tests/paneboard: the demo and the installed package).
@@ -25,12 +26,15 @@ import json
 import os
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+MAX_MESSAGE = 1 << 20  # a request: the argv and the whole environment
 
 #: what a server and a collector import, some of it lazily (a module missing here is only
 #: imported in the child, as before)
@@ -92,27 +96,29 @@ class Forked:
 
 
 class _Zygote:
-    """The caller's side: requests in, pids and exit statuses out (a reader thread)."""
+    """The caller's side: a request (and the file descriptors it names) in, pids and exit
+    statuses out (a reader thread), over a socket pair (SCM_RIGHTS carries the fds)."""
 
     def __init__(self) -> None:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.proc = subprocess.Popen(
-            [sys.executable, __file__],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            [sys.executable, __file__, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.requests: IO[bytes] = self.proc.stdin
+        theirs.close()
+        self.sock = mine
         self.changed = threading.Condition()
         self.exits: dict[int, int] = {}
         self.pids: list[int] = []
         self.lock = threading.Lock()  # one request at a time: replies come in order
-        self.reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
-    def _read(self, out: IO[bytes]) -> None:
-        for line in out:
-            msg = json.loads(line)
+    def _read(self) -> None:
+        while data := self.sock.recv(MAX_MESSAGE):
+            msg = json.loads(data)
             with self.changed:
                 if "pid" in msg:
                     self.pids.append(msg["pid"])
@@ -123,12 +129,11 @@ class _Zygote:
             self.pids.append(-1)
             self.changed.notify_all()
 
-    def spawn(self, request: dict[str, Any]) -> int:
+    def spawn(self, request: dict[str, Any], fds: list[int]) -> int:
         with self.lock:
             with self.changed:
                 seen = len(self.pids)
-            self.requests.write(json.dumps(request).encode() + b"\n")
-            self.requests.flush()
+            socket.send_fds(self.sock, [json.dumps(request).encode()], fds)
             with self.changed:
                 if not self.changed.wait_for(lambda: len(self.pids) > seen, 60):
                     raise RuntimeError("the zygote did not fork in 60 s")
@@ -148,15 +153,21 @@ def spawn(
     env: Mapping[str, str] | None = None,
     cwd: Path | str | None = None,
     truncate: bool = False,
+    stdout: int | None = None,
+    stderr: int | None = None,
 ) -> Forked:
     """Start `paneboard *argv` as a process of its own (a session leader, so killpg
-    reaches it and what it starts); its output appended to `log` (or replacing it:
-    `truncate`). It gets this process's umask, as a child of it would."""
+    reaches it and what it starts). Its output goes to `log`, appended (or replacing it:
+    `truncate`), or to the file descriptors `stdout` and `stderr` (the caller closes its
+    own copies). It gets this process's umask, as a child of it would."""
     global _zygote
     with _zygote_lock:
         if _zygote is None or _zygote.proc.poll() is not None:
             _zygote = _Zygote()
         zygote = _zygote
+    fds = [fd for fd in (stdout, stderr) if fd is not None]
+    if fds and len(fds) != 2:
+        raise ValueError("stdout and stderr come together")
     request = {
         "argv": list(argv),
         "env": dict(os.environ if env is None else env),
@@ -165,7 +176,7 @@ def spawn(
         "truncate": bool(truncate and log),
         "umask": _umask(),
     }
-    return Forked(argv, zygote.spawn(request), zygote)
+    return Forked(argv, zygote.spawn(request, fds), zygote)
 
 
 def _umask() -> int:
@@ -177,18 +188,21 @@ def _umask() -> int:
 # --- the zygote itself (run as a script) ------------------------------------------------
 
 
-def _child(request: dict[str, Any]) -> None:
+def _child(request: dict[str, Any], fds: list[int]) -> None:
     """In the forked child: the caller's world, then the command; never returns."""
     code = 1
     try:
         os.setsid()
         os.umask(request["umask"])
-        mode = os.O_TRUNC if request["truncate"] else os.O_APPEND
-        fd = os.open(request["log"], os.O_WRONLY | os.O_CREAT | mode, 0o666)
+        if fds:
+            out, err = fds
+        else:
+            mode = os.O_TRUNC if request["truncate"] else os.O_APPEND
+            out = err = os.open(request["log"], os.O_WRONLY | os.O_CREAT | mode, 0o666)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
+        os.dup2(out, 1)
+        os.dup2(err, 2)
         os.closerange(3, 1 << 16)  # the zygote's pipes and pidfds are not the command's
         os.environ.clear()
         os.environ.update(request["env"])
@@ -213,30 +227,31 @@ def _child(request: dict[str, Any]) -> None:
         os._exit(code)
 
 
-def _serve() -> None:
+def _serve(fd: int) -> None:
     import importlib
 
     for name in PRELOAD:
         importlib.import_module(name)
+    sock = socket.socket(fileno=fd)
     sel = selectors.DefaultSelector()
-    stdin = sys.stdin.buffer
-    sel.register(stdin, selectors.EVENT_READ, None)
+    sel.register(sock, selectors.EVENT_READ, None)
     children: dict[int, int] = {}  # pidfd -> pid
 
     def say(msg: dict[str, int]) -> None:
-        sys.stdout.buffer.write(json.dumps(msg).encode() + b"\n")
-        sys.stdout.buffer.flush()
+        sock.send(json.dumps(msg).encode())
 
     try:
         while True:
             for key, _ in sel.select():
                 if key.data is None:
-                    line = stdin.readline()
-                    if not line:
+                    data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
+                    if not data:
                         return  # the caller went
                     pid = os.fork()
                     if pid == 0:
-                        _child(json.loads(line))
+                        _child(json.loads(data), fds)
+                    for passed in fds:
+                        os.close(passed)
                     pidfd = os.pidfd_open(pid)
                     children[pidfd] = pid
                     sel.register(pidfd, selectors.EVENT_READ, pid)
@@ -254,4 +269,4 @@ def _serve() -> None:
 
 
 if __name__ == "__main__":
-    _serve()
+    _serve(int(sys.argv[1]))
