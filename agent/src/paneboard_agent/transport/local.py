@@ -114,6 +114,11 @@ class LocalTransport(Transport):
                 proc.kill()
             await _reaped(proc)
             raise TransportError(f"{argv[0]} did not finish within {timeout:g}s") from exc
+        except asyncio.CancelledError:  # the collector stopping: leave no child running
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await _reaped(proc)
+            raise
         return RunResult(proc.returncode, out, err)
 
     async def close(self) -> None:
