@@ -65,23 +65,24 @@ PRELOAD = [
 class Forked:
     """One forked `paneboard` command, with the `Popen` methods the tests use."""
 
-    def __init__(self, args: Sequence[str], pid: int, zygote: _Zygote) -> None:
+    def __init__(self, args: Sequence[str], n: int, zygote: _Zygote) -> None:
         self.args = list(args)
-        self.pid = pid
+        self.pid = zygote.pids[n]
+        self._n = n  # the zygote's count of it: a pid may be used again by a later child
         self._zygote = zygote
 
     @property
     def returncode(self) -> int | None:
-        return self._zygote.exits.get(self.pid)
+        return self._zygote.exits.get(self._n)
 
     def poll(self) -> int | None:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         with self._zygote.changed:
-            if not self._zygote.changed.wait_for(lambda: self.pid in self._zygote.exits, timeout):
+            if not self._zygote.changed.wait_for(lambda: self._n in self._zygote.exits, timeout):
                 raise subprocess.TimeoutExpired(self.args, timeout or 0)
-        return self._zygote.exits[self.pid]
+        return self._zygote.exits[self._n]
 
     def send_signal(self, sig: int) -> None:
         if self.returncode is None:  # its pid may already be another process's
@@ -110,8 +111,8 @@ class _Zygote:
         theirs.close()
         self.sock = mine
         self.changed = threading.Condition()
-        self.exits: dict[int, int] = {}
-        self.pids: list[int] = []
+        self.exits: dict[int, int] = {}  # the nth child -> its exit status
+        self.pids: list[int] = []  # the nth child's pid
         self.lock = threading.Lock()  # one request at a time: replies come in order
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -130,6 +131,7 @@ class _Zygote:
             self.changed.notify_all()
 
     def spawn(self, request: dict[str, Any], fds: list[int]) -> int:
+        """The child's number (its pid is `pids[n]`)."""
         with self.lock:
             with self.changed:
                 seen = len(self.pids)
@@ -140,7 +142,7 @@ class _Zygote:
                 pid = self.pids[seen]
         if pid < 0:
             raise RuntimeError(f"the zygote has exited ({self.proc.poll()})")
-        return pid
+        return seen
 
 
 _zygote: _Zygote | None = None
@@ -235,7 +237,8 @@ def _serve(fd: int) -> None:
     sock = socket.socket(fileno=fd)
     sel = selectors.DefaultSelector()
     sel.register(sock, selectors.EVENT_READ, None)
-    children: dict[int, int] = {}  # pidfd -> pid
+    children: dict[int, tuple[int, int]] = {}  # pidfd -> (pid, the nth child)
+    forked = 0
 
     def say(msg: dict[str, int]) -> None:
         sock.send(json.dumps(msg).encode())
@@ -253,17 +256,18 @@ def _serve(fd: int) -> None:
                     for passed in fds:
                         os.close(passed)
                     pidfd = os.pidfd_open(pid)
-                    children[pidfd] = pid
+                    children[pidfd] = (pid, forked)
+                    forked += 1
                     sel.register(pidfd, selectors.EVENT_READ, pid)
                     say({"pid": pid})
                 else:
                     sel.unregister(key.fd)
-                    del children[key.fd]
-                    _, status = os.waitpid(key.data, 0)
+                    pid, n = children.pop(key.fd)
+                    _, status = os.waitpid(pid, 0)
                     os.close(key.fd)
-                    say({"exit": key.data, "code": os.waitstatus_to_exitcode(status)})
+                    say({"exit": n, "code": os.waitstatus_to_exitcode(status)})
     finally:
-        for pid in children.values():
+        for pid, _ in children.values():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
 
