@@ -189,20 +189,21 @@ def test_text_typed_at_the_terminal_after_the_preview_makes_it_changed(
     pane, row = _agent(pb, record, "changed")
     ctx, page, _ = _login(browser, pb, "olga", DESKTOP)
     held: list[Any] = []
-    hold = [False]
+    hold = [True]
 
     def route(r: Any) -> None:
-        if hold[0]:
-            held.append(r)  # the page's next screen is held back: it draws nothing newer
+        if hold[0] and "since=" in r.request.url:
+            held.append(r)  # the preview's long polls are held back: it draws nothing newer
         else:
-            r.continue_()
+            r.continue_()  # its first ask (no `since`) draws the screen as it is
 
     try:
+        drawn = "All 3 tests pass"
+        wait_for(lambda: drawn in pb.tmux.cmd("capture-pane", "-p", "-t", pane), what="its screen")
         page.route(SCREEN, route)
         card = _open_preview(page, row, "Ready. All 3 tests pass.")
         card.locator(".card-follow-up textarea").fill("deploy it")
-        hold[0] = True
-        # the preview's long poll runs out and asks again: that ask is held
+        # the preview asks for what comes after the screen it drew: that ask is held
         wait_for(lambda: (page.wait_for_timeout(100), held)[1], timeout=60, what="the preview's next ask")
         pb.tmux.cmd("send-keys", "-t", pane, "-l", TERMINAL)
         wait_for(lambda: TERMINAL in pb.tmux.cmd("capture-pane", "-p", "-t", pane), what="the typed text")
