@@ -21,8 +21,10 @@ NO_TMUX = "localhost"  # the second sshd: its sessions run with a PATH that has 
 
 
 def _host_card(page, name: str) -> str:
-    cards = page.locator(f".group.hosts-down .host-card[data-host='{name}']")
-    return cards.first.inner_text() if cards.count() else ""
+    """The card's text, or "" when there is none; read in one step, since the card may go
+    between a count and a read (then `inner_text` waits 30 s for it to come back)."""
+    texts = page.locator(f".group.hosts-down .host-card[data-host='{name}']").all_inner_texts()
+    return texts[0] if texts else ""
 
 
 def test_hosts_the_collector_cannot_watch_are_cards_and_a_fixed_key_comes_back(
