@@ -11,7 +11,7 @@ Which process holds a collector is in the database too: while a collector is con
 here, the listening connection holds a shared advisory lock on (`HOLD_CLASS`, its id).
 PostgreSQL drops a session's locks with the session, so a process that died, or whose
 listening connection broke (it hears no request then), holds nothing, and no message can
-be missed: `holder_connected` reads `pg_locks`. After a reconnect the locks are taken again.
+be missed: `held_anywhere` reads `pg_locks`. After a reconnect the locks are taken again.
 """
 
 from __future__ import annotations
