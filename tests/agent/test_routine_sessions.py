@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 import pytest
-from helpers import osc7501, reporter
+from helpers import osc7501
 from paneboard_agent.watch import TmuxWatcher, watcher
 from support.hang import within
 from support.tmux import TmuxServer
@@ -33,6 +33,15 @@ def _steady_reports(n: int) -> str:
     working, done = (osc7501(f"state={s}:app=builder").hex() for s in ("working", "done"))
     write = f"os.write(1, bytes.fromhex(('{working}', '{done}')[i % 2]))"
     loop = f"[(time.sleep(0.05), {write}) for i in range({n})]"
+    return f'python3 -c "import os, time; {loop}; time.sleep(120)"'
+
+
+def _saying_done_every(seconds: float, n: int) -> str:
+    """A pane that says `done` again and again: a report written before the collector is
+    attached to its session is not seen, and when the routine listing comes round is the
+    loaded machine's to say, so one of these falls after it however late it is."""
+    done = osc7501("state=done:app=builder").hex()
+    loop = f"[(time.sleep({seconds}), os.write(1, bytes.fromhex('{done}'))) for i in range({n})]"
     return f'python3 -c "import os, time; {loop}; time.sleep(120)"'
 
 
@@ -94,9 +103,7 @@ def test_the_routine_listing_finds_a_session_tmux_did_not_announce(
     async def scenario() -> None:
         async with watching(tmux_server) as sink:
             tmux_server.new_window("main", "r", _steady_reports(1200))  # keeps the polls coming
-            late = tmux_server.new_session(
-                "late", "sleep 1; " + reporter((0.5, osc7501("state=done:app=builder")))
-            )
+            late = tmux_server.new_session("late", _saying_done_every(0.5, 240))
             await _until(
                 lambda: any(u.key.pane == late and u.state == "done" for u in sink.updates),
                 timeout=60,
