@@ -76,7 +76,8 @@ def server_factory(tmp_path: Path) -> Iterator[Any]:
         if config is not None:
             cfg = tmp_path / f"config-{len(started)}.toml"
             cfg.write_text(config)
-        sp = ServerProc(db, port or free_port(), cfg, log=tmp_path / f"server-{len(started)}.log")
+        log = tmp_path / f"server-{len(started)}.log"
+        sp = ServerProc(db, port or free_port(), cfg, log=log, pick_port=port is None)
         started.append(sp)
         sp.start()
         return sp

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 from support.clirun import CliResult, run_cli_text
 from support.forked import Forked, spawn
+from support.listening import listens
 from support.reports import pane_report
 
 
@@ -55,27 +56,45 @@ class ServerProc:
     proc: Forked | None = None
     log: Path | None = None
     extra: list[str] = field(default_factory=list)
+    pick_port: bool = False  # `port` came from free_port(): another may be picked
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 90) -> None:
-        """`paneboard serve`, forked ready-loaded (support.forked), until it is healthy."""
+        """`paneboard serve`, forked ready-loaded (support.forked), until it is healthy
+        and the port's listener is its own (support.listening). A port this process picked
+        (`pick_port`) that another test process took first is picked again; a port the test
+        chose is its to keep, so losing it is a failure."""
+        assert self.log is not None
+        for _ in range(3):
+            if self._start_once(timeout):
+                return
+            self.port = free_port()
+        raise AssertionError(f"server found its port taken three times: {self.log.read_text()[-2000:]}")
+
+    def _start_once(self, timeout: float) -> bool:
+        """True once healthy; False if the port was taken and may be picked again."""
+        assert self.log is not None
         args = ["serve", "--port", str(self.port), "--db", self.db, *self.extra]
         if self.config is not None:
             args += ["--config", str(self.config)]
-        assert self.log is not None
+        before = self.log.stat().st_size if self.log.exists() else 0  # a restart appends
         self.proc = spawn(args, log=self.log)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise AssertionError(f"server exited: {self.log.read_text()[-2000:]}")
+                said = self.log.read_bytes()[before:].decode(errors="replace")
+                if self.pick_port and "address already in use" in said.lower():
+                    return False
+                raise AssertionError(f"server exited: {said[-2000:]}")
             try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    return
+                healthy = httpx.get(self.url + "/healthz", timeout=1).status_code == 200
             except httpx.HTTPError:
-                pass
+                healthy = False
+            if healthy and listens(self.proc.pid, self.port):
+                return True
             time.sleep(0.05)
         raise AssertionError(f"server did not start: {self.log.read_text()[-2000:]}")
 

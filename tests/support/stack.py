@@ -26,6 +26,7 @@ from typing import Any
 
 from support.clirun import run_cli_text
 from support.forked import spawn
+from support.listening import listens
 from support.sshd import Sshd, free_port
 from support.tmux import TmuxServer, printf_cmd
 from support.wait import wait_for
@@ -232,9 +233,10 @@ class Paneboard:
             raise AssertionError(f"server exited: {self.log('server')}")
         try:
             with urllib.request.urlopen(self.url + "/healthz", timeout=2) as r:
-                return r.status == 200
+                healthy = r.status == 200
         except (urllib.error.URLError, OSError):
             return False
+        return healthy and listens(self.server.pid, self.port)  # not another test process's server
 
     def close(self) -> None:
         for p in reversed(self.procs):
