@@ -66,6 +66,24 @@ async def lock_waiters(admin: asyncpg.Connection, n: int) -> bool:
     )
 
 
+async def backends(admin: asyncpg.Connection) -> str:
+    """What every other backend of this database is doing: said when the writers are not
+    both seen waiting, so a time-out shows which one was missing and where it was."""
+    rows = await admin.fetch(
+        "SELECT pid, state, wait_event_type, wait_event, left(query, 120) AS query FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY pid"
+    )
+    return "\n".join(str(dict(r)) for r in rows)
+
+
+async def until_both_wait(admin: asyncpg.Connection) -> None:
+    """Until two writers wait for a lock; if they never do, which backends were where."""
+    try:
+        await wait_until(lambda: lock_waiters(admin, 2), 30, "both writers inside their transactions")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the backends:\n{await backends(admin)}") from None
+
+
 async def metric(url: str, token: str, name: str) -> float:
     async with httpx.AsyncClient() as c:
         text = (await c.get(url + "/metrics", headers=bearer(token))).text
@@ -97,7 +115,7 @@ def test_two_collectors_claiming_one_new_host_on_two_processes_one_wins(
             await asyncio.gather(w1.send(snapshot(1, host)), w2.send(snapshot(1, host)))
             if forced:
                 # Both writers are inside their transactions, claim made or being made.
-                await wait_until(lambda: lock_waiters(admin, 2), 30, "both writers inside their transactions")
+                await until_both_wait(admin)
                 await hold.rollback()
             got = await asyncio.gather(outcome(w1), outcome(w2))
             owners = await admin.fetch(
