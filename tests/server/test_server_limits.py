@@ -182,14 +182,18 @@ async def _poison_rounds(url: str, token: str, stop: asyncio.Event) -> list[tupl
     return closes
 
 
+#: seconds the honest collector sends for: poison rounds held its acks up by seconds each
+HONEST_FOR = 4.0
+
+
 def test_a_collector_sending_unstorable_panes_does_not_hold_up_anothers_acks(
     db_url: str, server_factory: Any
 ) -> None:
-    """The honest collector sends a delta every 50 ms for 10 s (not waiting for acks) while
-    the other sends poison round after round; at least 95 % of the honest messages are
-    acknowledged by one second after the last was sent. Before, each poison round failed a
-    batch that PostgreSQL then retried one operation at a time (~12 ms each), and the
-    honest acks waited seconds behind it."""
+    """The honest collector sends a delta every 50 ms for 4 s (not waiting for acks) while
+    the other sends poison round after round (several rounds in that time); at least 95 %
+    of the honest messages are acknowledged by one second after the last was sent.
+    Before, each poison round failed a batch that PostgreSQL then retried one operation at
+    a time (~12 ms each), and the honest acks waited seconds behind it."""
     tokens = asyncio.run(make_tokens(db_url))
     evil = asyncio.run(collector_token(db_url, "evil"))
     srv = server_factory(db_url)
@@ -211,7 +215,7 @@ def test_a_collector_sending_unstorable_panes_does_not_hold_up_anothers_acks(
         task = asyncio.create_task(reader())
         await asyncio.sleep(1)  # the poisoner is under way
         start = time.monotonic()
-        while time.monotonic() - start < 10:
+        while time.monotonic() - start < HONEST_FOR:
             sent += 1
             op = {"op": "pane", "update": pane("good", f"%{sent % 20}", msg=f"n{sent}")}
             await ws.send(json.dumps({"type": "delta", "seq": sent, "ops": [op]}))
@@ -230,7 +234,8 @@ def test_a_collector_sending_unstorable_panes_does_not_hold_up_anothers_acks(
         closes = await poisoner
         assert sent > 20
         assert acked >= 0.95 * sent, f"{acked} of {sent} honest messages acknowledged within the window"
-        assert closes and all(code == 1007 and "session" in why for code, why in closes), closes[:3]
+        assert len(closes) >= 2, closes  # the window held poison rounds, not one
+        assert all(code == 1007 and "session" in why for code, why in closes), closes[:3]
         async with httpx.AsyncClient() as c:
             got = (await c.get(srv.url + "/api/panes", headers=bearer(tokens["viewer"]))).json()
         assert "%99" not in {p["pane"] for p in got}
