@@ -133,10 +133,13 @@ def test_answer_from_a_phone_in_two_taps(browser: Any, stack: Paneboard, blocked
             "Yes, and don't ask again for rm commands in /srv/project",
             "No",
         ]
-        # the context comes first: the screen's prompt is above every button
-        screen_box = page.locator("pre.screen").bounding_box()
-        first_button = page.locator(".answers button.answer").first.bounding_box()
-        assert screen_box and first_button and screen_box["y"] < first_button["y"]
+        # the context comes first: the screen's prompt is above every button (both read
+        # in one step: a redraw takes the panel out of the page and back between two)
+        tops = page.evaluate(
+            """() => [document.querySelector("pre.screen"), document.querySelector(".answers button.answer")]
+                .map(e => e && e.getBoundingClientRect().top)"""
+        )
+        assert None not in tops and tops[0] < tops[1], tops
         IMG.mkdir(exist_ok=True)
         page.locator("pre.screen").evaluate("e => e.scrollIntoView({block: 'start'})")
         page.screenshot(path=str(IMG / "answer-phone.png"))
