@@ -84,8 +84,16 @@ export class Settings {
     this.status?.(text);
   }
 
+  // A failed change says why and puts the switches back to what the server holds: a
+  // checkbox ticked before its request (do-not-disturb for everyone, once confirmed)
+  // must not stay ticked when nothing was saved.
   async run(fn) {
-    try { this.say(await fn()); } catch (err) { this.say(String(err.message || err)); }
+    try {
+      this.say(await fn());
+    } catch (err) {
+      this.say(String(err.message || err));
+      await this.load();
+    }
   }
 
   async refreshPush() {
