@@ -100,13 +100,26 @@ def test_do_not_disturb_says_what_it_does_and_asks_before_silencing_everyone(bro
         assert p.evaluate("fetch('/api/notify/quiet').then(r => r.json())")["dnd_everyone"] is None
         p.click("#dnd-all")
         confirm.locator("button.yes").click()
-        p.wait_for_function("() => document.getElementById('dnd-all').checked")
+        # the page says so once the server has it (the box is ticked before the request)
+        p.locator("#settings-status", has_text="do not disturb on for everyone").wait_for()
+        assert p.locator("#dnd-all").is_checked()
         assert p.evaluate("fetch('/api/notify/quiet').then(r => r.json())")["dnd_everyone"] is not None
         p.uncheck("#dnd-all")  # lifting it asks nothing
         p.wait_for_function(
             "() => fetch('/api/notify/quiet').then(r => r.json()).then(q => q.dnd_everyone === null)"
         )
         assert not confirm.is_visible()
+        p.locator("#settings-status", has_text="do not disturb off for everyone").wait_for()
+
+        # confirmed, but never saved (the request is lost): the box shows what the server holds
+        p.route("**/api/notify/dnd", lambda route: route.abort())
+        p.click("#dnd-all")
+        confirm.locator("button.yes").click()
+        p.wait_for_function(
+            "() => !document.getElementById('dnd-all').checked"
+            " && !document.getElementById('settings-status').textContent.includes('for everyone')"
+        )
+        assert p.evaluate("fetch('/api/notify/quiet').then(r => r.json())")["dnd_everyone"] is None
     finally:
         ctx.close()
 
