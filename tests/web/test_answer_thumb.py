@@ -228,8 +228,14 @@ def test_a_blocked_card_answers_in_two_taps_and_a_double_tap_confirms_nothing(
         yes.wait_for(timeout=30000)
         assert card.locator(".card-answer").all_inner_texts() == ["1. Yes", "No"]  # never "don't ask again"
         assert "takes answers" in card.locator(".markers").inner_text()
-        was = yes.bounding_box()
-        assert was and was["y"] + was["height"] <= 844
+        # read in one step: a redraw of the board takes the card out and puts it back
+        was = page.evaluate(
+            """sel => { const e = document.querySelector(sel); if (!e) return null;
+                const r = e.getBoundingClientRect();
+                return {x: r.x, y: r.y, width: r.width, height: r.height}; }""",
+            f".card[data-id='{row['id']}'] .card-answer",
+        )
+        assert was and was["y"] + was["height"] <= 844, was
         # a double-tap arms the confirmation and no more: its second tap lands on the question
         yes.dblclick()
         confirm = card.locator(".card-confirm")
