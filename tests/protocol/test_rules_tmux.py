@@ -61,9 +61,19 @@ def tmux_server(tmp_path_factory):
         subprocess.run([*base, "kill-server"], check=False, capture_output=True)
 
 
+def _last_drawn(rows: list[str]) -> int:
+    return max((i for i, ln in enumerate(rows) if ln.strip()), default=-1)
+
+
 def capture(base: list[str], fixture: Path) -> str:
-    """Print the fixture in a fresh window and return what capture-pane shows once it is all there."""
-    last = [ln for ln in fixture.read_text(encoding="utf-8").splitlines() if ln.strip()][-1].strip()
+    """Print the fixture in a fresh window and return what capture-pane shows once it is all there.
+
+    All there: the capture's last drawn row is the fixture's last one, at the same row
+    (every fixture fits the pane, so nothing scrolls). Its text alone is not enough: a
+    box's bottom edge also ends a box drawn inside it, higher up."""
+    rows = fixture.read_text(encoding="utf-8").splitlines()
+    at = max(i for i, ln in enumerate(rows) if ln.strip())
+    last = rows[at].strip()
     target = subprocess.run(
         [*base, "new-window", "-d", "-P", "-F", "#{pane_id}", f"cat '{fixture}'; exec sleep 600"],
         check=True,
@@ -71,14 +81,15 @@ def capture(base: list[str], fixture: Path) -> str:
         text=True,
         env={"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"},
     ).stdout.strip()
-    deadline = time.monotonic() + 10
-    text = ""
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + 30
+    while True:
         text = subprocess.run(
             [*base, "capture-pane", "-p", "-t", target], check=True, capture_output=True
         ).stdout.decode("utf-8", "replace")
-        if last[-20:] in text:
+        drawn = text.splitlines()
+        if _last_drawn(drawn) == at and last[-20:] in drawn[at]:
             break
+        assert time.monotonic() < deadline, f"{fixture.name} not all drawn:\n{text}"
         time.sleep(0.05)
     subprocess.run([*base, "kill-pane", "-t", target], check=False)
     return text
