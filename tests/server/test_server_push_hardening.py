@@ -226,6 +226,30 @@ def test_the_notify_log_shows_a_viewer_its_own_deliveries_only(sqlite_db: str, s
     asyncio.run(go())
 
 
+def test_a_shown_notification_naming_a_pane_id_no_row_can_have_is_logged_without_a_pane(
+    sqlite_db: str,
+) -> None:
+    """A page's report names panes as strings; one past a 64-bit row id (found by
+    schemathesis) was bound as a parameter the database refused: a 500."""
+
+    async def go() -> None:
+        await _accounts(sqlite_db)
+        app = create_app(LOCAL, resolve_url(sqlite_db))
+        async with app.router.lifespan_context(app):
+            ana = await _login(app, "ana")
+            for pane in ("9" * 30, str(2**63), "-5", "0"):
+                r = await ana.post(
+                    "/api/notify/shown", json={"panes": [pane], "state": "blocked", "reason": "block"}
+                )
+                assert r.status_code == 204, (pane, r.text)
+            entries = (await ana.get("/api/notify/log")).json()["entries"]
+            assert len(entries) == 4 and all(e["pane_id"] is None for e in entries), entries
+            assert any(e["detail"].endswith("; pane " + "9" * 30) for e in entries), entries
+            await ana.aclose()
+
+    asyncio.run(go())
+
+
 def test_do_not_disturb_for_everyone_is_for_operators_a_plain_user_quiets_only_themselves(
     sqlite_db: str, service
 ) -> None:

@@ -524,8 +524,15 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
+#: the largest id a row has (a signed 64-bit column): a larger number names no pane, and
+#: the database refuses it as a parameter
+_ID_MAX = 2**63 - 1
+
+
 def _db_id(pane_id: str) -> int | None:
+    """The pane's row id, or None when `pane_id` (from a page) cannot be one."""
     try:
-        return int(pane_id)
+        n = int(pane_id)
     except ValueError:
         return None
+    return n if 0 < n <= _ID_MAX else None
