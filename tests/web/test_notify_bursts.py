@@ -142,5 +142,5 @@ def test_a_push_opens_its_url_only_on_the_workers_own_origin(page, board):
             "ServiceWorker.deliverPushMessage",
             {"origin": board.url, "registrationId": str(reg), "data": data},
         )
-        shown = wait_for(lambda: page.evaluate(SHOWN), what="the push shown")
+        shown = wait_for(lambda: page.evaluate(SHOWN), what=f"the push for {url} shown (registration {reg})")
         assert [n["url"] for n in shown] == [opens], url

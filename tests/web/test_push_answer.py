@@ -48,13 +48,17 @@ def stack(tmp_path_factory: Any) -> Any:
 def _registration(page: Any, url: str) -> tuple[Any, int]:
     """The page's service worker registration, through DevTools (for push delivery)."""
     cdp = page.context.new_cdp_session(page)
-    regs: list[dict[str, Any]] = []
-    cdp.on("ServiceWorker.workerRegistrationUpdated", lambda e: regs.extend(e["registrations"]))
+    # each registration as last told: an earlier event may list one that a later one deletes
+    regs: dict[str, dict[str, Any]] = {}
+    cdp.on(
+        "ServiceWorker.workerRegistrationUpdated",
+        lambda e: regs.update({r["registrationId"]: r for r in e["registrations"]}),
+    )
     cdp.send("ServiceWorker.enable")
 
     def registered() -> list[dict[str, Any]]:
         page.wait_for_timeout(50)  # lets Playwright deliver the DevTools events
-        return [r for r in regs if r["scopeURL"] == url + "/" and not r["isDeleted"]]
+        return [r for r in regs.values() if r["scopeURL"] == url + "/" and not r["isDeleted"]]
 
     return cdp, int(wait_for(registered, what="the service worker's registration")[0]["registrationId"])
 
